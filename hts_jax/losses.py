@@ -1,0 +1,175 @@
+"""Pure RL losses and return estimators with `[T, B]` shape contracts.
+
+Returns and advantages are single-stream rlax functions vmapped over the batch axis B (axis 1).
+Losses take per-sample arrays of any leading shape (`[T, B]` or flattened `[N]`), reduce by the
+mean over all samples, and return `(loss, metrics)`.
+
+Sign convention everywhere: the loss is *minimised*; the entropy term enters as
+`- entropy_coef * entropy`, so a positive `entropy_coef` raises the policy's entropy.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import rlax
+
+Metrics = Dict[str, chex.Array]
+
+
+def log_prob(logits: chex.Array, actions: chex.Array) -> chex.Array:
+  """log π(a|s) for `logits [..., A]` and integer `actions [...]`."""
+  logp_all = jax.nn.log_softmax(logits)
+  return jnp.take_along_axis(logp_all, actions[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
+def entropy(logits: chex.Array) -> chex.Array:
+  """Entropy of the categorical distribution, `[..., A] -> [...]`."""
+  logp_all = jax.nn.log_softmax(logits)
+  return -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
+
+
+def _discounts(dones: chex.Array, gamma: float) -> chex.Array:
+  return gamma * (1.0 - dones.astype(jnp.float32))
+
+
+def nstep_returns(rewards: chex.Array, dones: chex.Array, bootstrap_value: chex.Array,
+                  gamma: float) -> chex.Array:
+  """A2C's n-step bootstrapped returns (paper Eq. 3): R_t = r_t + γ(1-d_t) R_{t+1}, R_T = V(s_T).
+
+  Args:
+    rewards: `[T, B]` rewards r_t.
+    dones: `[T, B]` episode-end flags after step t (cut the bootstrap).
+    bootstrap_value: `[B]` V(s_T).
+    gamma: discount.
+  Returns:
+    `[T, B]` returns, with no gradient through `bootstrap_value`.
+  """
+  chex.assert_rank([rewards, dones, bootstrap_value], [2, 2, 1])
+  chex.assert_equal_shape([rewards, dones])
+  discounts = _discounts(dones, gamma)
+  # With λ = 1 only v_t[-1] (the bootstrap) enters the lambda-return recursion.
+  v_t = jnp.broadcast_to(bootstrap_value[None], rewards.shape)
+  returns = jax.vmap(rlax.lambda_returns, in_axes=(1, 1, 1, None), out_axes=1)(
+      rewards, discounts, v_t, 1.0)
+  return jax.lax.stop_gradient(returns)
+
+
+def gae(rewards: chex.Array, dones: chex.Array, values: chex.Array, gamma: float,
+        lambda_: float) -> Tuple[chex.Array, chex.Array]:
+  """Generalised advantage estimation (Schulman et al. 2016) as used by PPO.
+
+  Args:
+    rewards: `[T, B]`.
+    dones: `[T, B]`.
+    values: `[T+1, B]` V(s_0..s_T).
+    gamma: discount.
+    lambda_: GAE λ.
+  Returns:
+    `(advantages [T, B], returns [T, B])` with `returns = advantages + values[:-1]`, no gradient.
+  """
+  chex.assert_rank([rewards, dones, values], 2)
+  chex.assert_equal_shape([rewards, dones])
+  chex.assert_equal(values.shape[0], rewards.shape[0] + 1)
+  discounts = _discounts(dones, gamma)
+  adv = jax.vmap(rlax.truncated_generalized_advantage_estimation,
+                 in_axes=(1, 1, None, 1), out_axes=1)(rewards, discounts, lambda_, values)
+  adv = jax.lax.stop_gradient(adv)
+  return adv, jax.lax.stop_gradient(adv + values[:-1])
+
+
+def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, returns: chex.Array,
+             value_coef: float, entropy_coef: float,
+             weights: Optional[chex.Array] = None) -> Tuple[chex.Array, Metrics]:
+  """Advantage actor-critic loss (paper Eq. 3/4; Mnih et al. 2016).
+
+  L = -mean(w · sg(R - V) · log π(a|s)) + c_v · mean((R - V)^2) - c_e · mean(H[π(·|s)])
+
+  Args:
+    logits: `[..., A]` policy logits at the evaluation parameters.
+    values: `[...]` V(s) at the evaluation parameters.
+    actions: `[...]` actions taken.
+    returns: `[...]` targets R (no gradient).
+    value_coef: c_v.
+    entropy_coef: c_e; positive raises entropy.
+    weights: optional `[...]` per-sample weights (truncated importance weights), no gradient.
+  """
+  chex.assert_equal_shape([values, actions, returns])
+  chex.assert_equal_shape_prefix([logits, values], values.ndim)
+  weights = jnp.ones_like(values) if weights is None else jax.lax.stop_gradient(weights)
+  adv = returns - values
+  pg_loss = -jnp.mean(weights * jax.lax.stop_gradient(adv) * log_prob(logits, actions))
+  value_loss = jnp.mean(jnp.square(adv))
+  ent = jnp.mean(entropy(logits))
+  loss = pg_loss + value_coef * value_loss - entropy_coef * ent
+  return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent)
+
+
+def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_log_probs: chex.Array,
+             old_values: chex.Array, advantages: chex.Array, returns: chex.Array, clip_eps: float,
+             value_coef: float, entropy_coef: float, clip_value_loss: bool = True,
+             weights: Optional[chex.Array] = None) -> Tuple[chex.Array, Metrics]:
+  """PPO clipped-surrogate loss (Schulman et al. 2017), value loss as in Kostrikov's PPO.
+
+  L = -mean(w · min(ρ A, clip(ρ, 1-ε, 1+ε) A)) + c_v · ½ mean(max((V-R)², (V_clip-R)²))
+      - c_e · mean(H),   ρ = π(a|s) / π_old(a|s),  V_clip = V_old + clip(V - V_old, -ε, ε).
+
+  Args:
+    logits: `[..., A]`; values, actions, old_log_probs, old_values, advantages, returns: `[...]`.
+    clip_eps: ε.
+    value_coef, entropy_coef: c_v, c_e (positive c_e raises entropy).
+    clip_value_loss: use the clipped value loss (the max above) or plain ½(V-R)².
+    weights: optional per-sample weights (truncated importance weights), no gradient.
+  """
+  chex.assert_equal_shape([values, actions, old_log_probs, old_values, advantages, returns])
+  weights = jnp.ones_like(values) if weights is None else jax.lax.stop_gradient(weights)
+  ratio = jnp.exp(log_prob(logits, actions) - old_log_probs)
+  clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+  pg_loss = -jnp.mean(weights * jnp.minimum(ratio * advantages, clipped * advantages))
+  v_err = jnp.square(values - returns)
+  if clip_value_loss:
+    v_clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
+    v_err = jnp.maximum(v_err, jnp.square(v_clipped - returns))
+  value_loss = 0.5 * jnp.mean(v_err)
+  ent = jnp.mean(entropy(logits))
+  loss = pg_loss + value_coef * value_loss - entropy_coef * ent
+  clip_frac = jnp.mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32))
+  return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
+                    clip_frac=clip_frac)
+
+
+def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Array,
+                actions: chex.Array, behaviour_log_probs: chex.Array, rewards: chex.Array,
+                dones: chex.Array, gamma: float, value_coef: float, entropy_coef: float,
+                lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
+                clip_pg_rho_threshold: float = 1.0) -> Tuple[chex.Array, Metrics]:
+  """IMPALA's V-trace actor-critic loss (Espeholt et al. 2018), for the asynchronous baseline.
+
+  Args:
+    logits: `[T, B, A]` target-policy logits; values: `[T, B]`; bootstrap_value: `[B]`.
+    actions, behaviour_log_probs, rewards, dones: `[T, B]`.
+    gamma, lambda_: discount and V-trace λ. clip thresholds: ρ̄ and the policy-gradient ρ̄.
+    value_coef, entropy_coef: c_v, c_e (positive c_e raises entropy).
+  """
+  chex.assert_rank([logits, values, bootstrap_value], [3, 2, 1])
+  chex.assert_equal_shape([values, actions, behaviour_log_probs, rewards, dones])
+  logp = log_prob(logits, actions)
+  rho = jnp.exp(logp - behaviour_log_probs)
+  v_t = jnp.concatenate([values[1:], bootstrap_value[None]], axis=0)
+
+  def one_stream(v_tm1, v_t, r_t, disc_t, rho_tm1):
+    return rlax.vtrace_td_error_and_advantage(
+        v_tm1, v_t, r_t, disc_t, rho_tm1, lambda_=lambda_, clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_pg_rho_threshold, stop_target_gradients=True)
+
+  out = jax.vmap(one_stream, in_axes=1, out_axes=1)(
+      values, v_t, rewards, _discounts(dones, gamma), jax.lax.stop_gradient(rho))
+  pg_loss = -jnp.mean(jax.lax.stop_gradient(out.pg_advantage) * logp)
+  value_loss = 0.5 * jnp.mean(jnp.square(out.errors))
+  ent = jnp.mean(entropy(logits))
+  loss = pg_loss + value_coef * value_loss - entropy_coef * ent
+  return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
+                    mean_rho=jnp.mean(rho))

@@ -1,0 +1,48 @@
+"""Seed derivation (host side, numpy only: executor processes import it without JAX).
+
+Every random draw in a run is keyed by (seed, env_id[, step]), never by who processed it:
+- `env_seed(seed, env_id)`: the env replica's reset seed;
+- `action_stream(seed, env_id)`: the env's action-seed stream; the action at the env's global step
+  `s` is sampled with the key `fold_in(PRNGKey(action_stream), s)` (see `hts_jax.acting`);
+- `eval_env_seed(seed, episode)`: evaluation replicas, disjoint from training ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_ENV, _ACTION, _EVAL, _LEARNER, _DECORRELATE = range(5)
+
+
+def _derive(*words: int) -> int:
+  return int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint32)[0])
+
+
+def env_seed(seed: int, env_id: int) -> int:
+  return _derive(seed, _ENV, env_id)
+
+
+def action_stream(seed: int, env_id: int) -> int:
+  return _derive(seed, _ACTION, env_id)
+
+
+def action_streams(seed: int, num_envs: int) -> np.ndarray:
+  """`[num_envs]` uint32 action streams, indexed by global env id."""
+  return np.array([action_stream(seed, e) for e in range(num_envs)], np.uint32)
+
+
+def eval_env_seed(seed: int, episode: int) -> int:
+  return _derive(seed, _EVAL, episode)
+
+
+def learner_seed(seed: int) -> int:
+  return _derive(seed, _LEARNER)
+
+
+def decorrelation_seed(seed: int, env_id: int) -> int:
+  return _derive(seed, _DECORRELATE, env_id)
+
+
+def row_seeds(streams: np.ndarray, steps: np.ndarray) -> np.ndarray:
+  """`[N, 2]` uint32 rows `(stream, step)` for the policy step."""
+  return np.stack([np.asarray(streams, np.uint32), np.asarray(steps, np.uint32)], axis=-1)

@@ -1,0 +1,153 @@
+"""The one-step delayed gradient (paper Eq. 6) by golden values, and the learner's corrections."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from hts_jax import learner, networks
+from hts_jax.types import LearnerConfig, Segment
+
+LR = 0.1
+
+
+def bias_model(params, obs):
+  """logits = l, value = b for every row: gradients are easy to derive by hand."""
+  n = obs.shape[0]
+  return jnp.broadcast_to(params["l"], (n, 2)), jnp.full((n,), params["b"])
+
+
+def one_step_segment(action):
+  """T=1, B=1: reward 1.5 then the episode ends, so the A2C return is R = 1.5."""
+  return Segment(obs=jnp.zeros((2, 1, 1)), actions=jnp.array([[action]], jnp.int32),
+                 rewards=jnp.array([[1.5]]), dones=jnp.array([[1.0]]))
+
+
+THETA_PREV = {"l": jnp.array([0.0, 0.0]), "b": jnp.array(0.5)}   # θ_{j-1}
+THETA = {"l": jnp.array([1.0, -1.0]), "b": jnp.array(2.0)}       # θ_j
+
+
+def hand_grad(theta, action, weight=1.0):
+  """∇L for L = -w·(R-b)·log softmax(l)[a] + 0.5·(R-b)² (value_coef 0.5, no entropy)."""
+  adv = 1.5 - float(theta["b"])
+  pi = np.exp(np.asarray(theta["l"])) / np.exp(np.asarray(theta["l"])).sum()
+  onehot = np.eye(2)[action]
+  return {"l": -weight * adv * (onehot - pi), "b": np.array(-2 * 0.5 * adv)}
+
+
+def state_at(optimizer, theta_prev=THETA_PREV, theta=THETA):
+  st = learner.init_train_state(theta_prev, optimizer, jax.random.PRNGKey(0))
+  return st.replace(params=theta, behaviour_params=theta_prev)
+
+
+def config(**kw):
+  base = dict(algo="a2c", unroll_length=1, value_coef=0.5, entropy_coef=0.0)
+  base.update(kw)
+  return LearnerConfig(**base)
+
+
+def test_delayed_gradient_golden_sgd():
+  """θ_{j+1} = θ_j − lr·∇L(θ_{j−1}), with ∇L(θ_{j−1}) derived by hand."""
+  opt = optax.sgd(LR)
+  step = learner.make_learner_step(config(), bias_model, opt)
+  new, _ = step(state_at(opt), one_step_segment(action=0))
+  # At θ_{j-1}: adv = 1.5 - 0.5 = 1, π = [.5, .5]: ∂L/∂l = -(1)([1,0]-[.5,.5]) = [-.5, .5],
+  # ∂L/∂b = -2·0.5·1 = -1.  So l = [1, -1] - 0.1·[-.5, .5] = [1.05, -1.05], b = 2 + 0.1 = 2.1.
+  np.testing.assert_allclose(new.params["l"], [1.05, -1.05], rtol=0, atol=1e-6)
+  np.testing.assert_allclose(new.params["b"], 2.1, rtol=0, atol=1e-6)
+  # The state rolls: θ_j becomes the behaviour params, the counter advances.
+  np.testing.assert_array_equal(new.behaviour_params["l"], THETA["l"])
+  assert int(new.update_count) == 1
+
+
+@pytest.mark.parametrize("correction", ["none", "truncated_is"])
+def test_non_delayed_corrections_evaluate_at_theta_j(correction):
+  opt = optax.sgd(LR)
+  step = learner.make_learner_step(config(correction=correction), bias_model, opt)
+  new, metrics = step(state_at(opt), one_step_segment(action=1))
+  weight = 1.0
+  if correction == "truncated_is":
+    # min(1, π_j(a=1) / π_{j-1}(a=1)) = min(1, σ(-2) / 0.5)
+    weight = min(1.0, (np.exp(-1) / (np.exp(1) + np.exp(-1))) / 0.5)
+    assert weight < 1.0
+    np.testing.assert_allclose(metrics["is_weight"], weight, rtol=1e-6)
+  g = hand_grad(THETA, action=1, weight=weight)
+  np.testing.assert_allclose(new.params["l"], np.asarray(THETA["l"]) - LR * g["l"], atol=1e-6)
+  np.testing.assert_allclose(new.params["b"], float(THETA["b"]) - LR * g["b"], atol=1e-6)
+  # ... and not at θ_{j-1}:
+  g_prev = hand_grad(THETA_PREV, action=1)
+  assert abs(float(new.params["b"]) - (float(THETA["b"]) - LR * g_prev["b"])) > 0.1
+
+
+@pytest.mark.parametrize("name", ["rmsprop", "adam"])
+def test_delayed_gradient_optax_updates(name):
+  """Two learner iterations equal applying optax's updates for ∇L(θ_{j-1}) to θ_j by hand."""
+  cfg = config(optimizer=name, learning_rate=0.01, max_grad_norm=1e6)
+  opt = learner.make_optimizer(cfg)
+  step = learner.make_learner_step(cfg, bias_model, opt)
+  seg = one_step_segment(action=0)
+  state = state_at(opt)
+  s1, _ = step(state, seg)
+  s2, _ = step(s1, seg)
+
+  opt_state = opt.init(THETA_PREV)
+  u1, opt_state = opt.update(jax.tree.map(jnp.asarray, hand_grad(THETA_PREV, 0)), opt_state)
+  theta_1 = optax.apply_updates(THETA, u1)                   # θ_{j+1}
+  u2, opt_state = opt.update(jax.tree.map(jnp.asarray, hand_grad(THETA, 0)), opt_state)
+  theta_2 = optax.apply_updates(theta_1, u2)                 # θ_{j+2} = θ_{j+1} + u(∇L(θ_j))
+  for got, want in [(s1.params, theta_1), (s2.params, theta_2)]:
+    for k in want:
+      np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=1e-7)
+  if name == "rmsprop":
+    # PyTorch RMSProp (as the paper): ν = 0.01·g², step = -lr·g/(√ν + 1e-5) on the first step.
+    g = hand_grad(THETA_PREV, 0)["b"]
+    want_b = 2.0 - 0.01 * g / (np.sqrt(0.01 * g * g) + 1e-5)
+    np.testing.assert_allclose(s1.params["b"], want_b, rtol=1e-6)
+
+
+def _random_segment(t=8, b=4, obs_dim=4, seed=0):
+  rng = np.random.default_rng(seed)
+  return Segment(obs=jnp.asarray(rng.normal(size=(t + 1, b, obs_dim)), jnp.float32),
+                 actions=jnp.asarray(rng.integers(0, 2, (t, b)), jnp.int32),
+                 rewards=jnp.asarray(rng.normal(size=(t, b)), jnp.float32),
+                 dones=jnp.asarray(rng.random((t, b)) < 0.2, jnp.float32))
+
+
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
+def test_multi_step_algorithms_transfer_summed_updates(algo):
+  """A2C with several n-step updates and PPO (epochs x minibatches) run on a shadow started at
+  θ_{j-1}; θ_{j+1} = θ_j + (shadow_end − θ_{j-1}). The shadow's end is what a plain (non-delayed)
+  learner reaches from θ_{j-1}."""
+  net = networks.make_network("mlp", 2)
+  theta_prev = net.init(jax.random.PRNGKey(1), jnp.zeros((1, 4)))
+  theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
+  opt = optax.sgd(LR)
+  seg = _random_segment()
+  kw = dict(algo=algo, unroll_length=2, ppo_epochs=2, num_minibatches=2)
+  delayed = learner.make_learner_step(LearnerConfig(**kw), net.apply, opt)
+  plain = learner.make_learner_step(LearnerConfig(correction="none", **kw), net.apply, opt)
+  new, _ = delayed(state_at(opt, theta_prev, theta), seg)
+  shadow_end, _ = plain(state_at(opt, theta_prev, theta_prev), seg)
+  want = jax.tree.map(lambda tj, end, tp: tj + (end - tp), theta, shadow_end.params, theta_prev)
+  for a, b in zip(jax.tree.leaves(new.params), jax.tree.leaves(want)):
+    np.testing.assert_allclose(a, b, atol=1e-6)
+  moved = sum(float(jnp.abs(a - b).sum()) for a, b in
+              zip(jax.tree.leaves(shadow_end.params), jax.tree.leaves(theta_prev)))
+  assert moved > 1e-3  # the algorithm really took steps
+
+
+def test_first_update_from_theta_0_is_synchronous():
+  """init_train_state sets θ_{-1} = θ_0, so the first iteration is a plain synchronous update."""
+  opt = optax.sgd(LR)
+  st = learner.init_train_state(THETA_PREV, opt, jax.random.PRNGKey(0))
+  new, _ = learner.make_learner_step(config(), bias_model, opt)(st, one_step_segment(0))
+  g = hand_grad(THETA_PREV, 0)
+  np.testing.assert_allclose(new.params["b"], 0.5 - LR * g["b"], atol=1e-6)
+
+
+def test_bad_segment_length_is_a_config_error():
+  opt = optax.sgd(LR)
+  step = learner.make_learner_step(config(unroll_length=3), bias_model, opt)
+  with pytest.raises(ValueError, match="multiple of unroll_length"):
+    step(state_at(opt), one_step_segment(0))
