@@ -31,7 +31,8 @@ import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
 from hts_jax import losses
-from hts_jax.types import DATA_AXIS, LearnerConfig, Segment, TrainState
+from hts_jax.config import LearnerConfig
+from hts_jax.types import DATA_AXIS, Segment, TrainState
 
 ApplyFn = Callable[..., Tuple[chex.Array, chex.Array]]
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]

@@ -1,0 +1,1 @@
+"""Launchers (absl flags), presets and benchmarks. Flags are defined here only."""

@@ -1,0 +1,52 @@
+"""Env factories (host side, no JAX): every env the runtime runs is built by `make_env`.
+
+`env` names:
+- any registered gymnasium id with a discrete action space, e.g. `CartPole-v1`
+  (`env_kwargs` go to `gymnasium.make`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Tuple
+
+import gymnasium as gym
+import numpy as np
+
+from hts_jax.config import ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvInfo:
+  obs_shape: Tuple[int, ...]
+  obs_dtype: str  # "uint8" or "float32": what the storages hold
+  num_actions: int
+
+
+def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.Env:
+  """Builds one env replica. `train=False` gives the evaluation variant (same for gymnasium ids).
+
+  Raises ConfigError (one line) for unknown names or unsupported spaces.
+  """
+  del train  # Atari/GFootball differ between training and evaluation; plain gymnasium does not.
+  try:
+    env = gym.make(name, **env_kwargs)
+  except gym.error.Error as e:
+    raise ConfigError(f"unknown env {name!r}: {e}") from None
+  except TypeError as e:
+    raise ConfigError(f"bad env_kwargs for {name!r}: {e}") from None
+  if not isinstance(env.action_space, gym.spaces.Discrete):
+    env.close()
+    raise ConfigError(f"env {name!r} has action space {env.action_space}; only Discrete is "
+                      "supported")
+  return env
+
+
+def env_info(name: str, env_kwargs: Dict[str, Any]) -> EnvInfo:
+  env = make_env(name, env_kwargs)
+  try:
+    space = env.observation_space
+    dtype = "uint8" if space.dtype == np.uint8 else "float32"
+    return EnvInfo(tuple(space.shape), dtype, int(env.action_space.n))
+  finally:
+    env.close()

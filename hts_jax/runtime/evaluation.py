@@ -1,0 +1,88 @@
+"""Evaluation on separate env replicas, in a background thread of the main process.
+
+It takes a snapshot of the params (immutable JAX arrays) and its own env replicas seeded by
+`seeding.eval_env_seed`, and shares no random stream, storage or queue with training: it cannot
+perturb training, not even its determinism (tests check the hash with and without evaluation).
+Episodes run in lockstep, batched through one fixed-shape policy step.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from hts_jax import acting, envs, seeding
+
+# Hard cap on steps per evaluation episode (envs without a time limit).
+MAX_EPISODE_STEPS = 108_000
+
+
+class Evaluator:
+  """`submit(env_steps, wall_time_s, params)` queues an evaluation; `results` collects them."""
+
+  def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
+               seed: int, greedy: bool = True):
+    self.env_name, self.env_kwargs = env, env_kwargs
+    self.episodes = episodes
+    self.seed = seed
+    self.policy = acting.make_policy_step(apply_fn, episodes, greedy=greedy)
+    self.results: List[Dict[str, Any]] = []
+    self.error: Optional[str] = None
+    self._queue: "queue.Queue" = queue.Queue()
+    self._thread = threading.Thread(target=self._loop, name="evaluator", daemon=True)
+    self._thread.start()
+
+  def submit(self, env_steps: int, wall_time_s: float, params) -> None:
+    self._queue.put((env_steps, wall_time_s, params))
+
+  def close(self, wait: bool = True) -> None:
+    self._queue.put(None)
+    if wait:
+      self._thread.join()
+
+  def latest(self) -> Optional[float]:
+    return self.results[-1]["mean_return"] if self.results else None
+
+  def _loop(self) -> None:
+    try:
+      while True:
+        item = self._queue.get()
+        if item is None:
+          return
+        env_steps, wall, params = item
+        returns = self.evaluate(params)
+        self.results.append({"env_steps": int(env_steps), "wall_time_s": float(wall),
+                             "mean_return": float(np.mean(returns)),
+                             "returns": [float(r) for r in returns]})
+    except Exception as e:  # pylint: disable=broad-except
+      self.error = f"evaluator: {type(e).__name__}: {e}"
+
+  def evaluate(self, params) -> List[float]:
+    """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`)."""
+    n = self.episodes
+    replicas = [envs.make_env(self.env_name, self.env_kwargs, train=False) for _ in range(n)]
+    try:
+      first = [env.reset(seed=seeding.eval_env_seed(self.seed, i))[0] for i, env in
+               enumerate(replicas)]
+      obs = np.zeros((n,) + np.shape(first[0]), np.asarray(first[0]).dtype)
+      obs[:] = first
+      streams = np.array([seeding.eval_env_seed(self.seed, i) for i in range(n)], np.uint32)
+      returns = np.zeros(n)
+      running = np.ones(n, bool)
+      for t in range(MAX_EPISODE_STEPS):
+        actions, _ = self.policy.run_fixed(params, obs, seeding.row_seeds(streams, np.full(n, t)))
+        for i in np.flatnonzero(running):
+          o, r, terminated, truncated, _ = replicas[i].step(int(actions[i]))
+          returns[i] += float(r)
+          obs[i] = o
+          if terminated or truncated:
+            running[i] = False
+        if not running.any():
+          break
+      return returns.tolist()
+    finally:
+      for env in replicas:
+        env.close()

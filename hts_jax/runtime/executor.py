@@ -1,0 +1,139 @@
+"""Executor processes (paper Section 4.1): each owns env replicas with global env ids.
+
+An executor blocks (no spinning) on its inbox until actors have written actions for some of its
+envs into the current storage, steps those envs, writes `(reward, done, next obs)` at
+`[t, env_id]`, and posts the envs that are ready again to the state buffer (the shared ready
+queue). After `alpha` steps of every env it reports to the controller and waits at the barrier for
+`("go", segment)`. This module imports no JAX: executors are spawned processes.
+
+Messages
+  inbox (per executor):  [env_id, ...]           actions for these envs are in storage.actions
+                         ("go", segment)         start the next segment (storage segment % 2)
+                         None                    stop
+  ready queue (shared):  (segment, [(env_id, t), ...])   obs[t, env_id] is ready for an actor
+  control queue:         ("done", index, segment, returns, lengths, idle_action_s, idle_barrier_s,
+                          busy_s)
+                         ("error", index, env_id, "ExcType: message")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from hts_jax import envs, seeding
+from hts_jax.runtime.storage import Storages, StorageSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutorSpec:
+  index: int
+  env_ids: List[int]
+  env: str
+  env_kwargs: Dict[str, Any]
+  seed: int
+  alpha: int
+  storage: StorageSpec
+  delay_s: float = 0.0
+  jitter_s: float = 0.0
+
+
+def executor_main(spec: ExecutorSpec, ready_q, inbox, ctrl_q) -> None:
+  """Process entry point. Any exception is reported to the controller as one line."""
+  state = {"env_id": None}
+  try:
+    _run(spec, ready_q, inbox, ctrl_q, state)
+  except KeyboardInterrupt:
+    pass  # the controller handles SIGINT and tells executors to stop
+  except BaseException as e:  # pylint: disable=broad-except
+    msg = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
+    ctrl_q.put(("error", spec.index, state["env_id"], msg))
+
+
+def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
+  storages = Storages(spec.storage, create=False)
+  # Step-time noise is deliberately unseeded: determinism must not depend on timing.
+  noise = random.Random()
+  envs_by_id = {}
+  last_obs: Dict[int, np.ndarray] = {}
+  ep_return = {e: 0.0 for e in spec.env_ids}
+  ep_length = {e: 0 for e in spec.env_ids}
+  for e in spec.env_ids:
+    state["env_id"] = e
+    env = envs.make_env(spec.env, spec.env_kwargs, train=True)
+    obs, _ = env.reset(seed=seeding.env_seed(spec.seed, e))
+    env.action_space.seed(seeding.env_seed(spec.seed, e))
+    envs_by_id[e] = env
+    last_obs[e] = obs
+  state["env_id"] = None
+
+  segment = 0
+  t = {e: 0 for e in spec.env_ids}
+  returns: Dict[int, List[float]] = {e: [] for e in spec.env_ids}
+  lengths: Dict[int, List[int]] = {e: [] for e in spec.env_ids}
+  idle_action = idle_barrier = busy = 0.0
+
+  def start_segment():
+    st = storages[segment % 2]
+    for e in spec.env_ids:
+      st.obs[0, e] = last_obs[e]
+      t[e] = 0
+    ready_q.put((segment, [(e, 0) for e in spec.env_ids]))
+
+  start_segment()
+  finished = 0
+  while True:
+    t0 = time.perf_counter()
+    msg = inbox.get()
+    waited = time.perf_counter() - t0
+    if msg is None:
+      break
+    if isinstance(msg, tuple):  # ("go", segment): leave the barrier
+      idle_barrier += waited
+      segment = msg[1]
+      start_segment()
+      continue
+    idle_action += waited
+    st = storages[segment % 2]
+    ready = []
+    t_busy = time.perf_counter()
+    for e in msg:
+      state["env_id"] = e
+      step = t[e]
+      obs, reward, terminated, truncated, _ = envs_by_id[e].step(int(st.actions[step, e]))
+      if spec.delay_s or spec.jitter_s:
+        time.sleep(spec.delay_s + noise.uniform(0.0, spec.jitter_s))
+      ep_return[e] += float(reward)
+      ep_length[e] += 1
+      done = terminated or truncated
+      if done:
+        returns[e].append(ep_return[e])
+        lengths[e].append(ep_length[e])
+        ep_return[e], ep_length[e] = 0.0, 0
+        obs, _ = envs_by_id[e].reset()
+      st.rewards[step, e] = reward
+      st.dones[step, e] = float(done)
+      st.obs[step + 1, e] = obs
+      last_obs[e] = obs
+      t[e] = step + 1
+      if t[e] < spec.alpha:
+        ready.append((e, t[e]))
+      else:
+        finished += 1
+    state["env_id"] = None
+    busy += time.perf_counter() - t_busy
+    if ready:
+      ready_q.put((segment, ready))
+    if finished == len(spec.env_ids):
+      ctrl_q.put(("done", spec.index, segment, returns, lengths, idle_action, idle_barrier, busy))
+      returns = {e: [] for e in spec.env_ids}
+      lengths = {e: [] for e in spec.env_ids}
+      idle_action = idle_barrier = busy = 0.0
+      finished = 0
+  for env in envs_by_id.values():
+    env.close()
+  storages.close()

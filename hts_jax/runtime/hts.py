@@ -1,0 +1,350 @@
+"""The HTS-RL loop (paper Section 4.1, Fig. 1(e), Fig. 2(d)).
+
+  executors (processes) ──ready (segment, [(env, t)])──▶ actor threads (jitted keyed policy step)
+        ▲                                                      │ actions into storage[t, env]
+        └──────────────── inbox [env ids] ◀────────────────────┘
+  storage A (being filled by executors)   storage B (being learned by the learner thread)
+
+The controller (the calling thread) swaps the storages when the executors have finished `alpha`
+steps per env *and* the learner has finished its update, so the behaviour policy is exactly one
+update behind the learner's target (lag 1; 0 for the very first segment, collected by θ_0 while
+the learner idles). Segment k is collected by θ_{max(k-1, 0)} and learned with the delayed
+gradient at θ_{k-1} applied to θ_k.
+
+Determinism: env ids are global; env seeds and action keys derive from (seed, env_id, step);
+transitions are written at [t, env_id]; each actor batch runs on a fixed [num_envs, ...] shape with
+env e at row e; the learner consumes whole storages. Timing decides nothing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hts_jax import acting, envs, learner, networks, seeding
+from hts_jax.config import RunConfig
+from hts_jax.runtime import reporting
+from hts_jax.runtime.evaluation import Evaluator
+from hts_jax.runtime.executor import ExecutorSpec, executor_main
+from hts_jax.runtime.storage import Storages, StorageSpec
+from hts_jax.types import Segment
+
+_POLL_S = 0.05
+
+
+class RunError(RuntimeError):
+  """A run stopped by a failing part (executor, actor, learner); the message is one line."""
+
+
+class HTSRunner:
+  """Builds the parts for `config`, runs them, writes `<logdir>/{metrics.csv,summary.json}`."""
+
+  def __init__(self, config: RunConfig):
+    self.config = config
+    self.info = envs.env_info(config.env, config.env_kwargs)
+    kind = config.network
+    if kind == "auto":
+      kind = networks.default_network_for(self.info.obs_shape)
+    self.network = networks.make_network(kind, self.info.num_actions)
+    self.network_kind = kind
+    lcfg = config.learner
+    self.optimizer = learner.make_optimizer(lcfg)
+    key = jax.random.PRNGKey(seeding.learner_seed(config.seed))
+    init_key, state_key = jax.random.split(key)
+    dummy = jnp.zeros((1,) + self.info.obs_shape, self.info.obs_dtype)
+    params = self.network.init(init_key, dummy)
+    self.state = learner.init_train_state(params, self.optimizer, state_key)
+    self.learner_step = learner.make_learner_step(lcfg, self.network.apply, self.optimizer)
+    self.policy = acting.make_policy_step(self.network.apply, config.num_envs)
+    self.streams = seeding.action_streams(config.seed, config.num_envs)
+
+  # ---------------------------------------------------------------- run
+  def run(self) -> Dict[str, Any]:
+    cfg = self.config
+    os.makedirs(cfg.logdir, exist_ok=True)
+    self._fault: Optional[str] = None
+    self._stop = threading.Event()
+    self._storages = Storages(StorageSpec(cfg.alpha, cfg.num_envs, self.info.obs_shape,
+                                          self.info.obs_dtype), create=True)
+    ctx = mp.get_context("spawn")
+    self._ready_q = ctx.SimpleQueue()
+    self._ctrl_q = ctx.Queue()
+    self._inboxes = [ctx.SimpleQueue() for _ in range(cfg.num_executors)]
+    self._procs: List[mp.Process] = []
+    self._threads: List[threading.Thread] = []
+    self._learn_q: "queue.Queue" = queue.Queue()
+    self._learn_out: "queue.Queue" = queue.Queue()
+    self._drain_lock = threading.Lock()
+    self._actor_idle = [0.0] * cfg.num_actors
+    self._actor_batches = [0] * cfg.num_actors
+    self._learner_idle = 0.0
+    self._num_updates = 0  # learner iterations finished (the learner thread advances it)
+    self._actor_params = (0, self.state.params)  # (version = learner updates, params)
+    metrics_writer = reporting.MetricsWriter(cfg.logdir)
+    evaluator = Evaluator(cfg.env, cfg.env_kwargs, self.network.apply, cfg.eval_episodes,
+                          cfg.seed, greedy=cfg.eval_greedy)
+    try:
+      self._start_executors()
+      for i in range(cfg.num_actors):
+        self._start_thread(self._actor_loop, f"actor-{i}", i)
+      self._start_thread(self._learner_loop, "learner")
+      summary = self._control(metrics_writer, evaluator)
+    finally:
+      self._shutdown()
+      metrics_writer.close()
+      evaluator.close(wait=self._fault is None)
+    summary["eval"] = [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return")}
+                       for r in evaluator.results]
+    if evaluator.error:
+      raise RunError(evaluator.error)
+    reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), summary)
+    return summary
+
+  # ---------------------------------------------------------------- controller
+  def _control(self, metrics_writer, evaluator) -> Dict[str, Any]:
+    cfg = self.config
+    n_seg = cfg.num_segments
+    returns: Dict[int, List[float]] = {e: [] for e in range(cfg.num_envs)}
+    recent: List[float] = []
+    lags: List[int] = []
+    exec_idle = {"waiting_for_actions": 0.0, "at_barrier": 0.0}
+    exec_busy = 0.0
+    rollout_s = learn_s = 0.0
+    progress = reporting.Progress(n_seg * cfg.steps_per_segment, cfg.log_every_s, "hts")
+    next_eval = cfg.eval_every if cfg.eval_every > 0 else None
+    t_start = time.perf_counter()
+    t_seg = t_start
+    for seg in range(n_seg):
+      for msg in self._wait_executors(seg):
+        _, _, _, rets, _, idle_a, idle_b, busy = msg
+        for e, rs in rets.items():
+          returns[e].extend(rs)
+          recent.extend(rs)
+        exec_idle["waiting_for_actions"] += idle_a
+        exec_idle["at_barrier"] += idle_b
+        exec_busy += busy
+      rollout_s += time.perf_counter() - t_seg
+      if seg > 0:
+        learn_s += self._finish_update(metrics_writer, lags, recent, seg * cfg.steps_per_segment,
+                                       t_start)
+        recent = []
+      # Swap: the executors go on in the other storage with θ_{seg} while the learner takes this
+      # one. The learner has finished with that other storage (waited for above).
+      version = self._num_updates
+      self._actor_params = (version, self.state.params)
+      t_seg = time.perf_counter()
+      if seg + 1 < n_seg:
+        for inbox in self._inboxes:
+          inbox.put(("go", seg + 1))
+      self._learn_q.put(seg)
+      steps = (seg + 1) * cfg.steps_per_segment
+      wall = time.perf_counter() - t_start
+      if next_eval is not None and steps >= next_eval:
+        evaluator.submit(steps, wall, self.state.params)
+        while next_eval <= steps:
+          next_eval += cfg.eval_every
+      progress.update(steps, wall, version, reporting.mean_or_none(
+          [r for rs in returns.values() for r in rs[-5:]]), evaluator.latest())
+    learn_s += self._finish_update(metrics_writer, lags, recent, n_seg * cfg.steps_per_segment,
+                                   t_start)
+    wall = time.perf_counter() - t_start
+    steps = n_seg * cfg.steps_per_segment
+    evaluator.submit(steps, wall, self.state.params)  # final evaluation
+    evaluator.close(wait=True)
+    progress.update(steps, wall, self._num_updates, None, evaluator.latest(), force=True)
+    return {
+        "env_steps": steps, "updates": self._num_updates, "wall_time_s": wall,
+        "sps": steps / wall, "mode": cfg.mode, "algo": cfg.learner.algo, "env": cfg.env,
+        "alpha": cfg.alpha, "num_actors": cfg.num_actors, "num_executors": cfg.num_executors,
+        "num_envs": cfg.num_envs, "seed": cfg.seed, "correction": cfg.learner.correction,
+        "network": self.network_kind,
+        "param_sha256": reporting.param_sha256(self.state.params),
+        "episode_returns": [returns[e] for e in range(cfg.num_envs)],
+        "policy_lag": reporting.lag_summary(lags),
+        "idle": {"executors": exec_idle["waiting_for_actions"] + exec_idle["at_barrier"],
+                 "executors_waiting_for_actions": exec_idle["waiting_for_actions"],
+                 "executors_at_barrier": exec_idle["at_barrier"],
+                 "actors": float(sum(self._actor_idle)), "learner": self._learner_idle},
+        "timing": {"rollout_s": rollout_s, "learn_s": learn_s, "env_busy_s": exec_busy,
+                   "actor_batches": int(sum(self._actor_batches))},
+        "config": cfg.to_dict(),
+    }
+
+  def _finish_update(self, metrics_writer, lags, recent_returns, env_steps, t_start) -> float:
+    """Waits for the learner's current update; logs it; returns its compute time."""
+    seg, metrics, seg_lags, compute_s = self._wait_learner()
+    lags.append(seg_lags)
+    wall = time.perf_counter() - t_start
+    row = {"env_steps": env_steps, "updates": self._num_updates, "wall_time_s": wall,
+           "sps": env_steps / wall, "segment": seg, "lag": seg_lags, "learn_s": compute_s,
+           "train_return": reporting.mean_or_none(recent_returns)}
+    row.update({k: float(v) for k, v in metrics.items()})
+    metrics_writer.write(row)
+    return compute_s
+
+  def _wait_executors(self, seg: int) -> List[tuple]:
+    got: Dict[int, tuple] = {}
+    while len(got) < self.config.num_executors:
+      msg = self._poll(self._ctrl_q)
+      if msg is None:
+        continue
+      if msg[0] == "error":
+        _, idx, env_id, text = msg
+        where = f"executor {idx}" + (f", env {env_id}" if env_id is not None else "")
+        raise RunError(f"{where}: {text}")
+      assert msg[0] == "done" and msg[2] == seg, msg
+      got[msg[1]] = msg
+    return [got[i] for i in sorted(got)]
+
+  def _wait_learner(self):
+    while True:
+      item = self._poll(self._learn_out)
+      if item is not None:
+        return item
+
+  def _poll(self, q):
+    """One short wait on `q`; raises RunError if any part has failed meanwhile."""
+    try:
+      return q.get(timeout=_POLL_S)
+    except queue.Empty:
+      pass
+    if self._fault is not None:
+      raise RunError(self._fault)
+    for i, p in enumerate(self._procs):
+      if not p.is_alive():
+        # An error message may be in flight: prefer it over the bare exit code.
+        try:
+          msg = self._ctrl_q.get(timeout=0.5)
+        except queue.Empty:
+          msg = None
+        if msg is not None and msg[0] == "error":
+          _, idx, env_id, text = msg
+          where = f"executor {idx}" + (f", env {env_id}" if env_id is not None else "")
+          raise RunError(f"{where}: {text}")
+        ids = self.config.env_ids_of_executor(i)
+        raise RunError(f"executor {i} (envs {ids[0]}-{ids[-1]}) died with exit code "
+                       f"{p.exitcode}")
+    return None
+
+  # ---------------------------------------------------------------- parts
+  def _start_executors(self) -> None:
+    cfg = self.config
+    for i in range(cfg.num_executors):
+      spec = ExecutorSpec(index=i, env_ids=cfg.env_ids_of_executor(i), env=cfg.env,
+                          env_kwargs=cfg.env_kwargs, seed=cfg.seed, alpha=cfg.alpha,
+                          storage=self._storages.spec, delay_s=cfg.executor_delay_s,
+                          jitter_s=cfg.executor_jitter_s)
+      p = mp.get_context("spawn").Process(
+          target=executor_main, args=(spec, self._ready_q, self._inboxes[i], self._ctrl_q),
+          name=f"hts-executor-{i}", daemon=True)
+      p.start()
+      self._procs.append(p)
+
+  def _start_thread(self, fn, name, *args) -> None:
+    def guarded():
+      try:
+        fn(*args)
+      except Exception as e:  # pylint: disable=broad-except
+        if self._fault is None:
+          self._fault = f"{name}: {type(e).__name__}: {e}".splitlines()[0]
+    th = threading.Thread(target=guarded, name=name, daemon=True)
+    th.start()
+    self._threads.append(th)
+
+  def _actor_loop(self, index: int) -> None:
+    """Takes *all* ready observations, runs one fixed-shape keyed policy step, returns actions."""
+    cfg = self.config
+    per_exec = cfg.num_envs // cfg.num_executors
+    obs_buf = np.zeros((cfg.num_envs,) + self.info.obs_shape, self.info.obs_dtype)
+    seeds = np.zeros((cfg.num_envs, 2), np.uint32)
+    seeds[:, 0] = self.streams
+    while True:
+      t0 = time.perf_counter()
+      with self._drain_lock:
+        msgs = [self._ready_q.get()]
+        while not self._ready_q.empty():
+          msgs.append(self._ready_q.get())
+      self._actor_idle[index] += time.perf_counter() - t0
+      stop = any(m is None for m in msgs)
+      msgs = [m for m in msgs if m is not None]
+      if msgs:
+        seg = msgs[0][0]
+        pairs = [p for m in msgs for p in m[1]]
+        if any(m[0] != seg for m in msgs):
+          raise RuntimeError("observations of two segments in one batch")
+        env_ids = np.fromiter((e for e, _ in pairs), np.int64, len(pairs))
+        ts = np.fromiter((t for _, t in pairs), np.int64, len(pairs))
+        st = self._storages[seg % 2]
+        obs_buf[env_ids] = st.obs[ts, env_ids]
+        seeds[env_ids, 1] = seg * cfg.alpha + ts  # the env's global step
+        version, params = self._actor_params
+        actions, _ = self.policy.run_fixed(params, obs_buf, seeds)
+        st.actions[ts, env_ids] = actions[env_ids]
+        st.version[ts, env_ids] = version
+        self._actor_batches[index] += 1
+        owners = env_ids // per_exec
+        for k in np.unique(owners):
+          self._inboxes[k].put(env_ids[owners == k].tolist())
+      if stop:
+        return
+
+  def _learner_loop(self) -> None:
+    """Runs the delayed-gradient update on each finished storage, concurrently with rollout."""
+    while True:
+      t0 = time.perf_counter()
+      seg = self._learn_q.get()
+      if seg is None:
+        return
+      self._learner_idle += time.perf_counter() - t0 if seg > 0 else 0.0
+      st = self._storages[seg % 2]
+      t1 = time.perf_counter()
+      segment = Segment(obs=jnp.asarray(st.obs), actions=jnp.asarray(st.actions),
+                        rewards=jnp.asarray(st.rewards), dones=jnp.asarray(st.dones))
+      behaviour_versions = np.unique(st.version)
+      if len(behaviour_versions) != 1:
+        raise RuntimeError(f"segment {seg} mixes policy versions {behaviour_versions.tolist()}")
+      lag = self._num_updates - int(behaviour_versions[0])
+      self.state, metrics = self.learner_step(self.state, segment)
+      metrics = jax.device_get(metrics)  # the one host sync per segment
+      if self.config.learner_delay_s:
+        time.sleep(self.config.learner_delay_s)
+      self._num_updates += 1
+      self._learn_out.put((seg, metrics, lag, time.perf_counter() - t1))
+
+  def _shutdown(self) -> None:
+    for inbox in self._inboxes:
+      try:
+        inbox.put(None)
+      except Exception:  # pylint: disable=broad-except
+        pass
+    deadline = time.monotonic() + 2.0
+    for p in self._procs:
+      p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in self._procs:
+      if p.is_alive():
+        p.terminate()
+        p.join(timeout=1.0)
+      if p.is_alive():
+        p.kill()
+        p.join()
+    for _ in range(self.config.num_actors):
+      self._ready_q.put(None)
+    self._learn_q.put(None)
+    for th in self._threads:
+      th.join(timeout=5.0)
+    self._ctrl_q.close()
+    self._ctrl_q.cancel_join_thread()
+    self._storages.close()
+
+
+def run(config: RunConfig) -> Dict[str, Any]:
+  """Runs HTS-RL as configured and returns the summary (also written to `<logdir>/summary.json`)."""
+  return HTSRunner(config).run()

@@ -1,0 +1,102 @@
+"""The two storages of HTS-RL, preallocated in shared memory (host side, numpy only).
+
+Executors fill one storage while the learner consumes the other; roles swap every `alpha` steps
+(paper Section 4.1). One storage holds, in fixed `[t, env_id]` order:
+
+  obs      [alpha+1, N, ...]  obs[t, e] is what the actor sees at env e's step t; obs[alpha] bootstraps
+  actions  [alpha, N]         int32, written by actors
+  version  [alpha, N]         int32, the params version (learner updates) that chose the action
+  rewards  [alpha, N]         float32, written by executors
+  dones    [alpha, N]         float32, 1 where the episode ended after the step
+
+All arrays of both storages live in one shared-memory block; `StorageSpec` (picklable) lets another
+process attach to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from multiprocessing import shared_memory
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+_ALIGN = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageSpec:
+  alpha: int
+  num_envs: int
+  obs_shape: Tuple[int, ...]
+  obs_dtype: str
+  shm_name: Optional[str] = None
+
+  def fields(self) -> List[Tuple[str, Tuple[int, ...], str]]:
+    a, n = self.alpha, self.num_envs
+    return [("obs", (a + 1, n) + tuple(self.obs_shape), self.obs_dtype),
+            ("actions", (a, n), "int32"), ("version", (a, n), "int32"),
+            ("rewards", (a, n), "float32"), ("dones", (a, n), "float32")]
+
+  def layout(self):
+    """[(storage, field, shape, dtype, offset)], total bytes."""
+    out, offset = [], 0
+    for s in range(2):
+      for name, shape, dtype in self.fields():
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        out.append((s, name, shape, dtype, offset))
+        offset += -(-nbytes // _ALIGN) * _ALIGN
+    return out, max(offset, _ALIGN)
+
+
+class Storages:
+  """Both storages as numpy views of one shared-memory block. `storages[s].obs` etc."""
+
+  def __init__(self, spec: StorageSpec, create: bool):
+    layout, size = spec.layout()
+    if create:
+      self._shm = shared_memory.SharedMemory(create=True, size=size)
+      spec = dataclasses.replace(spec, shm_name=self._shm.name)
+    else:
+      self._shm = _attach(spec.shm_name)
+    self.spec = spec
+    self._owner = create
+    views: List[Dict[str, np.ndarray]] = [{}, {}]
+    for s, name, shape, dtype, offset in layout:
+      views[s][name] = np.ndarray(shape, dtype, buffer=self._shm.buf, offset=offset)
+    self._views = [_Storage(**v) for v in views]
+
+  def __getitem__(self, s: int) -> "_Storage":
+    return self._views[s]
+
+  def close(self):
+    """Detaches; the creating process also unlinks the block (no /dev/shm leftovers)."""
+    if self._shm is None:
+      return
+    self._views = []
+    try:
+      self._shm.close()
+    except BufferError:
+      pass  # a view is still referenced somewhere; the mapping goes with the process
+    if self._owner:
+      try:
+        self._shm.unlink()
+      except FileNotFoundError:
+        pass
+    self._shm = None
+
+
+@dataclasses.dataclass
+class _Storage:
+  obs: np.ndarray
+  actions: np.ndarray
+  version: np.ndarray
+  rewards: np.ndarray
+  dones: np.ndarray
+
+
+def _attach(name: str) -> shared_memory.SharedMemory:
+  # Spawned executors share the creator's resource tracker (its fd is inherited), where the block
+  # is registered once (a set): attaching re-registers idempotently, the creator's unlink
+  # unregisters it, and if the creator dies first the tracker unlinks it. So no /dev/shm leftovers.
+  return shared_memory.SharedMemory(name=name)
