@@ -62,9 +62,23 @@ class HTSRunner:
     dummy = jnp.zeros((1,) + self.info.obs_shape, self.info.obs_dtype)
     params = self.network.init(init_key, dummy)
     self.state = learner.init_train_state(params, self.optimizer, state_key)
-    self.learner_step = learner.make_learner_step(lcfg, self.network.apply, self.optimizer)
+    self.learner_step = learner.make_learner_step(lcfg, self.network.apply, self.optimizer,
+                                                  unroll=learner.unroll_for(kind))
     self.policy = acting.make_policy_step(self.network.apply, config.num_envs)
     self.streams = seeding.action_streams(config.seed, config.num_envs)
+    self.compile_s = self._compile()
+
+  def _compile(self) -> float:
+    """Compiles the learner and policy steps before the clock starts (results discarded)."""
+    t0 = time.perf_counter()
+    cfg, info = self.config, self.info
+    a, n = cfg.alpha, cfg.num_envs
+    zeros = Segment(obs=np.zeros((a + 1, n) + info.obs_shape, info.obs_dtype),
+                    actions=np.zeros((a, n), np.int32), rewards=np.zeros((a, n), np.float32),
+                    dones=np.zeros((a, n), np.float32))
+    jax.block_until_ready(self.learner_step(self.state, zeros))
+    self.policy.run_fixed(self.state.params, zeros.obs[0], np.zeros((n, 2), np.uint32))
+    return time.perf_counter() - t0
 
   # ---------------------------------------------------------------- run
   def run(self) -> Dict[str, Any]:
@@ -174,7 +188,7 @@ class HTSRunner:
                  "executors_at_barrier": exec_idle["at_barrier"],
                  "actors": float(sum(self._actor_idle)), "learner": self._learner_idle},
         "timing": {"rollout_s": rollout_s, "learn_s": learn_s, "env_busy_s": exec_busy,
-                   "actor_batches": int(sum(self._actor_batches))},
+                   "actor_batches": int(sum(self._actor_batches)), "compile_s": self.compile_s},
         "config": cfg.to_dict(),
     }
 
