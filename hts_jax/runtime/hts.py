@@ -134,6 +134,7 @@ class HTSRunner:
     rollout_s = learn_s = 0.0
     progress = reporting.Progress(n_seg * cfg.steps_per_segment, cfg.log_every_s, "hts")
     next_eval = cfg.eval_every if cfg.eval_every > 0 else None
+    last_eval = None
     t_start = time.perf_counter()
     t_seg = t_start
     for seg in range(n_seg):
@@ -163,6 +164,7 @@ class HTSRunner:
       wall = time.perf_counter() - t_start
       if next_eval is not None and steps >= next_eval:
         evaluator.submit(steps, wall, self.state.params)
+        last_eval = steps
         while next_eval <= steps:
           next_eval += cfg.eval_every
       progress.update(steps, wall, version, reporting.mean_or_none(
@@ -171,7 +173,8 @@ class HTSRunner:
                                    t_start)
     wall = time.perf_counter() - t_start
     steps = n_seg * cfg.steps_per_segment
-    evaluator.submit(steps, wall, self.state.params)  # final evaluation
+    if last_eval != steps:  # the final params are always evaluated, once
+      evaluator.submit(steps, wall, self.state.params)
     evaluator.close(wait=True)
     progress.update(steps, wall, self._num_updates, None, evaluator.latest(), force=True)
     return {
