@@ -51,6 +51,8 @@ flags.DEFINE_float("max_grad_norm", 0.5, "Global gradient-norm clip.")
 flags.DEFINE_integer("ppo_epochs", 4, "PPO epochs per segment.")
 flags.DEFINE_integer("num_minibatches", 4, "PPO minibatches per epoch (sets of time steps).")
 flags.DEFINE_float("clip_eps", 0.2, "PPO clip epsilon.")
+flags.DEFINE_integer("learner_devices", 1, "Local devices the learner is data-parallel over.")
+flags.DEFINE_integer("actor_devices", 1, "Local devices the policy step is data-parallel over.")
 flags.DEFINE_float("log_every_s", 5.0, "Seconds between progress lines.")
 flags.DEFINE_float("executor_delay_s", 0.0, "Testing: sleep added to every env step.")
 flags.DEFINE_float("executor_jitter_s", 0.0,
@@ -95,7 +97,7 @@ def build_config() -> hts_config.RunConfig:
       eval_episodes=v("eval_episodes"), eval_greedy=v("eval_greedy"),
       log_every_s=v("log_every_s"), executor_delay_s=v("executor_delay_s"),
       executor_jitter_s=v("executor_jitter_s"), learner_delay_s=v("learner_delay_s"),
-      learner=learner_cfg)
+      learner_devices=v("learner_devices"), actor_devices=v("actor_devices"), learner=learner_cfg)
 
 
 def main(argv):

@@ -102,6 +102,8 @@ class RunConfig:
     executor_delay_s / executor_jitter_s: added to every env step (constant / uniform random,
       unseeded): for tests and benchmarks of the runtime under slow and variable envs.
     learner_delay_s: added to every learner iteration (tests of the concurrency).
+    learner_devices / actor_devices: local devices the learner step / the policy step are
+      data-parallel over (num_envs must divide evenly).
   """
   env: str = "CartPole-v1"
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -121,6 +123,8 @@ class RunConfig:
   executor_delay_s: float = 0.0
   executor_jitter_s: float = 0.0
   learner_delay_s: float = 0.0
+  learner_devices: int = 1
+  actor_devices: int = 1
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
 
   def __post_init__(self):
@@ -140,6 +144,11 @@ class RunConfig:
     _check(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
     for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s"):
       _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+    for name in ("learner_devices", "actor_devices"):
+      d = getattr(self, name)
+      _check(d >= 1, f"{name} must be >= 1, got {d}")
+      _check(self.num_envs % d == 0,
+             f"num_envs ({self.num_envs}) must be divisible by {name} ({d})")
     _check(bool(self.logdir), "logdir must be set")
     self.learner.check_segment_length(self.alpha)
 

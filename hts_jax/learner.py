@@ -37,11 +37,9 @@ from hts_jax.types import DATA_AXIS, Segment, TrainState
 ApplyFn = Callable[..., Tuple[chex.Array, chex.Array]]
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
 
-# With `unroll=True` the optimizer-step loop is fully unrolled up to this many steps. Convolutions
-# inside a rolled `lax.scan` run ~10x slower on XLA CPU (jax-ml/jax#12868, FACTS.md; measured here:
-# Nature-CNN PPO 16 steps 2.0s unrolled vs 16.9s rolled), while small MLPs compile 7x faster rolled
-# (2.1s vs 14.2s) and run faster too. `unroll_for(network_kind)` picks.
-_MAX_UNROLL = 64
+# Convolution gradients inside `lax.scan` run ~10x slower on XLA CPU (jax-ml/jax#12868, FACTS.md),
+# so conv networks loop over optimizer steps in Python (unrolled into the jitted graph); small MLPs
+# compile 7x faster with a rolled scan (2.1 s vs 14.2 s for 16 PPO steps) and run faster too.
 
 
 def unroll_for(network_kind: str) -> bool:
@@ -112,7 +110,7 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
 
   def run_steps(start, opt_state, loss_fn, batches, num_steps):
     """Runs `num_steps` optimizer steps from `start`; returns the end params, the summed updates."""
-    zeros = jax.tree.map(jnp.zeros_like, start)
+    carry = (start, opt_state, jax.tree.map(jnp.zeros_like, start))
 
     def body(carry, batch):
       shadow, opt_state, summed = carry
@@ -120,9 +118,17 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
       summed = jax.tree.map(jnp.add, summed, updates)
       return (shadow, opt_state, summed), metrics
 
-    (end, opt_state, summed), metrics = jax.lax.scan(
-        body, (start, opt_state, zeros), batches, length=num_steps,
-        unroll=True if unroll and num_steps <= _MAX_UNROLL else 1)
+    if unroll:
+      # A Python loop, not `lax.scan(..., unroll=True)`: on XLA CPU even a length-1 scan puts the
+      # conv gradient on the slow path (Nature-CNN A2C batch 80: 1.30 s vs 0.15 s, measured).
+      step_metrics = []
+      for i in range(num_steps):
+        carry, m = body(carry, jax.tree.map(lambda x, i=i: x[i], batches))
+        step_metrics.append(m)
+      metrics = jax.tree.map(lambda *xs: jnp.stack(xs), *step_metrics)
+    else:
+      carry, metrics = jax.lax.scan(body, carry, batches, length=num_steps)
+    end, opt_state, summed = carry
     return end, opt_state, summed, jax.tree.map(jnp.mean, metrics)
 
   def a2c_batches_and_loss(segment, weights):
@@ -137,9 +143,12 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
 
     def loss_fn(params, batch):
       obs, actions, rewards, dones, w = batch
-      logits, values = _apply_tb(apply_fn, params, obs)
-      returns = losses.nstep_returns(rewards, dones, values[-1], config.gamma)
-      return losses.a2c_loss(logits[:-1], values[:-1], actions, returns, config.value_coef,
+      logits, values = _apply_tb(apply_fn, params, obs[:-1])
+      # The bootstrap V(s_n) carries no gradient: a separate forward pass keeps the gradient pass
+      # at n*B rows (XLA CPU: Nature-CNN grad on 96 rows 145 ms, on 80 rows 81 ms).
+      _, bootstrap = apply_fn(jax.lax.stop_gradient(params), obs[-1])
+      returns = losses.nstep_returns(rewards, dones, bootstrap, config.gamma)
+      return losses.a2c_loss(logits, values, actions, returns, config.value_coef,
                              config.entropy_coef, weights=w)
 
     return batches, loss_fn, k

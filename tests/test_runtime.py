@@ -42,6 +42,15 @@ def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, referenc
   assert sum(len(r) for r in s["episode_returns"]) > 0
 
 
+def test_data_parallel_runtime_is_deterministic_too(tmp_path):
+  """Learner and actors over 2 (forced CPU) devices: one hash for any actor/executor count."""
+  runs = [hts.run(small_config(tmp_path, f"dp{a}", num_actors=a, num_executors=e,
+                               learner_devices=2, actor_devices=2, executor_jitter_s=0.002))
+          for a, e in [(1, 1), (3, 4)]]
+  assert runs[0]["param_sha256"] == runs[1]["param_sha256"]
+  assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
+
+
 def test_different_seed_different_bits(tmp_path, reference):
   s = hts.run(small_config(tmp_path, "seed", seed=4))
   assert s["param_sha256"] != reference["param_sha256"]

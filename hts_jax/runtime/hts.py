@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import acting, envs, learner, networks, seeding
-from hts_jax.config import RunConfig
+from hts_jax.config import ConfigError, RunConfig
 from hts_jax.runtime import reporting
 from hts_jax.runtime.evaluation import Evaluator
 from hts_jax.runtime.executor import ExecutorSpec, executor_main
@@ -62,9 +62,12 @@ class HTSRunner:
     dummy = jnp.zeros((1,) + self.info.obs_shape, self.info.obs_dtype)
     params = self.network.init(init_key, dummy)
     self.state = learner.init_train_state(params, self.optimizer, state_key)
-    self.learner_step = learner.make_learner_step(lcfg, self.network.apply, self.optimizer,
-                                                  unroll=learner.unroll_for(kind))
-    self.policy = acting.make_policy_step(self.network.apply, config.num_envs)
+    self.learner_step = learner.make_learner_step(
+        lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
+        devices=_local_devices(config.learner_devices, "learner_devices"))
+    self.policy = acting.make_policy_step(
+        self.network.apply, config.num_envs,
+        devices=_local_devices(config.actor_devices, "actor_devices"))
     self.streams = seeding.action_streams(config.seed, config.num_envs)
     self.compile_s = self._compile()
 
@@ -360,6 +363,17 @@ class HTSRunner:
     self._ctrl_q.close()
     self._ctrl_q.cancel_join_thread()
     self._storages.close()
+
+
+def _local_devices(count: int, name: str):
+  """None for one device (plain jit), else the first `count` local devices."""
+  if count == 1:
+    return None
+  devices = jax.local_devices()
+  if count > len(devices):
+    raise ConfigError(f"{name}={count} but only {len(devices)} local devices "
+                      f"({devices[0].platform})")
+  return devices[:count]
 
 
 def run(config: RunConfig) -> Dict[str, Any]:
