@@ -1,8 +1,13 @@
 """Env factories (host side, no JAX): every env the runtime runs is built by `make_env`.
 
 `env` names:
+- `atari:<Game>` (e.g. `atari:Breakout`): ale-py with the paper's protocol (`hts_jax.envs.atari`);
+  `env_kwargs`: sticky, noop_max, frame_stack, max_num_frames_per_episode.
 - any registered gymnasium id with a discrete action space, e.g. `CartPole-v1`
   (`env_kwargs` go to `gymnasium.make`).
+
+Every env reports finished episodes through `info["episode_return"]` / `info["episode_length"]`
+(raw scores: for Atari a whole game, not a life, before reward clipping).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from hts_jax.config import ConfigError
+from hts_jax.envs.wrappers import RecordRawEpisode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +34,13 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.E
 
   Raises ConfigError (one line) for unknown names or unsupported spaces.
   """
-  del train  # Atari/GFootball differ between training and evaluation; plain gymnasium does not.
+  if name.startswith("atari:"):
+    from hts_jax.envs import atari  # pylint: disable=import-outside-toplevel
+    game = name.split(":", 1)[1]
+    try:
+      return atari.make_atari(game, train=train, **atari.parse_kwargs(env_kwargs))
+    except gym.error.Error as e:
+      raise ConfigError(f"unknown env {name!r}: {e}") from None
   try:
     env = gym.make(name, **env_kwargs)
   except gym.error.Error as e:
@@ -39,7 +51,7 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.E
     env.close()
     raise ConfigError(f"env {name!r} has action space {env.action_space}; only Discrete is "
                       "supported")
-  return env
+  return RecordRawEpisode(env)
 
 
 def env_info(name: str, env_kwargs: Dict[str, Any]) -> EnvInfo:

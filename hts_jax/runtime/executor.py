@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -60,8 +60,6 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
   noise = random.Random()
   envs_by_id = {}
   last_obs: Dict[int, np.ndarray] = {}
-  ep_return = {e: 0.0 for e in spec.env_ids}
-  ep_length = {e: 0 for e in spec.env_ids}
   for e in spec.env_ids:
     state["env_id"] = e
     env = envs.make_env(spec.env, spec.env_kwargs, train=True)
@@ -104,16 +102,14 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
     for e in msg:
       state["env_id"] = e
       step = t[e]
-      obs, reward, terminated, truncated, _ = envs_by_id[e].step(int(st.actions[step, e]))
+      obs, reward, terminated, truncated, info = envs_by_id[e].step(int(st.actions[step, e]))
       if spec.delay_s or spec.jitter_s:
         time.sleep(spec.delay_s + noise.uniform(0.0, spec.jitter_s))
-      ep_return[e] += float(reward)
-      ep_length[e] += 1
+      if "episode_return" in info:  # raw score of a finished episode (a whole game on Atari)
+        returns[e].append(float(info["episode_return"]))
+        lengths[e].append(int(info["episode_length"]))
       done = terminated or truncated
       if done:
-        returns[e].append(ep_return[e])
-        lengths[e].append(ep_length[e])
-        ep_return[e], ep_length[e] = 0.0, 0
         obs, _ = envs_by_id[e].reset()
       st.rewards[step, e] = reward
       st.dones[step, e] = float(done)

@@ -1,0 +1,21 @@
+"""Generic env wrappers (host side)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+
+class RecordRawEpisode(gym.Wrapper):
+  """Sets `info["episode_return"]` (raw score) and `info["episode_length"]` when a game ends."""
+
+  def reset(self, **kwargs):
+    self._return, self._length = 0.0, 0
+    return self.env.reset(**kwargs)
+
+  def step(self, action):
+    obs, reward, terminated, truncated, info = self.env.step(action)
+    self._return += float(reward)
+    self._length += 1
+    if terminated or truncated:
+      info = dict(info, episode_return=self._return, episode_length=self._length)
+    return obs, reward, terminated, truncated, info

@@ -1,0 +1,47 @@
+"""Atari through the ale-py executors: the paper's frames and a deterministic HTS-A2C run."""
+
+import numpy as np
+import pytest
+
+from hts_jax import envs
+from hts_jax.config import LearnerConfig, RunConfig
+from hts_jax.runtime import hts
+
+
+def test_atari_frames_and_raw_scores():
+  env = envs.make_env("atari:Breakout", {}, train=True)
+  obs, _ = env.reset(seed=0)
+  assert obs.shape == (84, 84, 4) and obs.dtype == np.uint8
+  rng = np.random.default_rng(0)
+  games, lives_lost = [], 0
+  for _ in range(2000):
+    obs, r, terminated, truncated, info = env.step(int(rng.integers(4)))
+    assert r in (-1.0, 0.0, 1.0)  # clipped for training
+    if "episode_return" in info:
+      games.append(info["episode_return"])
+    if terminated or truncated:
+      lives_lost += 1
+      env.reset()
+  assert games and lives_lost >= 4 * len(games)  # episodic life: a learning episode per life
+  eval_env = envs.make_env("atari:Breakout", {}, train=False)
+  assert eval_env.reset(seed=0)[0].shape == (84, 84, 4)
+
+
+@pytest.mark.parametrize("bad", [{"sticky": True, "bogus": 1}])
+def test_atari_rejects_unknown_kwargs(bad):
+  with pytest.raises(ValueError, match="unknown atari env_kwargs"):
+    envs.make_env("atari:Breakout", bad)
+
+
+def test_hts_a2c_on_breakout_is_deterministic_across_actor_counts(tmp_path):
+  def run(actors, executors):
+    cfg = RunConfig(env="atari:Breakout", alpha=5, num_envs=4, num_executors=executors,
+                    num_actors=actors, total_steps=4 * 5 * 4, seed=1, eval_episodes=1,
+                    logdir=str(tmp_path / f"{actors}_{executors}"), log_every_s=1e9,
+                    env_kwargs={"max_num_frames_per_episode": 400},
+                    learner=LearnerConfig(algo="a2c", unroll_length=5))
+    return hts.run(cfg)
+  a, b = run(1, 2), run(2, 4)
+  assert a["network"] == "cnn" and a["updates"] == 4
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["policy_lag"]["histogram"] == {"0": 1, "1": 3}
