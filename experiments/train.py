@@ -53,6 +53,9 @@ flags.DEFINE_integer("num_minibatches", 4, "PPO minibatches per epoch (sets of t
 flags.DEFINE_float("clip_eps", 0.2, "PPO clip epsilon.")
 flags.DEFINE_integer("learner_devices", 1, "Local devices the learner is data-parallel over.")
 flags.DEFINE_integer("actor_devices", 1, "Local devices the policy step is data-parallel over.")
+flags.DEFINE_integer("checkpoint_every", 0,
+                     "Learner updates between checkpoints (0: only on SIGINT/SIGTERM).")
+flags.DEFINE_bool("resume", False, "Continue the run in --logdir from its newest checkpoint.")
 flags.DEFINE_float("log_every_s", 5.0, "Seconds between progress lines.")
 flags.DEFINE_float("executor_delay_s", 0.0, "Testing: sleep added to every env step.")
 flags.DEFINE_float("executor_jitter_s", 0.0,
@@ -97,7 +100,8 @@ def build_config() -> hts_config.RunConfig:
       eval_episodes=v("eval_episodes"), eval_greedy=v("eval_greedy"),
       log_every_s=v("log_every_s"), executor_delay_s=v("executor_delay_s"),
       executor_jitter_s=v("executor_jitter_s"), learner_delay_s=v("learner_delay_s"),
-      learner_devices=v("learner_devices"), actor_devices=v("actor_devices"), learner=learner_cfg)
+      learner_devices=v("learner_devices"), actor_devices=v("actor_devices"),
+      checkpoint_every=v("checkpoint_every"), learner=learner_cfg)
 
 
 def main(argv):
@@ -107,15 +111,18 @@ def main(argv):
   try:
     cfg = build_config()
     from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
-    runner = hts.HTSRunner(cfg)  # validates the env (one instance) before anything is spawned
+    # Validates the env (one instance) and any checkpoint before anything is spawned.
+    runner = hts.HTSRunner(cfg, resume=FLAGS.resume)
   except hts_config.ConfigError as e:
     _fail(str(e), 2)
   try:
     summary = runner.run()
   except hts.RunError as e:
     _fail(str(e), 1)
+  except hts.Interrupted as e:
+    _fail(str(e), 128 + e.signum)
   except KeyboardInterrupt:
-    _fail("interrupted", 130)
+    _fail("interrupted (second SIGINT): stopped without a new checkpoint", 130)
   final = summary["eval"][-1]["mean_return"] if summary["eval"] else float("nan")
   print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s "
         f"({summary['sps']:,.0f} sps), {summary['updates']} updates, final eval return "

@@ -104,6 +104,7 @@ class RunConfig:
     learner_delay_s: added to every learner iteration (tests of the concurrency).
     learner_devices / actor_devices: local devices the learner step / the policy step are
       data-parallel over (num_envs must divide evenly).
+    checkpoint_every: learner updates between checkpoints (0: only on SIGINT/SIGTERM).
   """
   env: str = "CartPole-v1"
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -125,6 +126,7 @@ class RunConfig:
   learner_delay_s: float = 0.0
   learner_devices: int = 1
   actor_devices: int = 1
+  checkpoint_every: int = 0
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
 
   def __post_init__(self):
@@ -142,6 +144,8 @@ class RunConfig:
     _check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
     _check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
     _check(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
+    _check(self.checkpoint_every >= 0,
+           f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
     for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s"):
       _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
     for name in ("learner_devices", "actor_devices"):

@@ -215,6 +215,8 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     # Delayed gradient: the updates computed from θ_{j-1} are applied to θ_j (Eq. 6).
     new_params = optax.apply_updates(state.params, summed) if delayed else end
     metrics["is_weight"] = _pmean(jnp.mean(weights), axis_name)
+    metrics["params_finite"] = jnp.all(jnp.stack(
+        [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(new_params)]))
     new_state = state.replace(params=new_params, behaviour_params=state.params,
                               opt_state=opt_state, update_count=state.update_count + 1)
     return new_state, metrics

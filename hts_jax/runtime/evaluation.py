@@ -24,12 +24,12 @@ class Evaluator:
   """`submit(env_steps, wall_time_s, params)` queues an evaluation; `results` collects them."""
 
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
-               seed: int, greedy: bool = True):
+               seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
     self.seed = seed
     self.policy = acting.make_policy_step(apply_fn, episodes, greedy=greedy)
-    self.results: List[Dict[str, Any]] = []
+    self.results: List[Dict[str, Any]] = list(results or [])
     self.error: Optional[str] = None
     self._queue: "queue.Queue" = queue.Queue()
     self._thread = threading.Thread(target=self._loop, name="evaluator", daemon=True)
@@ -37,6 +37,10 @@ class Evaluator:
 
   def submit(self, env_steps: int, wall_time_s: float, params) -> None:
     self._queue.put((env_steps, wall_time_s, params))
+
+  def wait_idle(self) -> None:
+    """Blocks until every submitted evaluation has finished."""
+    self._queue.join()
 
   def close(self, wait: bool = True) -> None:
     self._queue.put(None)
@@ -50,15 +54,21 @@ class Evaluator:
     try:
       while True:
         item = self._queue.get()
-        if item is None:
-          return
-        env_steps, wall, params = item
-        returns = self.evaluate(params)
-        self.results.append({"env_steps": int(env_steps), "wall_time_s": float(wall),
-                             "mean_return": float(np.mean(returns)),
-                             "returns": [float(r) for r in returns]})
+        try:
+          if item is None:
+            return
+          env_steps, wall, params = item
+          returns = self.evaluate(params)
+          self.results.append({"env_steps": int(env_steps), "wall_time_s": float(wall),
+                               "mean_return": float(np.mean(returns)),
+                               "returns": [float(r) for r in returns]})
+        finally:
+          self._queue.task_done()
     except Exception as e:  # pylint: disable=broad-except
       self.error = f"evaluator: {type(e).__name__}: {e}"
+      while True:  # keep draining so that wait_idle() cannot hang
+        self._queue.get()
+        self._queue.task_done()
 
   def evaluate(self, params) -> List[float]:
     """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`)."""

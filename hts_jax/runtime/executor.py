@@ -9,19 +9,27 @@ queue). After `alpha` steps of every env it reports to the controller and waits 
 Messages
   inbox (per executor):  [env_id, ...]           actions for these envs are in storage.actions
                          ("go", segment)         start the next segment (storage segment % 2)
+                         ("save",)               at the barrier: send the envs' states
                          None                    stop
   ready queue (shared):  (segment, [(env_id, t), ...])   obs[t, env_id] is ready for an actor
   control queue:         ("done", index, segment, returns, lengths, idle_action_s, idle_barrier_s,
                           busy_s)
+                         ("state", index, {env_id: bytes} or None, reason)
                          ("error", index, env_id, "ExcType: message")
+
+Executors ignore SIGINT/SIGTERM (the controller turns them into a checkpoint and a clean stop, and
+ends executors itself) and exit by themselves if the controller process disappears.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import pickle
 import random
+import signal
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -40,10 +48,17 @@ class ExecutorSpec:
   storage: StorageSpec
   delay_s: float = 0.0
   jitter_s: float = 0.0
+  first_segment: int = 0
+  # {env_id: pickled (env, last_obs)} to resume from a checkpoint instead of fresh resets.
+  env_states: Optional[Dict[int, bytes]] = None
+
+_PARENT_CHECK_S = 1.0
 
 
 def executor_main(spec: ExecutorSpec, ready_q, inbox, ctrl_q) -> None:
   """Process entry point. Any exception is reported to the controller as one line."""
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGTERM, signal.SIG_IGN)
   state = {"env_id": None}
   try:
     _run(spec, ready_q, inbox, ctrl_q, state)
@@ -62,14 +77,24 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
   last_obs: Dict[int, np.ndarray] = {}
   for e in spec.env_ids:
     state["env_id"] = e
+    if spec.env_states is not None and e in spec.env_states:
+      envs_by_id[e], last_obs[e] = pickle.loads(spec.env_states[e])
+      continue
     env = envs.make_env(spec.env, spec.env_kwargs, train=True)
     obs, _ = env.reset(seed=seeding.env_seed(spec.seed, e))
-    env.action_space.seed(seeding.env_seed(spec.seed, e))
     envs_by_id[e] = env
     last_obs[e] = obs
   state["env_id"] = None
+  parent = os.getppid()
 
-  segment = 0
+  def receive():
+    # Block on the inbox, but give up if the controller died without saying goodbye.
+    while not inbox._reader.poll(_PARENT_CHECK_S):  # pylint: disable=protected-access
+      if os.getppid() != parent:
+        return None
+    return inbox.get()
+
+  segment = spec.first_segment
   t = {e: 0 for e in spec.env_ids}
   returns: Dict[int, List[float]] = {e: [] for e in spec.env_ids}
   lengths: Dict[int, List[int]] = {e: [] for e in spec.env_ids}
@@ -86,10 +111,14 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
   finished = 0
   while True:
     t0 = time.perf_counter()
-    msg = inbox.get()
+    msg = receive()
     waited = time.perf_counter() - t0
     if msg is None:
       break
+    if isinstance(msg, tuple) and msg[0] == "save":
+      idle_barrier += waited
+      ctrl_q.put(("state", spec.index) + _pickle_envs(envs_by_id, last_obs))
+      continue
     if isinstance(msg, tuple):  # ("go", segment): leave the barrier
       idle_barrier += waited
       segment = msg[1]
@@ -133,3 +162,11 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
   for env in envs_by_id.values():
     env.close()
   storages.close()
+
+
+def _pickle_envs(envs_by_id, last_obs):
+  """({env_id: pickled (env, last_obs)}, "") or (None, reason) if some env cannot be pickled."""
+  try:
+    return {e: pickle.dumps((env, last_obs[e])) for e, env in envs_by_id.items()}, ""
+  except Exception as e:  # pylint: disable=broad-except
+    return None, f"{type(e).__name__}: {e}"

@@ -18,8 +18,10 @@ env e at row e; the learner consumes whole storages. Timing decides nothing.
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
+import signal
 import queue
 import threading
 import time
@@ -31,7 +33,7 @@ import numpy as np
 
 from hts_jax import acting, envs, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import reporting
+from hts_jax.runtime import checkpoint, reporting
 from hts_jax.runtime.evaluation import Evaluator
 from hts_jax.runtime.executor import ExecutorSpec, executor_main
 from hts_jax.runtime.storage import Storages, StorageSpec
@@ -44,10 +46,22 @@ class RunError(RuntimeError):
   """A run stopped by a failing part (executor, actor, learner); the message is one line."""
 
 
-class HTSRunner:
-  """Builds the parts for `config`, runs them, writes `<logdir>/{metrics.csv,summary.json}`."""
+class Interrupted(RuntimeError):
+  """SIGINT/SIGTERM: the run checkpointed at a segment boundary and stopped cleanly."""
 
-  def __init__(self, config: RunConfig):
+  def __init__(self, message: str, signum: int):
+    super().__init__(message)
+    self.signum = signum
+
+
+class HTSRunner:
+  """Builds the parts for `config`, runs them, writes `<logdir>/{metrics.csv,summary.json}`.
+
+  With `resume=True` it continues from the newest checkpoint in `<logdir>/checkpoints`; without,
+  it refuses a logdir that holds one (nothing saved is ever overwritten).
+  """
+
+  def __init__(self, config: RunConfig, resume: bool = False):
     self.config = config
     self.info = envs.env_info(config.env, config.env_kwargs)
     kind = config.network
@@ -62,6 +76,10 @@ class HTSRunner:
     dummy = jnp.zeros((1,) + self.info.obs_shape, self.info.obs_dtype)
     params = self.network.init(init_key, dummy)
     self.state = learner.init_train_state(params, self.optimizer, state_key)
+    self.restored = self._restore() if resume else None
+    if not resume and checkpoint.latest_step(config.logdir) is not None:
+      raise ConfigError(f"{checkpoint.directory(config.logdir)} holds a checkpoint: pass --resume "
+                        "to continue that run, or choose another --logdir")
     self.learner_step = learner.make_learner_step(
         lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
         devices=_local_devices(config.learner_devices, "learner_devices"))
@@ -70,6 +88,23 @@ class HTSRunner:
         devices=_local_devices(config.actor_devices, "actor_devices"))
     self.streams = seeding.action_streams(config.seed, config.num_envs)
     self.compile_s = self._compile()
+
+  def _restore(self):
+    cfg = self.config
+    if checkpoint.latest_step(cfg.logdir) is None:
+      raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(cfg.logdir)}")
+    ckpt = checkpoint.restore(cfg.logdir, self.state)
+    saved_cfg = ckpt["host"]["config"]
+    changed = checkpoint.incompatible_changes(saved_cfg, json.loads(json.dumps(cfg.to_dict())))
+    if changed:
+      k = sorted(changed)[0]
+      raise ConfigError(f"--resume: {k} differs from the checkpoint ({changed[k][0]!r} there, "
+                        f"{changed[k][1]!r} now)")
+    if ckpt["host"]["segment"] + 1 > cfg.num_segments:
+      raise ConfigError(f"--resume: the checkpoint is at segment {ckpt['host']['segment']}, "
+                        f"beyond --total_steps={cfg.total_steps}")
+    self.state = ckpt["state"]
+    return ckpt
 
   def _compile(self) -> float:
     """Compiles the learner and policy steps before the clock starts (results discarded)."""
@@ -88,7 +123,7 @@ class HTSRunner:
     cfg = self.config
     os.makedirs(cfg.logdir, exist_ok=True)
     self._fault: Optional[str] = None
-    self._stop = threading.Event()
+    self._signal: Optional[int] = None
     self._storages = Storages(StorageSpec(cfg.alpha, cfg.num_envs, self.info.obs_shape,
                                           self.info.obs_dtype), create=True)
     ctx = mp.get_context("spawn")
@@ -103,18 +138,29 @@ class HTSRunner:
     self._actor_idle = [0.0] * cfg.num_actors
     self._actor_batches = [0] * cfg.num_actors
     self._learner_idle = 0.0
-    self._num_updates = 0  # learner iterations finished (the learner thread advances it)
-    self._actor_params = (0, self.state.params)  # (version = learner updates, params)
-    metrics_writer = reporting.MetricsWriter(cfg.logdir)
+    book = self._new_book() if self.restored is None else self.restored["host"]["book"]
+    self._book = book
+    self._num_updates = int(self.state.update_count)  # the learner thread advances it
+    self._actor_params = (self._num_updates, self.state.params)  # (version, params)
+    first_segment = 0
+    if self.restored is not None:
+      first_segment = self.restored["host"]["segment"] + 1
+      st = self._storages[(first_segment - 1) % 2]
+      for name, value in self.restored["storage"].items():
+        getattr(st, name)[...] = value
+    metrics_writer = reporting.MetricsWriter(cfg.logdir, keep_updates=(
+        None if self.restored is None else self._num_updates))
     evaluator = Evaluator(cfg.env, cfg.env_kwargs, self.network.apply, cfg.eval_episodes,
-                          cfg.seed, greedy=cfg.eval_greedy)
+                          cfg.seed, greedy=cfg.eval_greedy, results=book["eval"])
+    old_handlers = self._install_signal_handlers()
     try:
-      self._start_executors()
+      self._start_executors(first_segment)
       for i in range(cfg.num_actors):
         self._start_thread(self._actor_loop, f"actor-{i}", i)
       self._start_thread(self._learner_loop, "learner")
-      summary = self._control(metrics_writer, evaluator)
+      summary = self._control(metrics_writer, evaluator, first_segment)
     finally:
+      self._restore_signal_handlers(old_handlers)
       self._shutdown()
       metrics_writer.close()
       evaluator.close(wait=self._fault is None)
@@ -125,108 +171,146 @@ class HTSRunner:
     reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), summary)
     return summary
 
-  # ---------------------------------------------------------------- controller
-  def _control(self, metrics_writer, evaluator) -> Dict[str, Any]:
+  def _new_book(self) -> Dict[str, Any]:
+    """Host-side bookkeeping that a checkpoint carries (JSON-able)."""
     cfg = self.config
+    return {"returns": [[] for _ in range(cfg.num_envs)], "lags": [], "eval": [],
+            "next_eval": cfg.eval_every if cfg.eval_every > 0 else None, "last_eval": None,
+            "wall_time_s": 0.0, "rollout_s": 0.0, "learn_s": 0.0, "env_busy_s": 0.0,
+            "exec_idle_actions": 0.0, "exec_idle_barrier": 0.0, "actor_idle": 0.0,
+            "learner_idle": 0.0, "actor_batches": 0}
+
+  # ---------------------------------------------------------------- controller
+  def _control(self, metrics_writer, evaluator, first_segment: int) -> Dict[str, Any]:
+    cfg, book = self.config, self._book
     n_seg = cfg.num_segments
-    returns: Dict[int, List[float]] = {e: [] for e in range(cfg.num_envs)}
     recent: List[float] = []
-    lags: List[int] = []
-    exec_idle = {"waiting_for_actions": 0.0, "at_barrier": 0.0}
-    exec_busy = 0.0
-    rollout_s = learn_s = 0.0
     progress = reporting.Progress(n_seg * cfg.steps_per_segment, cfg.log_every_s, "hts")
-    next_eval = cfg.eval_every if cfg.eval_every > 0 else None
-    last_eval = None
+    wall_before = book["wall_time_s"]
     t_start = time.perf_counter()
-    t_seg = t_start
-    for seg in range(n_seg):
+    wall = lambda: wall_before + time.perf_counter() - t_start
+    if first_segment > 0:
+      self._learn_q.put(first_segment - 1)  # restored storage, not yet learned
+    t_seg = time.perf_counter()
+    for seg in range(first_segment, n_seg):
       for msg in self._wait_executors(seg):
         _, _, _, rets, _, idle_a, idle_b, busy = msg
         for e, rs in rets.items():
-          returns[e].extend(rs)
+          book["returns"][e].extend(rs)
           recent.extend(rs)
-        exec_idle["waiting_for_actions"] += idle_a
-        exec_idle["at_barrier"] += idle_b
-        exec_busy += busy
-      rollout_s += time.perf_counter() - t_seg
+        book["exec_idle_actions"] += idle_a
+        book["exec_idle_barrier"] += idle_b
+        book["env_busy_s"] += busy
+      book["rollout_s"] += time.perf_counter() - t_seg
       if seg > 0:
-        learn_s += self._finish_update(metrics_writer, lags, recent, seg * cfg.steps_per_segment,
-                                       t_start)
+        self._finish_update(metrics_writer, recent, seg * cfg.steps_per_segment, wall())
         recent = []
+      # Checkpoint point: segment `seg` collected, update on `seg - 1` done, nothing in flight.
+      due = cfg.checkpoint_every > 0 and self._num_updates % cfg.checkpoint_every == 0
+      if (due or self._signal is not None) and seg + 1 < n_seg:
+        path = self._checkpoint(seg, evaluator, wall())
+        if self._signal is not None:
+          name = signal.Signals(self._signal).name
+          raise Interrupted(f"interrupted by {name} at update {self._num_updates}; checkpoint "
+                            f"saved in {path}; continue with --resume", self._signal)
       # Swap: the executors go on in the other storage with θ_{seg} while the learner takes this
       # one. The learner has finished with that other storage (waited for above).
-      version = self._num_updates
-      self._actor_params = (version, self.state.params)
+      self._actor_params = (self._num_updates, self.state.params)
       t_seg = time.perf_counter()
       if seg + 1 < n_seg:
         for inbox in self._inboxes:
           inbox.put(("go", seg + 1))
       self._learn_q.put(seg)
       steps = (seg + 1) * cfg.steps_per_segment
-      wall = time.perf_counter() - t_start
-      if next_eval is not None and steps >= next_eval:
-        evaluator.submit(steps, wall, self.state.params)
-        last_eval = steps
-        while next_eval <= steps:
-          next_eval += cfg.eval_every
-      progress.update(steps, wall, version, reporting.mean_or_none(
-          [r for rs in returns.values() for r in rs[-5:]]), evaluator.latest())
-    learn_s += self._finish_update(metrics_writer, lags, recent, n_seg * cfg.steps_per_segment,
-                                   t_start)
-    wall = time.perf_counter() - t_start
+      if book["next_eval"] is not None and steps >= book["next_eval"]:
+        evaluator.submit(steps, wall(), self.state.params)
+        book["last_eval"] = steps
+        while book["next_eval"] <= steps:
+          book["next_eval"] += cfg.eval_every
+      progress.update(steps, wall(), self._num_updates, reporting.mean_or_none(
+          [r for rs in book["returns"] for r in rs[-5:]]), evaluator.latest())
+    self._finish_update(metrics_writer, recent, n_seg * cfg.steps_per_segment, wall())
+    total_wall = wall()
     steps = n_seg * cfg.steps_per_segment
-    if last_eval != steps:  # the final params are always evaluated, once
-      evaluator.submit(steps, wall, self.state.params)
+    if book["last_eval"] != steps:  # the final params are always evaluated, once
+      evaluator.submit(steps, total_wall, self.state.params)
     evaluator.close(wait=True)
-    progress.update(steps, wall, self._num_updates, None, evaluator.latest(), force=True)
+    progress.update(steps, total_wall, self._num_updates, None, evaluator.latest(), force=True)
     return {
-        "env_steps": steps, "updates": self._num_updates, "wall_time_s": wall,
-        "sps": steps / wall, "mode": cfg.mode, "algo": cfg.learner.algo, "env": cfg.env,
+        "env_steps": steps, "updates": self._num_updates, "wall_time_s": total_wall,
+        "sps": steps / total_wall, "mode": cfg.mode, "algo": cfg.learner.algo, "env": cfg.env,
         "alpha": cfg.alpha, "num_actors": cfg.num_actors, "num_executors": cfg.num_executors,
         "num_envs": cfg.num_envs, "seed": cfg.seed, "correction": cfg.learner.correction,
         "network": self.network_kind,
         "param_sha256": reporting.param_sha256(self.state.params),
-        "episode_returns": [returns[e] for e in range(cfg.num_envs)],
-        "policy_lag": reporting.lag_summary(lags),
-        "idle": {"executors": exec_idle["waiting_for_actions"] + exec_idle["at_barrier"],
-                 "executors_waiting_for_actions": exec_idle["waiting_for_actions"],
-                 "executors_at_barrier": exec_idle["at_barrier"],
-                 "actors": float(sum(self._actor_idle)), "learner": self._learner_idle},
-        "timing": {"rollout_s": rollout_s, "learn_s": learn_s, "env_busy_s": exec_busy,
-                   "actor_batches": int(sum(self._actor_batches)), "compile_s": self.compile_s},
+        "episode_returns": book["returns"],
+        "policy_lag": reporting.lag_summary(book["lags"]),
+        "idle": {"executors": book["exec_idle_actions"] + book["exec_idle_barrier"],
+                 "executors_waiting_for_actions": book["exec_idle_actions"],
+                 "executors_at_barrier": book["exec_idle_barrier"],
+                 "actors": book["actor_idle"] + float(sum(self._actor_idle)),
+                 "learner": book["learner_idle"] + self._learner_idle},
+        "timing": {"rollout_s": book["rollout_s"], "learn_s": book["learn_s"],
+                   "env_busy_s": book["env_busy_s"],
+                   "actor_batches": book["actor_batches"] + int(sum(self._actor_batches)),
+                   "compile_s": self.compile_s},
+        "resumed_from_update": None if self.restored is None else self.restored["step"],
         "config": cfg.to_dict(),
     }
 
-  def _finish_update(self, metrics_writer, lags, recent_returns, env_steps, t_start) -> float:
-    """Waits for the learner's current update; logs it; returns its compute time."""
+  def _finish_update(self, metrics_writer, recent_returns, env_steps, wall) -> None:
+    """Waits for the learner's current update and logs it."""
     seg, metrics, seg_lags, compute_s = self._wait_learner()
-    lags.append(seg_lags)
-    wall = time.perf_counter() - t_start
+    self._book["lags"].append(seg_lags)
+    self._book["learn_s"] += compute_s
     row = {"env_steps": env_steps, "updates": self._num_updates, "wall_time_s": wall,
            "sps": env_steps / wall, "segment": seg, "lag": seg_lags, "learn_s": compute_s,
            "train_return": reporting.mean_or_none(recent_returns)}
     row.update({k: float(v) for k, v in metrics.items()})
     metrics_writer.write(row)
-    return compute_s
+
+  def _checkpoint(self, seg: int, evaluator, wall: float) -> str:
+    """Saves the run at the boundary after segment `seg` (see `checkpoint`)."""
+    cfg = self.config
+    for inbox in self._inboxes:
+      inbox.put(("save",))
+    env_states: Optional[Dict[int, bytes]] = {}
+    for _ in range(cfg.num_executors):
+      msg = self._poll_until(self._ctrl_q)
+      if msg[0] == "error":
+        raise RunError(_executor_error(msg))
+      _, _, states, _ = msg
+      if states is None or env_states is None:
+        env_states = None  # some env cannot be pickled: a resume re-creates the envs
+      else:
+        env_states.update(states)
+    evaluator.wait_idle()
+    book = dict(self._book, eval=list(evaluator.results), wall_time_s=wall,
+                actor_idle=self._book["actor_idle"] + float(sum(self._actor_idle)),
+                learner_idle=self._book["learner_idle"] + self._learner_idle,
+                actor_batches=self._book["actor_batches"] + int(sum(self._actor_batches)))
+    st = self._storages[seg % 2]
+    storage = {name: getattr(st, name) for name in ("obs", "actions", "version", "rewards",
+                                                     "dones")}
+    host = {"segment": seg, "book": book, "config": json.loads(json.dumps(cfg.to_dict()))}
+    return checkpoint.save(cfg.logdir, self._num_updates, self.state, storage, env_states, host)
 
   def _wait_executors(self, seg: int) -> List[tuple]:
     got: Dict[int, tuple] = {}
     while len(got) < self.config.num_executors:
-      msg = self._poll(self._ctrl_q)
-      if msg is None:
-        continue
+      msg = self._poll_until(self._ctrl_q)
       if msg[0] == "error":
-        _, idx, env_id, text = msg
-        where = f"executor {idx}" + (f", env {env_id}" if env_id is not None else "")
-        raise RunError(f"{where}: {text}")
+        raise RunError(_executor_error(msg))
       assert msg[0] == "done" and msg[2] == seg, msg
       got[msg[1]] = msg
     return [got[i] for i in sorted(got)]
 
   def _wait_learner(self):
+    return self._poll_until(self._learn_out)
+
+  def _poll_until(self, q):
     while True:
-      item = self._poll(self._learn_out)
+      item = self._poll(q)
       if item is not None:
         return item
 
@@ -246,22 +330,39 @@ class HTSRunner:
         except queue.Empty:
           msg = None
         if msg is not None and msg[0] == "error":
-          _, idx, env_id, text = msg
-          where = f"executor {idx}" + (f", env {env_id}" if env_id is not None else "")
-          raise RunError(f"{where}: {text}")
+          raise RunError(_executor_error(msg))
         ids = self.config.env_ids_of_executor(i)
         raise RunError(f"executor {i} (envs {ids[0]}-{ids[-1]}) died with exit code "
                        f"{p.exitcode}")
     return None
 
+  def _install_signal_handlers(self):
+    """SIGINT/SIGTERM ask for a checkpoint at the next segment boundary; a second SIGINT aborts."""
+    if threading.current_thread() is not threading.main_thread():
+      return None
+
+    def handler(signum, frame):
+      if self._signal is not None and signum == signal.SIGINT:
+        raise KeyboardInterrupt
+      self._signal = signum
+
+    return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+  def _restore_signal_handlers(self, old) -> None:
+    for s, h in (old or {}).items():
+      signal.signal(s, h)
+
   # ---------------------------------------------------------------- parts
-  def _start_executors(self) -> None:
+  def _start_executors(self, first_segment: int) -> None:
     cfg = self.config
+    saved = None if self.restored is None else self.restored["envs"]
     for i in range(cfg.num_executors):
-      spec = ExecutorSpec(index=i, env_ids=cfg.env_ids_of_executor(i), env=cfg.env,
-                          env_kwargs=cfg.env_kwargs, seed=cfg.seed, alpha=cfg.alpha,
-                          storage=self._storages.spec, delay_s=cfg.executor_delay_s,
-                          jitter_s=cfg.executor_jitter_s)
+      ids = cfg.env_ids_of_executor(i)
+      spec = ExecutorSpec(index=i, env_ids=ids, env=cfg.env, env_kwargs=cfg.env_kwargs,
+                          seed=cfg.seed, alpha=cfg.alpha, storage=self._storages.spec,
+                          delay_s=cfg.executor_delay_s, jitter_s=cfg.executor_jitter_s,
+                          first_segment=first_segment,
+                          env_states=None if saved is None else {e: saved[e] for e in ids})
       p = mp.get_context("spawn").Process(
           target=executor_main, args=(spec, self._ready_q, self._inboxes[i], self._ctrl_q),
           name=f"hts-executor-{i}", daemon=True)
@@ -323,7 +424,8 @@ class HTSRunner:
       seg = self._learn_q.get()
       if seg is None:
         return
-      self._learner_idle += time.perf_counter() - t0 if seg > 0 else 0.0
+      if seg > 0 and self._num_updates > 0:  # the wait for the very first segment is inherent
+        self._learner_idle += time.perf_counter() - t0
       st = self._storages[seg % 2]
       t1 = time.perf_counter()
       segment = Segment(obs=jnp.asarray(st.obs), actions=jnp.asarray(st.actions),
@@ -332,8 +434,13 @@ class HTSRunner:
       if len(behaviour_versions) != 1:
         raise RuntimeError(f"segment {seg} mixes policy versions {behaviour_versions.tolist()}")
       lag = self._num_updates - int(behaviour_versions[0])
-      self.state, metrics = self.learner_step(self.state, segment)
+      state, metrics = self.learner_step(self.state, segment)
       metrics = jax.device_get(metrics)  # the one host sync per segment
+      if not (np.isfinite(metrics["loss"]) and metrics["params_finite"]):
+        raise FloatingPointError(
+            f"non-finite {'loss' if not np.isfinite(metrics['loss']) else 'params'} at update "
+            f"{self._num_updates + 1} (segment {seg}); the last checkpoint is kept")
+      self.state = state
       if self.config.learner_delay_s:
         time.sleep(self.config.learner_delay_s)
       self._num_updates += 1
@@ -365,6 +472,11 @@ class HTSRunner:
     self._storages.close()
 
 
+def _executor_error(msg) -> str:
+  _, idx, env_id, text = msg
+  return f"executor {idx}" + (f", env {env_id}" if env_id is not None else "") + f": {text}"
+
+
 def _local_devices(count: int, name: str):
   """None for one device (plain jit), else the first `count` local devices."""
   if count == 1:
@@ -376,6 +488,6 @@ def _local_devices(count: int, name: str):
   return devices[:count]
 
 
-def run(config: RunConfig) -> Dict[str, Any]:
+def run(config: RunConfig, resume: bool = False) -> Dict[str, Any]:
   """Runs HTS-RL as configured and returns the summary (also written to `<logdir>/summary.json`)."""
-  return HTSRunner(config).run()
+  return HTSRunner(config, resume=resume).run()

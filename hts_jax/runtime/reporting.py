@@ -44,10 +44,19 @@ class MetricsWriter:
   """Appends one row per learner update to `<logdir>/metrics.csv`; mirrors to TensorBoard when
   `tensorboardX` is installed. Columns are fixed by the first row."""
 
-  def __init__(self, logdir: str):
+  def __init__(self, logdir: str, keep_updates: Optional[int] = None):
+    """`keep_updates`: resuming, keep the existing rows up to this many updates and append."""
     self.path = os.path.join(logdir, "metrics.csv")
+    kept: List[Dict[str, str]] = []
+    if keep_updates is not None and os.path.exists(self.path):
+      with open(self.path, newline="") as f:
+        kept = [r for r in csv.DictReader(f) if int(r["updates"]) <= keep_updates]
     self._file = open(self.path, "w", newline="")
     self._writer: Optional[csv.DictWriter] = None
+    if kept:
+      self._writer = csv.DictWriter(self._file, fieldnames=list(kept[0]), extrasaction="ignore")
+      self._writer.writeheader()
+      self._writer.writerows(kept)
     self._tb = None
     try:
       from tensorboardX import SummaryWriter  # pylint: disable=import-outside-toplevel

@@ -1,0 +1,38 @@
+"""Envs that fail on purpose, for the reliability tests (imported by spawned executors through
+gymnasium's `module:EnvId` form, e.g. `--env=tests.fault_envs:CrashingCartPole-v0`)."""
+
+import gymnasium as gym
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+
+class CrashingCartPole(CartPoleEnv):
+  """Raises a RuntimeError on its `crash_at`-th step."""
+
+  def __init__(self, crash_at: int = 50, **kwargs):
+    super().__init__(**kwargs)
+    self.crash_at = crash_at
+    self.steps = 0
+
+  def step(self, action):
+    self.steps += 1
+    if self.steps == self.crash_at:
+      raise RuntimeError(f"simulator exploded at step {self.steps}")
+    return super().step(action)
+
+
+class NaNRewardCartPole(CartPoleEnv):
+  """Returns a NaN reward from its `nan_at`-th step on."""
+
+  def __init__(self, nan_at: int = 50, **kwargs):
+    super().__init__(**kwargs)
+    self.nan_at = nan_at
+    self.steps = 0
+
+  def step(self, action):
+    self.steps += 1
+    obs, r, terminated, truncated, info = super().step(action)
+    return obs, float("nan") if self.steps >= self.nan_at else r, terminated, truncated, info
+
+
+gym.register("CrashingCartPole-v0", entry_point=CrashingCartPole, max_episode_steps=500)
+gym.register("NaNRewardCartPole-v0", entry_point=NaNRewardCartPole, max_episode_steps=500)

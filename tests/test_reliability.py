@@ -1,0 +1,200 @@
+"""Reliability, for real: checkpoint + resume bit-exactness, signals, killed executors, raising envs,
+NaNs, failing actor/learner threads; no leftover processes or shared memory."""
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from hts_jax.config import LearnerConfig, RunConfig
+from hts_jax.runtime import checkpoint, hts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASE = ["--env=CartPole-v1", "--algo=ppo", "--optimizer=adam", "--lr=1e-3", "--alpha=16",
+        "--num_minibatches=4", "--ppo_epochs=2", "--num_envs=8", "--num_executors=2",
+        "--seed=5", "--eval_every=512", "--eval_episodes=2", "--log_every_s=1000"]
+
+
+def shm_segments():
+  return {n for n in os.listdir("/dev/shm") if n.startswith("psm_")}
+
+
+def cmd(logdir, *flags):
+  return [sys.executable, "-m", "experiments.train", f"--logdir={logdir}", *flags]
+
+
+def run_cli(logdir, *flags, timeout=600):
+  return subprocess.run(cmd(logdir, *flags), cwd=ROOT, capture_output=True, text=True,
+                        timeout=timeout)
+
+
+def metric_rows(logdir):
+  path = os.path.join(logdir, "metrics.csv")
+  if not os.path.exists(path):
+    return 0
+  with open(path) as f:
+    return max(0, len(f.read().strip().splitlines()) - 1)
+
+
+def start_and_wait_for_rows(logdir, rows, *flags):
+  proc = subprocess.Popen(cmd(logdir, *flags), cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  deadline = time.monotonic() + 300
+  while metric_rows(logdir) < rows:
+    assert proc.poll() is None, proc.communicate()
+    assert time.monotonic() < deadline
+    time.sleep(0.05)
+  return proc
+
+
+def executor_pids(proc):
+  return [c.pid for c in psutil.Process(proc.pid).children(recursive=True)
+          if "resource_tracker" not in " ".join(c.cmdline())]
+
+
+def error_lines(stderr):
+  return [l for l in stderr.strip().splitlines() if l.startswith("error:")]
+
+
+def summary(logdir):
+  with open(os.path.join(logdir, "summary.json")) as f:
+    return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+  logdir = str(tmp_path_factory.mktemp("full"))
+  proc = run_cli(logdir, *BASE, "--total_steps=1536")
+  assert proc.returncode == 0, proc.stderr
+  return summary(logdir)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_then_resume_ends_bit_identical(tmp_path, uninterrupted, sig, code):
+  logdir = str(tmp_path)
+  before = shm_segments()
+  # Slow envs so that the signal lands mid-run; the delay changes timing, never results.
+  proc = start_and_wait_for_rows(logdir, 3, *BASE, "--total_steps=1536", "--checkpoint_every=4",
+                                 "--executor_delay_s=0.004")
+  pids = executor_pids(proc)
+  proc.send_signal(sig)
+  _, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == code, stderr
+  (line,) = error_lines(stderr)
+  assert re.search(r"interrupted by SIG(INT|TERM) at update \d+; checkpoint saved in .*; "
+                   r"continue with --resume", line), line
+  assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
+  assert shm_segments() <= before
+  step = checkpoint.latest_step(logdir)
+  assert step is not None and step < 12
+  # Without --resume the logdir is protected; with it, the run continues (other actor count).
+  refused = run_cli(logdir, *BASE, "--total_steps=1536")
+  assert refused.returncode == 2 and "pass --resume" in refused.stderr
+  resumed = run_cli(logdir, *BASE, "--total_steps=1536", "--resume", "--num_actors=2")
+  assert resumed.returncode == 0, resumed.stderr
+  s = summary(logdir)
+  assert s["resumed_from_update"] == step
+  for key in ("param_sha256", "episode_returns", "updates", "env_steps"):
+    assert s[key] == uninterrupted[key], key
+  assert s["policy_lag"]["per_update"] == uninterrupted["policy_lag"]["per_update"]
+  assert [e["mean_return"] for e in s["eval"]] == [e["mean_return"] for e in uninterrupted["eval"]]
+  with open(os.path.join(logdir, "metrics.csv")) as f:
+    assert [int(r["updates"]) for r in csv.DictReader(f)] == list(range(1, 13))
+
+
+def test_resume_rejects_a_changed_config(tmp_path):
+  logdir = str(tmp_path)
+  proc = run_cli(logdir, *BASE, "--total_steps=768", "--checkpoint_every=2")
+  assert proc.returncode == 0, proc.stderr
+  bad = run_cli(logdir, *BASE, "--total_steps=768", "--resume", "--seed=6")
+  assert bad.returncode == 2
+  assert error_lines(bad.stderr) == ["error: --resume: seed differs from the checkpoint (5 there, "
+                                     "6 now)"]
+  missing = run_cli(str(tmp_path / "empty"), *BASE, "--resume")
+  assert missing.returncode == 2 and "no checkpoint" in missing.stderr
+
+
+def test_killed_executor_stops_the_run_cleanly(tmp_path):
+  logdir = str(tmp_path)
+  before = shm_segments()
+  proc = start_and_wait_for_rows(logdir, 2, *BASE, "--total_steps=100000",
+                                 "--checkpoint_every=1", "--executor_delay_s=0.002")
+  pids = executor_pids(proc)
+  assert len(pids) == 2
+  t0 = time.monotonic()
+  os.kill(pids[1], signal.SIGKILL)
+  _, stderr = proc.communicate(timeout=30)
+  assert time.monotonic() - t0 < 5.0
+  assert proc.returncode == 1
+  assert error_lines(stderr) == ["error: executor 1 (envs 4-7) died with exit code -9"]
+  assert "Traceback" not in stderr
+  assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
+  assert shm_segments() <= before
+  assert checkpoint.latest_step(logdir) is not None  # the last checkpoint is kept
+
+
+def test_env_exception_names_executor_env_and_exception(tmp_path):
+  before = shm_segments()
+  proc = run_cli(str(tmp_path), "--env=tests.fault_envs:CrashingCartPole-v0",
+                 '--env_kwargs={"crash_at": 30}', "--num_envs=4", "--num_executors=2",
+                 "--alpha=5", "--total_steps=100000")
+  assert proc.returncode == 1
+  (line,) = error_lines(proc.stderr)
+  assert re.fullmatch(r"error: executor [01], env [0-3]: RuntimeError: simulator exploded at "
+                      r"step 30", line), line
+  assert shm_segments() <= before
+
+
+def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+  logdir = str(tmp_path)
+  proc = run_cli(logdir, "--env=tests.fault_envs:NaNRewardCartPole-v0",
+                 '--env_kwargs={"nan_at": 42}', "--num_envs=4", "--num_executors=2",
+                 "--alpha=5", "--total_steps=100000", "--checkpoint_every=1")
+  assert proc.returncode == 1
+  (line,) = error_lines(proc.stderr)
+  m = re.fullmatch(r"error: learner: FloatingPointError: non-finite loss at update (\d+) "
+                   r"\(segment \d+\); the last checkpoint is kept", line)
+  assert m, line
+  bad_update = int(m.group(1))
+  step = checkpoint.latest_step(logdir)
+  assert step is not None and step < bad_update
+
+
+def _small(tmp_path):
+  return RunConfig(env="CartPole-v1", alpha=5, num_envs=4, num_executors=2,
+                   total_steps=4 * 5 * 50, logdir=str(tmp_path), log_every_s=1e9,
+                   eval_episodes=1, learner=LearnerConfig(algo="a2c"))
+
+
+@pytest.mark.parametrize("part", ["actor", "learner"])
+def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
+  import multiprocessing as mp
+  before = shm_segments()
+  runner = hts.HTSRunner(_small(tmp_path))
+  calls = {"n": 0}
+
+  def broken(*args, **kwargs):
+    calls["n"] += 1
+    if calls["n"] >= 3:
+      raise RuntimeError(f"{part} broke")
+    return original(*args, **kwargs)
+
+  if part == "actor":
+    original = runner.policy.run_fixed
+    runner.policy.run_fixed = broken
+  else:
+    original = runner.learner_step
+    runner.learner_step = broken
+  t0 = time.monotonic()
+  with pytest.raises(hts.RunError, match=rf"^{part}(-0)?: RuntimeError: {part} broke$"):
+    runner.run()
+  assert time.monotonic() - t0 < 10
+  assert not mp.active_children()
+  assert shm_segments() <= before
