@@ -36,7 +36,24 @@ def make_atari(game: str, train: bool = True, sticky: bool = False, noop_max: in
     env = FireReset(env)
   if train:
     env = ClipReward(env)
-  return FrameStack(env, frame_stack)
+  return SavableALE(FrameStack(env, frame_stack))
+
+
+class SavableALE(gym.Wrapper):
+  """Pickles with the emulator: ALE's clone/restore-state API (RNG included) on top of the
+  wrappers' Python state, so a checkpointed env continues bit for bit."""
+
+  def __getstate__(self):
+    d = dict(self.__dict__)
+    d["_ale_state"] = self.env.unwrapped.ale.cloneState(include_rng=True)
+    d["_np_random"] = self.env.unwrapped.np_random  # no-op starts draw from it
+    return d
+
+  def __setstate__(self, d):
+    ale_state, np_random = d.pop("_ale_state"), d.pop("_np_random")
+    self.__dict__.update(d)
+    self.env.unwrapped.ale.restoreState(ale_state)
+    self.env.unwrapped.np_random = np_random
 
 
 class EpisodicLife(gym.Wrapper):
