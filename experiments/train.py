@@ -135,5 +135,13 @@ def _fail(message: str, code: int):
   sys.exit(code)
 
 
+def parse_flags(argv):
+  """absl's parsing, with flag errors reported like every other user error: one line, exit 2."""
+  try:
+    return FLAGS(argv)
+  except flags.Error as e:
+    _fail(str(e).splitlines()[0], 2)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

@@ -23,6 +23,10 @@ def launch(tmp_path, *flags, timeout=300):
     (["--algo=a2c", "--alpha=7", "--unroll_length=5"], "multiple of unroll_length"),
     (["--lr=-1"], "learning_rate must be > 0"),
     (["--env=CartPole-v1", "--env_kwargs={\"nope\": 1}"], "bad env_kwargs"),
+    (["--algo=foo"], "value should be one of <a2c|ppo>"),
+    (["--nosuchflag"], "Unknown command line flag 'nosuchflag'"),
+    (["--num_envs=many"], "flag --num_envs=many"),
+    (["--checkpoint_every=-1"], "checkpoint_every must be >= 0"),
 ])
 def test_bad_input_fails_with_one_line(tmp_path, flags, message):
   proc = launch(tmp_path, *flags)
