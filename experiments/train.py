@@ -21,7 +21,8 @@ from hts_jax import config as hts_config
 FLAGS = flags.FLAGS
 
 flags.DEFINE_enum("preset", None, sorted(PRESETS), "Named defaults (explicit flags win).")
-flags.DEFINE_string("env", "CartPole-v1", "Env name: a gymnasium id.")
+flags.DEFINE_string("env", "CartPole-v1",
+                    "Env: a gymnasium id (CartPole-v1, module:Id-v0), atari:<Game>, vstep.")
 flags.DEFINE_string("env_kwargs", "{}", "JSON object of env constructor kwargs.")
 flags.DEFINE_enum("algo", "a2c", list(hts_config.ALGOS), "Learning algorithm.")
 flags.DEFINE_enum("mode", "hts", list(hts_config.MODES), "Runtime: hts.")
@@ -55,6 +56,8 @@ flags.DEFINE_integer("learner_devices", 1, "Local devices the learner is data-pa
 flags.DEFINE_integer("actor_devices", 1, "Local devices the policy step is data-parallel over.")
 flags.DEFINE_integer("checkpoint_every", 0,
                      "Learner updates between checkpoints (0: only on SIGINT/SIGTERM).")
+flags.DEFINE_integer("decorrelate_steps", 0,
+                     "Start-state decorrelation: up to this many random actions per env at start.")
 flags.DEFINE_bool("resume", False, "Continue the run in --logdir from its newest checkpoint.")
 flags.DEFINE_float("log_every_s", 5.0, "Seconds between progress lines.")
 flags.DEFINE_float("executor_delay_s", 0.0, "Testing: sleep added to every env step.")
@@ -101,7 +104,8 @@ def build_config() -> hts_config.RunConfig:
       log_every_s=v("log_every_s"), executor_delay_s=v("executor_delay_s"),
       executor_jitter_s=v("executor_jitter_s"), learner_delay_s=v("learner_delay_s"),
       learner_devices=v("learner_devices"), actor_devices=v("actor_devices"),
-      checkpoint_every=v("checkpoint_every"), learner=learner_cfg)
+      checkpoint_every=v("checkpoint_every"), decorrelate_steps=v("decorrelate_steps"),
+      learner=learner_cfg)
 
 
 def main(argv):

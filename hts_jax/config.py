@@ -105,6 +105,8 @@ class RunConfig:
     learner_devices / actor_devices: local devices the learner step / the policy step are
       data-parallel over (num_envs must divide evenly).
     checkpoint_every: learner updates between checkpoints (0: only on SIGINT/SIGTERM).
+    decorrelate_steps: start-state decorrelation (Stooke & Abbeel 2018): each env replica first
+      takes a random number in [0, decorrelate_steps] of uniform-random actions, keyed by env id.
   """
   env: str = "CartPole-v1"
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -127,6 +129,7 @@ class RunConfig:
   learner_devices: int = 1
   actor_devices: int = 1
   checkpoint_every: int = 0
+  decorrelate_steps: int = 0
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
 
   def __post_init__(self):
@@ -144,6 +147,8 @@ class RunConfig:
     _check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
     _check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
     _check(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
+    _check(self.decorrelate_steps >= 0,
+           f"decorrelate_steps must be >= 0, got {self.decorrelate_steps}")
     _check(self.checkpoint_every >= 0,
            f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
     for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s"):

@@ -3,6 +3,9 @@
 `env` names:
 - `atari:<Game>` (e.g. `atari:Breakout`): ale-py with the paper's protocol (`hts_jax.envs.atari`);
   `env_kwargs`: sticky, noop_max, frame_stack, max_num_frames_per_episode.
+- `vstep`: the variable-step-time task (`hts_jax.envs.vstep`; also the gymnasium id
+  `hts_jax/VStep-v0`); `env_kwargs`: dist, mean_s, var_s2, rate, unit_s, mode, obs_dim,
+  num_actions, episode_length.
 - any registered gymnasium id with a discrete action space, e.g. `CartPole-v1`
   (`env_kwargs` go to `gymnasium.make`).
 
@@ -19,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from hts_jax.config import ConfigError
+from hts_jax.envs import vstep  # registers hts_jax/VStep-v0
 from hts_jax.envs.wrappers import RecordRawEpisode
 
 
@@ -41,6 +45,11 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.E
       return atari.make_atari(game, train=train, **atari.parse_kwargs(env_kwargs))
     except gym.error.Error as e:
       raise ConfigError(f"unknown env {name!r}: {e}") from None
+  if name == "vstep":
+    try:
+      return RecordRawEpisode(gym.wrappers.PassiveEnvChecker(vstep.VStepEnv(**env_kwargs)))
+    except TypeError as e:
+      raise ConfigError(f"bad env_kwargs for 'vstep': {e}") from None
   try:
     env = gym.make(name, **env_kwargs)
   except gym.error.Error as e:

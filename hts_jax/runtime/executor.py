@@ -48,6 +48,7 @@ class ExecutorSpec:
   storage: StorageSpec
   delay_s: float = 0.0
   jitter_s: float = 0.0
+  decorrelate_steps: int = 0
   first_segment: int = 0
   # {env_id: pickled (env, last_obs)} to resume from a checkpoint instead of fresh resets.
   env_states: Optional[Dict[int, bytes]] = None
@@ -82,6 +83,8 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
       continue
     env = envs.make_env(spec.env, spec.env_kwargs, train=True)
     obs, _ = env.reset(seed=seeding.env_seed(spec.seed, e))
+    if spec.decorrelate_steps:
+      obs = _decorrelate(env, obs, spec.decorrelate_steps, seeding.decorrelation_seed(spec.seed, e))
     envs_by_id[e] = env
     last_obs[e] = obs
   state["env_id"] = None
@@ -170,3 +173,13 @@ def _pickle_envs(envs_by_id, last_obs):
     return {e: pickle.dumps((env, last_obs[e])) for e, env in envs_by_id.items()}, ""
   except Exception as e:  # pylint: disable=broad-except
     return None, f"{type(e).__name__}: {e}"
+
+
+def _decorrelate(env, obs, max_steps: int, seed: int):
+  """Takes a random number in [0, max_steps] of uniform-random actions (Stooke & Abbeel 2018)."""
+  rng = np.random.default_rng(seed)
+  for _ in range(int(rng.integers(0, max_steps + 1))):
+    obs, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+    if terminated or truncated:
+      obs, _ = env.reset()
+  return obs

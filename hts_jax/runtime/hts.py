@@ -361,7 +361,7 @@ class HTSRunner:
       spec = ExecutorSpec(index=i, env_ids=ids, env=cfg.env, env_kwargs=cfg.env_kwargs,
                           seed=cfg.seed, alpha=cfg.alpha, storage=self._storages.spec,
                           delay_s=cfg.executor_delay_s, jitter_s=cfg.executor_jitter_s,
-                          first_segment=first_segment,
+                          decorrelate_steps=cfg.decorrelate_steps, first_segment=first_segment,
                           env_states=None if saved is None else {e: saved[e] for e in ids})
       p = mp.get_context("spawn").Process(
           target=executor_main, args=(spec, self._ready_q, self._inboxes[i], self._ctrl_q),
