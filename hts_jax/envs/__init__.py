@@ -28,9 +28,13 @@ from hts_jax.envs.wrappers import RecordRawEpisode
 
 @dataclasses.dataclass(frozen=True)
 class EnvInfo:
-  obs_shape: Tuple[int, ...]
+  obs_shape: Tuple[int, ...]  # per agent
   obs_dtype: str  # "uint8" or "float32": what the storages hold
   num_actions: int
+  # Agents per env replica (GFootball: controlled players). Each agent is one storage row
+  # (row = env_id * num_agents + agent) and shares the policy; obs then carry a leading agent axis
+  # and rewards are per agent.
+  num_agents: int = 1
 
 
 def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.Env:
@@ -63,11 +67,19 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.E
   return RecordRawEpisode(env)
 
 
+def _num_actions(space) -> int:
+  if isinstance(space, gym.spaces.MultiDiscrete):  # one Discrete per agent, all the same
+    return int(space.nvec.flat[0])
+  return int(space.n)
+
+
 def env_info(name: str, env_kwargs: Dict[str, Any]) -> EnvInfo:
   env = make_env(name, env_kwargs)
   try:
     space = env.observation_space
     dtype = "uint8" if space.dtype == np.uint8 else "float32"
-    return EnvInfo(tuple(space.shape), dtype, int(env.action_space.n))
+    agents = int(getattr(env.unwrapped, "num_agents", 1))
+    shape = tuple(space.shape)[1:] if agents > 1 else tuple(space.shape)
+    return EnvInfo(shape, dtype, _num_actions(env.action_space), agents)
   finally:
     env.close()

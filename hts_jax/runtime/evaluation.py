@@ -24,11 +24,13 @@ class Evaluator:
   """`submit(env_steps, wall_time_s, params)` queues an evaluation; `results` collects them."""
 
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
-               seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None):
+               seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None,
+               num_agents: int = 1):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
     self.seed = seed
-    self.policy = acting.make_policy_step(apply_fn, episodes, greedy=greedy)
+    self.num_agents = num_agents
+    self.policy = acting.make_policy_step(apply_fn, episodes * num_agents, greedy=greedy)
     self.results: List[Dict[str, Any]] = list(results or [])
     self.error: Optional[str] = None
     self._queue: "queue.Queue" = queue.Queue()
@@ -71,23 +73,29 @@ class Evaluator:
         self._queue.task_done()
 
   def evaluate(self, params) -> List[float]:
-    """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`)."""
-    n = self.episodes
+    """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`); returns the raw
+    episode returns the envs report (`info["episode_return"]`)."""
+    n, a = self.episodes, self.num_agents
     replicas = [envs.make_env(self.env_name, self.env_kwargs, train=False) for _ in range(n)]
     try:
       first = [env.reset(seed=seeding.eval_env_seed(self.seed, i))[0] for i, env in
                enumerate(replicas)]
-      obs = np.zeros((n,) + np.shape(first[0]), np.asarray(first[0]).dtype)
-      obs[:] = first
-      streams = np.array([seeding.eval_env_seed(self.seed, i) for i in range(n)], np.uint32)
+      shape = np.shape(first[0])[1:] if a > 1 else np.shape(first[0])
+      obs = np.zeros((n * a,) + shape, np.asarray(first[0]).dtype)
+      obs[:] = np.reshape(first, (n * a,) + shape)
+      streams = np.array([seeding.eval_env_seed(self.seed, r) for r in range(n * a)], np.uint32)
       returns = np.zeros(n)
       running = np.ones(n, bool)
       for t in range(MAX_EPISODE_STEPS):
-        actions, _ = self.policy.run_fixed(params, obs, seeding.row_seeds(streams, np.full(n, t)))
+        actions, _ = self.policy.run_fixed(params, obs,
+                                           seeding.row_seeds(streams, np.full(n * a, t)))
         for i in np.flatnonzero(running):
-          o, r, terminated, truncated, _ = replicas[i].step(int(actions[i]))
-          returns[i] += float(r)
-          obs[i] = o
+          act = actions[i * a:(i + 1) * a]
+          o, _, terminated, truncated, info = replicas[i].step(
+              int(act[0]) if a == 1 else act.tolist())
+          obs[i * a:(i + 1) * a] = np.reshape(o, (a,) + shape)
+          if "episode_return" in info:
+            returns[i] = info["episode_return"]
           if terminated or truncated:
             running[i] = False
         if not running.any():

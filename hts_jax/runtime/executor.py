@@ -7,7 +7,8 @@ queue). After `alpha` steps of every env it reports to the controller and waits 
 `("go", segment)`. This module imports no JAX: executors are spawned processes.
 
 Messages
-  inbox (per executor):  [env_id, ...]           actions for these envs are in storage.actions
+  inbox (per executor):  [env_id, ...]           actions for these envs (all their agent rows) are
+                                                 in storage.actions
                          ("go", segment)         start the next segment (storage segment % 2)
                          ("save",)               at the barrier: send the envs' states
                          None                    stop
@@ -103,10 +104,14 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
   lengths: Dict[int, List[int]] = {e: [] for e in spec.env_ids}
   idle_action = idle_barrier = busy = 0.0
 
+  agents = spec.storage.num_agents
+  rows = {e: slice(e * agents, (e + 1) * agents) for e in spec.env_ids}
+  obs_shape = (agents,) + tuple(spec.storage.obs_shape)
+
   def start_segment():
     st = storages[segment % 2]
     for e in spec.env_ids:
-      st.obs[0, e] = last_obs[e]
+      st.obs[0, rows[e]] = np.reshape(last_obs[e], obs_shape)
       t[e] = 0
     ready_q.put((segment, [(e, 0) for e in spec.env_ids]))
 
@@ -134,7 +139,9 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
     for e in msg:
       state["env_id"] = e
       step = t[e]
-      obs, reward, terminated, truncated, info = envs_by_id[e].step(int(st.actions[step, e]))
+      actions = st.actions[step, rows[e]]
+      obs, reward, terminated, truncated, info = envs_by_id[e].step(
+          int(actions[0]) if agents == 1 else actions.tolist())
       if spec.delay_s or spec.jitter_s:
         time.sleep(spec.delay_s + noise.uniform(0.0, spec.jitter_s))
       if "episode_return" in info:  # raw score of a finished episode (a whole game on Atari)
@@ -143,9 +150,9 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
       done = terminated or truncated
       if done:
         obs, _ = envs_by_id[e].reset()
-      st.rewards[step, e] = reward
-      st.dones[step, e] = float(done)
-      st.obs[step + 1, e] = obs
+      st.rewards[step, rows[e]] = np.reshape(reward, agents)
+      st.dones[step, rows[e]] = float(done)
+      st.obs[step + 1, rows[e]] = np.reshape(obs, obs_shape)
       last_obs[e] = obs
       t[e] = step + 1
       if t[e] < spec.alpha:

@@ -12,8 +12,8 @@ the learner idles). Segment k is collected by θ_{max(k-1, 0)} and learned with 
 gradient at θ_{k-1} applied to θ_k.
 
 Determinism: env ids are global; env seeds and action keys derive from (seed, env_id, step);
-transitions are written at [t, env_id]; each actor batch runs on a fixed [num_envs, ...] shape with
-env e at row e; the learner consumes whole storages. Timing decides nothing.
+transitions are written at [t, row] (row = env_id * agents + agent); each actor batch runs on a fixed
+[rows, ...] shape with every row at its own position; the learner consumes whole storages. Timing decides nothing.
 """
 
 from __future__ import annotations
@@ -83,10 +83,12 @@ class HTSRunner:
     self.learner_step = learner.make_learner_step(
         lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
         devices=_local_devices(config.learner_devices, "learner_devices"))
+    self.num_agents = self.info.num_agents
+    self.num_rows = config.num_envs * self.num_agents  # storage rows: env_id * agents + agent
     self.policy = acting.make_policy_step(
-        self.network.apply, config.num_envs,
+        self.network.apply, self.num_rows,
         devices=_local_devices(config.actor_devices, "actor_devices"))
-    self.streams = seeding.action_streams(config.seed, config.num_envs)
+    self.streams = seeding.action_streams(config.seed, self.num_rows)
     self.compile_s = self._compile()
 
   def _restore(self):
@@ -110,7 +112,7 @@ class HTSRunner:
     """Compiles the learner and policy steps before the clock starts (results discarded)."""
     t0 = time.perf_counter()
     cfg, info = self.config, self.info
-    a, n = cfg.alpha, cfg.num_envs
+    a, n = cfg.alpha, self.num_rows
     zeros = Segment(obs=np.zeros((a + 1, n) + info.obs_shape, info.obs_dtype),
                     actions=np.zeros((a, n), np.int32), rewards=np.zeros((a, n), np.float32),
                     dones=np.zeros((a, n), np.float32))
@@ -125,7 +127,8 @@ class HTSRunner:
     self._fault: Optional[str] = None
     self._signal: Optional[int] = None
     self._storages = Storages(StorageSpec(cfg.alpha, cfg.num_envs, self.info.obs_shape,
-                                          self.info.obs_dtype), create=True)
+                                          self.info.obs_dtype, self.info.num_agents),
+                              create=True)
     ctx = mp.get_context("spawn")
     self._ready_q = ctx.SimpleQueue()
     self._ctrl_q = ctx.Queue()
@@ -151,7 +154,8 @@ class HTSRunner:
     metrics_writer = reporting.MetricsWriter(cfg.logdir, keep_updates=(
         None if self.restored is None else self._num_updates))
     evaluator = Evaluator(cfg.env, cfg.env_kwargs, self.network.apply, cfg.eval_episodes,
-                          cfg.seed, greedy=cfg.eval_greedy, results=book["eval"])
+                          cfg.seed, greedy=cfg.eval_greedy, results=book["eval"],
+                          num_agents=self.num_agents)
     old_handlers = self._install_signal_handlers()
     try:
       self._start_executors(first_segment)
@@ -384,8 +388,9 @@ class HTSRunner:
     """Takes *all* ready observations, runs one fixed-shape keyed policy step, returns actions."""
     cfg = self.config
     per_exec = cfg.num_envs // cfg.num_executors
-    obs_buf = np.zeros((cfg.num_envs,) + self.info.obs_shape, self.info.obs_dtype)
-    seeds = np.zeros((cfg.num_envs, 2), np.uint32)
+    agents = self.num_agents
+    obs_buf = np.zeros((self.num_rows,) + self.info.obs_shape, self.info.obs_dtype)
+    seeds = np.zeros((self.num_rows, 2), np.uint32)
     seeds[:, 0] = self.streams
     while True:
       t0 = time.perf_counter()
@@ -403,13 +408,15 @@ class HTSRunner:
           raise RuntimeError("observations of two segments in one batch")
         env_ids = np.fromiter((e for e, _ in pairs), np.int64, len(pairs))
         ts = np.fromiter((t for _, t in pairs), np.int64, len(pairs))
+        rows = (env_ids[:, None] * agents + np.arange(agents)).ravel()
+        ts = np.repeat(ts, agents)
         st = self._storages[seg % 2]
-        obs_buf[env_ids] = st.obs[ts, env_ids]
-        seeds[env_ids, 1] = seg * cfg.alpha + ts  # the env's global step
+        obs_buf[rows] = st.obs[ts, rows]
+        seeds[rows, 1] = seg * cfg.alpha + ts  # the env's global step
         version, params = self._actor_params
         actions, _ = self.policy.run_fixed(params, obs_buf, seeds)
-        st.actions[ts, env_ids] = actions[env_ids]
-        st.version[ts, env_ids] = version
+        st.actions[ts, rows] = actions[rows]
+        st.version[ts, rows] = version
         self._actor_batches[index] += 1
         owners = env_ids // per_exec
         for k in np.unique(owners):

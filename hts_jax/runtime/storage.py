@@ -1,7 +1,7 @@
 """The two storages of HTS-RL, preallocated in shared memory (host side, numpy only).
 
 Executors fill one storage while the learner consumes the other; roles swap every `alpha` steps
-(paper Section 4.1). One storage holds, in fixed `[t, env_id]` order:
+(paper Section 4.1). One storage holds, in fixed `[t, env_id]` order (N = num_envs * num_agents rows; row = env_id * num_agents + agent):
 
   obs      [alpha+1, N, ...]  obs[t, e] is what the actor sees at env e's step t; obs[alpha] bootstraps
   actions  [alpha, N]         int32, written by actors
@@ -28,12 +28,18 @@ _ALIGN = 64
 class StorageSpec:
   alpha: int
   num_envs: int
-  obs_shape: Tuple[int, ...]
+  obs_shape: Tuple[int, ...]  # per agent
   obs_dtype: str
+  num_agents: int = 1
   shm_name: Optional[str] = None
 
+  @property
+  def num_rows(self) -> int:
+    """Storage columns: one per agent of each env, row = env_id * num_agents + agent."""
+    return self.num_envs * self.num_agents
+
   def fields(self) -> List[Tuple[str, Tuple[int, ...], str]]:
-    a, n = self.alpha, self.num_envs
+    a, n = self.alpha, self.num_rows
     return [("obs", (a + 1, n) + tuple(self.obs_shape), self.obs_dtype),
             ("actions", (a, n), "int32"), ("version", (a, n), "int32"),
             ("rewards", (a, n), "float32"), ("dones", (a, n), "float32")]
