@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Idempotent setup for a fresh machine: system packages (apt-get) and a virtualenv at .venv with
-# the pinned Python packages. Re-running it is cheap: each step is skipped when already done.
+# Idempotent setup for a fresh machine: system packages (apt-get), a virtualenv at .venv with the
+# pinned Python packages, and Google Research Football built from source (~7 min on 2 cores, once).
+# Re-running it is cheap: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
-APT_PACKAGES=(python3-venv)
+GFOOTBALL_VERSION=2.10.2
+# GFootball's build and rendering (FACTS.md recipe) and Xvfb for its raw-pixel mode.
+APT_PACKAGES=(cmake build-essential libgl1-mesa-dev libsdl2-dev libsdl2-image-dev libsdl2-ttf-dev
+              libsdl2-gfx-dev libboost-all-dev libdirectfb-dev mesa-utils xvfb)
 
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-# python3-venv is only needed when the interpreter cannot create venvs by itself.
-if [ ${#missing[@]} -gt 0 ] && ! "$PYTHON" -m venv --help >/dev/null 2>&1; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+"$PYTHON" -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${missing[*]}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then
@@ -24,8 +29,15 @@ fi
 stamp=.venv/.requirements.sha256
 want=$(sha256sum requirements.txt | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: pip install -r requirements.txt"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
   echo "$want" > "$stamp"
+fi
+
+if ! .venv/bin/python -c "import gfootball.env" >/dev/null 2>&1; then
+  echo "setup: building gfootball==$GFOOTBALL_VERSION from source (about 7 minutes, once)"
+  PATH="$PWD/.venv/bin:$PATH" .venv/bin/python -m pip install -q --no-build-isolation \
+    "gfootball==$GFOOTBALL_VERSION"
 fi
 echo "setup: ok ($(.venv/bin/python -c 'import jax; print("jax", jax.__version__)' 2>/dev/null))"

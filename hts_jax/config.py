@@ -107,6 +107,8 @@ class RunConfig:
     checkpoint_every: learner updates between checkpoints (0: only on SIGINT/SIGTERM).
     decorrelate_steps: start-state decorrelation (Stooke & Abbeel 2018): each env replica first
       takes a random number in [0, decorrelate_steps] of uniform-random actions, keyed by env id.
+    envpool: Atari through envpool (`hts_jax.runtime.envpool_group`): num_actors actor threads each
+      drive an envpool instance over num_envs / num_actors envs; num_executors envpool threads.
   """
   env: str = "CartPole-v1"
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -130,6 +132,7 @@ class RunConfig:
   actor_devices: int = 1
   checkpoint_every: int = 0
   decorrelate_steps: int = 0
+  envpool: bool = False
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
 
   def __post_init__(self):
@@ -158,6 +161,13 @@ class RunConfig:
       _check(d >= 1, f"{name} must be >= 1, got {d}")
       _check(self.num_envs % d == 0,
              f"num_envs ({self.num_envs}) must be divisible by {name} ({d})")
+    if self.envpool:
+      _check(self.env.startswith("atari:"),
+             f"--envpool is for atari:<Game> envs, not {self.env!r}")
+      _check(self.num_envs % self.num_actors == 0,
+             f"with --envpool, num_envs ({self.num_envs}) must be divisible by num_actors "
+             f"({self.num_actors}): each actor drives one envpool instance")
+      _check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
     _check(bool(self.logdir), "logdir must be set")
     self.learner.check_segment_length(self.alpha)
 

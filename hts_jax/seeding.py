@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_ENV, _ACTION, _EVAL, _LEARNER, _DECORRELATE = range(5)
+_ENV, _ACTION, _EVAL, _LEARNER, _DECORRELATE, _ENVPOOL = range(6)
 
 
 def _derive(*words: int) -> int:
@@ -41,6 +41,11 @@ def learner_seed(seed: int) -> int:
 
 def decorrelation_seed(seed: int, env_id: int) -> int:
   return _derive(seed, _DECORRELATE, env_id)
+
+
+def envpool_base_seed(seed: int) -> int:
+  """envpool seeds env i of a pool with `base + i`: env e gets `envpool_base_seed(seed) + e`."""
+  return _derive(seed, _ENVPOOL) % (2**30)
 
 
 def row_seeds(streams: np.ndarray, steps: np.ndarray) -> np.ndarray:

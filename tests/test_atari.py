@@ -67,3 +67,25 @@ def test_atari_env_state_pickles_bit_exact(sticky):
     if te1 or tr1:
       assert (env.reset()[0] == copy.reset()[0]).all()
   assert games >= 2  # whole games ended and restarted (no-op starts drawn from the saved RNG)
+
+
+def test_envpool_path_is_deterministic_across_actor_counts(tmp_path):
+  pytest.importorskip("envpool")
+
+  def run(actors, threads):
+    cfg = RunConfig(env="atari:Breakout", envpool=True, alpha=5, num_envs=4,
+                    num_executors=threads, num_actors=actors, total_steps=4 * 5 * 4, seed=1,
+                    eval_episodes=1, logdir=str(tmp_path / f"ep{actors}"), log_every_s=1e9,
+                    env_kwargs={"max_num_frames_per_episode": 400},
+                    learner=LearnerConfig(algo="a2c", unroll_length=5))
+    return hts.run(cfg)
+  a, b, c = run(1, 1), run(2, 2), run(4, 4)
+  assert a["param_sha256"] == b["param_sha256"] == c["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"] == c["episode_returns"]
+  assert a["policy_lag"]["histogram"] == {"0": 1, "1": 3}
+
+
+def test_envpool_only_for_atari():
+  from hts_jax.config import ConfigError
+  with pytest.raises(ConfigError, match="--envpool is for atari"):
+    RunConfig(env="CartPole-v1", envpool=True)

@@ -3,6 +3,8 @@
 `env` names:
 - `atari:<Game>` (e.g. `atari:Breakout`): ale-py with the paper's protocol (`hts_jax.envs.atari`);
   `env_kwargs`: sticky, noop_max, frame_stack, max_num_frames_per_episode.
+- `gfootball:<scenario>` (e.g. `gfootball:academy_3_vs_1_with_keeper`): Google Research Football
+  (`hts_jax.envs.gfootball`); `env_kwargs`: representation, stacked, rewards, num_agents.
 - `vstep`: the variable-step-time task (`hts_jax.envs.vstep`; also the gymnasium id
   `hts_jax/VStep-v0`); `env_kwargs`: dist, mean_s, var_s2, rate, unit_s, mode, obs_dim,
   num_actions, episode_length.
@@ -49,6 +51,9 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.E
       return atari.make_atari(game, train=train, **atari.parse_kwargs(env_kwargs))
     except gym.error.Error as e:
       raise ConfigError(f"unknown env {name!r}: {e}") from None
+  if name.startswith("gfootball:"):
+    from hts_jax.envs import gfootball  # pylint: disable=import-outside-toplevel
+    return gfootball.make_gfootball(name.split(":", 1)[1], env_kwargs, train=train)
   if name == "vstep":
     try:
       return RecordRawEpisode(gym.wrappers.PassiveEnvChecker(vstep.VStepEnv(**env_kwargs)))

@@ -158,9 +158,12 @@ class HTSRunner:
                           num_agents=self.num_agents)
     old_handlers = self._install_signal_handlers()
     try:
-      self._start_executors(first_segment)
-      for i in range(cfg.num_actors):
-        self._start_thread(self._actor_loop, f"actor-{i}", i)
+      if cfg.envpool:
+        self._start_envpool_groups(first_segment)
+      else:
+        self._start_executors(first_segment)
+        for i in range(cfg.num_actors):
+          self._start_thread(self._actor_loop, f"actor-{i}", i)
       self._start_thread(self._learner_loop, "learner")
       summary = self._control(metrics_writer, evaluator, first_segment)
     finally:
@@ -279,7 +282,7 @@ class HTSRunner:
     for inbox in self._inboxes:
       inbox.put(("save",))
     env_states: Optional[Dict[int, bytes]] = {}
-    for _ in range(cfg.num_executors):
+    for _ in range(len(self._inboxes)):
       msg = self._poll_until(self._ctrl_q)
       if msg[0] == "error":
         raise RunError(_executor_error(msg))
@@ -301,7 +304,7 @@ class HTSRunner:
 
   def _wait_executors(self, seg: int) -> List[tuple]:
     got: Dict[int, tuple] = {}
-    while len(got) < self.config.num_executors:
+    while len(got) < len(self._inboxes):  # executors (or envpool groups)
       msg = self._poll_until(self._ctrl_q)
       if msg[0] == "error":
         raise RunError(_executor_error(msg))
@@ -372,6 +375,20 @@ class HTSRunner:
           name=f"hts-executor-{i}", daemon=True)
       p.start()
       self._procs.append(p)
+
+  def _start_envpool_groups(self, first_segment: int) -> None:
+    """envpool fast path: actor threads with their own envpool instances act as executors."""
+    from hts_jax.runtime.envpool_group import EnvpoolGroup  # pylint: disable=import-outside-toplevel
+    cfg = self.config
+    m = cfg.num_envs // cfg.num_actors
+    threads = max(1, cfg.num_executors // cfg.num_actors)
+    self._inboxes = []
+    for g in range(cfg.num_actors):
+      group = EnvpoolGroup(g, m, cfg.env.split(":", 1)[1], cfg.env_kwargs, cfg.seed, cfg.alpha,
+                           threads, self._storages, self.policy, self.streams,
+                           lambda: self._actor_params, self._ctrl_q, first_segment)
+      self._inboxes.append(group.inbox)
+      self._start_thread(group.run, f"envpool-{g}")
 
   def _start_thread(self, fn, name, *args) -> None:
     def guarded():

@@ -1,0 +1,100 @@
+"""GFootball through the HTS runtime: extracted maps, several controlled players, raw pixels."""
+
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from hts_jax import envs
+from hts_jax.config import ConfigError, LearnerConfig, RunConfig
+from hts_jax.runtime import hts
+
+pytest.importorskip("gfootball", reason="built by .ci/setup.sh")
+
+
+def ppo_run(tmp_path, name, scenario, env_kwargs, actors=1, executors=2, num_envs=2):
+  cfg = RunConfig(env=f"gfootball:{scenario}", env_kwargs=env_kwargs, alpha=8,
+                  num_envs=num_envs, num_executors=executors, num_actors=actors,
+                  total_steps=num_envs * 8 * 3, seed=2, eval_episodes=1,
+                  logdir=str(tmp_path / name), log_every_s=1e9,
+                  learner=LearnerConfig(algo="ppo", ppo_epochs=1, num_minibatches=2,
+                                        optimizer="adam", learning_rate=3e-4))
+  return hts.run(cfg)
+
+
+def test_hts_ppo_on_empty_goal_close_extracted(tmp_path):
+  info = envs.env_info("gfootball:academy_empty_goal_close", {})
+  assert info.obs_shape == (72, 96, 16) and info.obs_dtype == "uint8" and info.num_actions == 19
+  s = ppo_run(tmp_path, "egc", "academy_empty_goal_close", {})
+  assert s["network"] == "cnn" and s["updates"] == 3
+  assert s["policy_lag"]["histogram"] == {"0": 1, "1": 2}
+
+
+def test_three_agents_share_the_policy_deterministically(tmp_path):
+  info = envs.env_info("gfootball:academy_3_vs_1_with_keeper", {"num_agents": 3})
+  assert info.num_agents == 3 and info.obs_shape == (72, 96, 16)
+  a = ppo_run(tmp_path, "a", "academy_3_vs_1_with_keeper", {"num_agents": 3}, 1, 1)
+  b = ppo_run(tmp_path, "b", "academy_3_vs_1_with_keeper", {"num_agents": 3}, 2, 2)
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]
+
+
+@pytest.fixture
+def display():
+  if not shutil.which("Xvfb"):
+    pytest.skip("Xvfb is installed by .ci/setup.sh")
+  num = 90 + os.getpid() % 9
+  proc = subprocess.Popen(["Xvfb", f":{num}", "-screen", "0", "1024x768x24"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  time.sleep(1.0)
+  old = os.environ.get("DISPLAY")
+  os.environ["DISPLAY"] = f":{num}"
+  yield
+  proc.terminate()
+  proc.wait()
+  if old is None:
+    del os.environ["DISPLAY"]
+  else:
+    os.environ["DISPLAY"] = old
+
+
+def test_raw_pixels_have_the_right_shapes(display):
+  env = envs.make_env("gfootball:academy_empty_goal_close", {"representation": "pixels"})
+  obs, _ = env.reset(seed=1)
+  assert obs.shape == (72, 96, 12) and obs.dtype == np.uint8  # RGB x 4 stacked frames
+  obs, *_ = env.step(0)
+  assert obs.shape == (72, 96, 12) and obs.max() > 0
+  env.close()
+  two = envs.env_info("gfootball:academy_3_vs_1_with_keeper",
+                      {"representation": "pixels", "num_agents": 2})
+  assert two.obs_shape == (72, 96, 12) and two.num_agents == 2
+  gray = envs.env_info("gfootball:academy_empty_goal_close", {"representation": "pixels_gray"})
+  assert gray.obs_shape == (72, 96, 4)
+
+
+def test_simple115_is_a_vector():
+  info = envs.env_info("gfootball:academy_empty_goal_close",
+                       {"representation": "simple115v2", "stacked": False})
+  assert info.obs_shape == (115,) and info.obs_dtype == "float32"
+
+
+@pytest.mark.parametrize("name,kwargs,message", [
+    ("gfootball:academy_nonsense", {}, "unknown GFootball scenario"),
+    ("gfootball:academy_corner", {"representation": "voxels"}, "representation must be"),
+    ("gfootball:academy_corner", {"rewards": "goals"}, "rewards must be"),
+    ("gfootball:academy_corner", {"players": 2}, "unknown gfootball env_kwargs"),
+])
+def test_bad_gfootball_config(name, kwargs, message):
+  with pytest.raises(ConfigError, match=message):
+    envs.make_env(name, kwargs)
+
+
+def test_all_paper_scenarios_exist():
+  import importlib.util
+  from hts_jax.envs.gfootball import SCENARIOS
+  assert len(SCENARIOS) == 12
+  for s in SCENARIOS:
+    assert importlib.util.find_spec(f"gfootball.scenarios.{s}") is not None, s
