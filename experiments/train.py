@@ -60,6 +60,8 @@ flags.DEFINE_integer("decorrelate_steps", 0,
                      "Start-state decorrelation: up to this many random actions per env at start.")
 flags.DEFINE_bool("envpool", False,
                   "Atari fast path: envpool's thread pool as the executors (num_actors instances).")
+flags.DEFINE_float("stop_at_return", None,
+                   "End the run once an evaluation's mean return reaches this.")
 flags.DEFINE_bool("resume", False, "Continue the run in --logdir from its newest checkpoint.")
 flags.DEFINE_float("log_every_s", 5.0, "Seconds between progress lines.")
 flags.DEFINE_float("executor_delay_s", 0.0, "Testing: sleep added to every env step.")
@@ -107,7 +109,7 @@ def build_config() -> hts_config.RunConfig:
       executor_jitter_s=v("executor_jitter_s"), learner_delay_s=v("learner_delay_s"),
       learner_devices=v("learner_devices"), actor_devices=v("actor_devices"),
       checkpoint_every=v("checkpoint_every"), decorrelate_steps=v("decorrelate_steps"),
-      envpool=v("envpool"),
+      envpool=v("envpool"), stop_at_return=v("stop_at_return"),
       learner=learner_cfg)
 
 

@@ -7,7 +7,7 @@ without paying for JAX. Errors are `ConfigError` with a one-line message meant f
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 ALGOS = ("a2c", "ppo")
 CORRECTIONS = ("delayed", "truncated_is", "none")
@@ -109,6 +109,8 @@ class RunConfig:
       takes a random number in [0, decorrelate_steps] of uniform-random actions, keyed by env id.
     envpool: Atari through envpool (`hts_jax.runtime.envpool_group`): num_actors actor threads each
       drive an envpool instance over num_envs / num_actors envs; num_executors envpool threads.
+    stop_at_return: end the run once an evaluation's mean return reaches this (required-time
+      experiments); needs eval_every > 0.
   """
   env: str = "CartPole-v1"
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -133,6 +135,7 @@ class RunConfig:
   checkpoint_every: int = 0
   decorrelate_steps: int = 0
   envpool: bool = False
+  stop_at_return: Optional[float] = None
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
 
   def __post_init__(self):
@@ -161,6 +164,8 @@ class RunConfig:
       _check(d >= 1, f"{name} must be >= 1, got {d}")
       _check(self.num_envs % d == 0,
              f"num_envs ({self.num_envs}) must be divisible by {name} ({d})")
+    _check(self.stop_at_return is None or self.eval_every > 0,
+           "stop_at_return needs eval_every > 0")
     if self.envpool:
       _check(self.env.startswith("atari:"),
              f"--envpool is for atari:<Game> envs, not {self.env!r}")

@@ -199,6 +199,7 @@ class HTSRunner:
     if first_segment > 0:
       self._learn_q.put(first_segment - 1)  # restored storage, not yet learned
     t_seg = time.perf_counter()
+    last_seg = n_seg - 1
     for seg in range(first_segment, n_seg):
       for msg in self._wait_executors(seg):
         _, _, _, rets, _, idle_a, idle_b, busy = msg
@@ -224,10 +225,13 @@ class HTSRunner:
       # one. The learner has finished with that other storage (waited for above).
       self._actor_params = (self._num_updates, self.state.params)
       t_seg = time.perf_counter()
-      if seg + 1 < n_seg:
+      reached = cfg.stop_at_return is not None and any(
+          r["mean_return"] >= cfg.stop_at_return for r in evaluator.results)
+      if seg + 1 < n_seg and not reached:
         for inbox in self._inboxes:
           inbox.put(("go", seg + 1))
       self._learn_q.put(seg)
+      last_seg = seg
       steps = (seg + 1) * cfg.steps_per_segment
       if book["next_eval"] is not None and steps >= book["next_eval"]:
         evaluator.submit(steps, wall(), self.state.params)
@@ -236,9 +240,11 @@ class HTSRunner:
           book["next_eval"] += cfg.eval_every
       progress.update(steps, wall(), self._num_updates, reporting.mean_or_none(
           [r for rs in book["returns"] for r in rs[-5:]]), evaluator.latest())
-    self._finish_update(metrics_writer, recent, n_seg * cfg.steps_per_segment, wall())
+      if reached:
+        break
+    steps = (last_seg + 1) * cfg.steps_per_segment
+    self._finish_update(metrics_writer, recent, steps, wall())
     total_wall = wall()
-    steps = n_seg * cfg.steps_per_segment
     if book["last_eval"] != steps:  # the final params are always evaluated, once
       evaluator.submit(steps, total_wall, self.state.params)
     evaluator.close(wait=True)
