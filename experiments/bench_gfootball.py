@@ -9,7 +9,9 @@ CNN). On a 2-core CPU the CNN learner dominates, so the default here is the simp
 representation with the MLP; pass --representation=extracted for the paper's setting.
 """
 
+import contextlib
 import json
+import sys
 import tempfile
 
 from absl import app
@@ -44,7 +46,8 @@ def main(argv):
         learner=LearnerConfig(algo="ppo", optimizer="adam", learning_rate=3e-4, ppo_epochs=4,
                               num_minibatches=4, clip_eps=0.2, entropy_coef=0.01, gamma=0.993,
                               gae_lambda=0.95, max_grad_norm=0.64))
-    summary = hts.run(cfg)
+    with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout is the JSON
+      summary = hts.run(cfg)
   evals = [(e["env_steps"], round(e["wall_time_s"], 1), e["mean_return"]) for e in summary["eval"]]
   hit = next((e for e in summary["eval"] if e["mean_return"] >= FLAGS.target), None)
   print(json.dumps({

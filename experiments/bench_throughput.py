@@ -9,8 +9,10 @@ learner bounds it (one Nature-CNN update per 80 env steps). Each row is one real
 fields (SPS, idle seconds of executors, actors and learner).
 """
 
+import contextlib
 import json
 import os
+import sys
 import tempfile
 
 from absl import app
@@ -34,7 +36,8 @@ def _run(env, network, num_envs, num_executors, num_actors, alpha, steps):
                     num_executors=num_executors, num_actors=num_actors, total_steps=steps,
                     logdir=logdir, eval_episodes=1, log_every_s=1e9,
                     learner=LearnerConfig(algo="a2c", unroll_length=alpha))
-    s = hts.run(cfg)
+    with contextlib.redirect_stdout(sys.stderr):
+      s = hts.run(cfg)
   return {"env": env, "network": network, "num_envs": num_envs, "num_executors": num_executors,
           "num_actors": num_actors, "alpha": alpha, "env_steps": s["env_steps"],
           "wall_time_s": round(s["wall_time_s"], 3), "sps": round(s["sps"], 1),

@@ -25,7 +25,8 @@ flags.DEFINE_string("env", "CartPole-v1",
                     "Env: a gymnasium id (CartPole-v1, module:Id-v0), atari:<Game>, vstep.")
 flags.DEFINE_string("env_kwargs", "{}", "JSON object of env constructor kwargs.")
 flags.DEFINE_enum("algo", "a2c", list(hts_config.ALGOS), "Learning algorithm.")
-flags.DEFINE_enum("mode", "hts", list(hts_config.MODES), "Runtime: hts.")
+flags.DEFINE_enum("mode", "hts", list(hts_config.MODES),
+                  "hts (HTS-RL), sync (synchronous A2C/PPO baseline), async (IMPALA, V-trace).")
 flags.DEFINE_enum("network", "auto", list(hts_config.NETWORKS),
                   "auto: CNN for images, MLP for vectors.")
 flags.DEFINE_integer("alpha", 5, "Synchronization interval: steps per env per segment.")
@@ -121,7 +122,7 @@ def main(argv):
     cfg = build_config()
     from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
     # Validates the env (one instance) and any checkpoint before anything is spawned.
-    runner = hts.HTSRunner(cfg, resume=FLAGS.resume)
+    runner = hts.make_runner(cfg, resume=FLAGS.resume)
   except hts_config.ConfigError as e:
     _fail(str(e), 2)
   try:

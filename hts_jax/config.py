@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 ALGOS = ("a2c", "ppo")
 CORRECTIONS = ("delayed", "truncated_is", "none")
 OPTIMIZERS = ("rmsprop", "adam")
-MODES = ("hts",)
+MODES = ("hts", "sync", "async")
 NETWORKS = ("auto", "cnn", "mlp")
 
 
@@ -166,6 +166,17 @@ class RunConfig:
              f"num_envs ({self.num_envs}) must be divisible by {name} ({d})")
     _check(self.stop_at_return is None or self.eval_every > 0,
            "stop_at_return needs eval_every > 0")
+    if self.mode != "hts":
+      _check(self.learner.correction == "delayed",
+             f"--correction applies to --mode=hts (the baselines have no policy lag to "
+             f"correct, or correct it with V-trace), got {self.learner.correction!r}")
+      _check(not self.envpool, "--envpool is for --mode=hts")
+    if self.mode == "async":
+      _check(self.learner.algo == "a2c",
+             "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
+      _check(self.num_executors % self.num_actors == 0,
+             f"--mode=async: num_executors ({self.num_executors}) must be a multiple of "
+             f"num_actors ({self.num_actors}): each actor owns whole executors")
     if self.envpool:
       _check(self.env.startswith("atari:"),
              f"--envpool is for atari:<Game> envs, not {self.env!r}")

@@ -32,7 +32,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from hts_jax import losses
 from hts_jax.config import LearnerConfig
-from hts_jax.types import DATA_AXIS, Segment, TrainState
+from hts_jax.types import DATA_AXIS, Segment, TrainState, Unroll
 
 ApplyFn = Callable[..., Tuple[chex.Array, chex.Array]]
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
@@ -249,3 +249,32 @@ def make_learner_step(config: LearnerConfig, apply_fn: ApplyFn,
   sharded = jax.shard_map(update, mesh=data_mesh(devices), in_specs=(P(), P(None, DATA_AXIS)),
                           out_specs=(P(), P()), check_vma=False)
   return jax.jit(sharded)
+
+
+def build_vtrace_update(config: LearnerConfig, apply_fn: ApplyFn,
+                        optimizer: optax.GradientTransformation,
+                        axis_name: Optional[str] = None):
+  """IMPALA's learner (Espeholt et al. 2018) for the asynchronous baseline: one optimizer step
+  per batch of unrolls, gradients at the current params θ_j, off-policy corrected by V-trace
+  (ρ̄ = c̄ = 1, λ = config.gae_lambda is not used: λ = 1). No delayed gradient: θ_{j+1} = θ_j + u."""
+
+  def loss_fn(params, unroll: Unroll):
+    logits, values = _apply_tb(apply_fn, params, unroll.obs)
+    return losses.vtrace_loss(logits[:-1], values[:-1], jax.lax.stop_gradient(values[-1]),
+                              unroll.actions, unroll.behaviour_log_probs, unroll.rewards,
+                              unroll.dones, config.gamma, config.value_coef, config.entropy_coef)
+
+  def update(state: TrainState, unroll: Unroll):
+    chex.assert_rank([unroll.actions, unroll.behaviour_log_probs], 2)
+    (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, unroll)
+    grads = _pmean(grads, axis_name)
+    metrics = _pmean(metrics, axis_name)
+    metrics["grad_norm"] = optax.tree.norm(grads)
+    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics["params_finite"] = jnp.all(jnp.stack(
+        [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
+    return state.replace(params=params, behaviour_params=state.params, opt_state=opt_state,
+                         update_count=state.update_count + 1), metrics
+
+  return update

@@ -53,3 +53,17 @@ class TrainState:
   opt_state: optax.OptState
   update_count: chex.Array
   key: chex.PRNGKey
+
+
+@flax.struct.dataclass
+class Unroll:
+  """A batch of actor unrolls for the asynchronous (IMPALA) baseline: a `Segment` plus the
+  behaviour policy's log-probabilities, needed by V-trace because the behaviour policy is stale.
+
+  Attributes: obs `[T+1, B, ...]`; actions, rewards, dones, behaviour_log_probs `[T, B]`.
+  """
+  obs: chex.Array
+  actions: chex.Array
+  rewards: chex.Array
+  dones: chex.Array
+  behaviour_log_probs: chex.Array

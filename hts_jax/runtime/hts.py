@@ -18,6 +18,7 @@ transitions are written at [t, row] (row = env_id * agents + agent); each actor 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -70,6 +71,8 @@ class HTSRunner:
     self.network = networks.make_network(kind, self.info.num_actions)
     self.network_kind = kind
     lcfg = config.learner
+    if config.mode != "hts":  # the baselines have no delayed gradient
+      lcfg = dataclasses.replace(lcfg, correction="none")
     self.optimizer = learner.make_optimizer(lcfg)
     key = jax.random.PRNGKey(seeding.learner_seed(config.seed))
     init_key, state_key = jax.random.split(key)
@@ -80,9 +83,7 @@ class HTSRunner:
     if not resume and checkpoint.latest_step(config.logdir) is not None:
       raise ConfigError(f"{checkpoint.directory(config.logdir)} holds a checkpoint: pass --resume "
                         "to continue that run, or choose another --logdir")
-    self.learner_step = learner.make_learner_step(
-        lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
-        devices=_local_devices(config.learner_devices, "learner_devices"))
+    self.learner_step = self._make_learner_step(lcfg, kind)
     self.num_agents = self.info.num_agents
     self.num_rows = config.num_envs * self.num_agents  # storage rows: env_id * agents + agent
     self.policy = acting.make_policy_step(
@@ -90,6 +91,11 @@ class HTSRunner:
         devices=_local_devices(config.actor_devices, "actor_devices"))
     self.streams = seeding.action_streams(config.seed, self.num_rows)
     self.compile_s = self._compile()
+
+  def _make_learner_step(self, lcfg, kind):
+    return learner.make_learner_step(
+        lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
+        devices=_local_devices(self.config.learner_devices, "learner_devices"))
 
   def _restore(self):
     cfg = self.config
@@ -116,9 +122,12 @@ class HTSRunner:
     zeros = Segment(obs=np.zeros((a + 1, n) + info.obs_shape, info.obs_dtype),
                     actions=np.zeros((a, n), np.int32), rewards=np.zeros((a, n), np.float32),
                     dones=np.zeros((a, n), np.float32))
-    jax.block_until_ready(self.learner_step(self.state, zeros))
+    jax.block_until_ready(self.learner_step(self.state, self._learner_input(zeros)))
     self.policy.run_fixed(self.state.params, zeros.obs[0], np.zeros((n, 2), np.uint32))
     return time.perf_counter() - t0
+
+  def _learner_input(self, segment: Segment):
+    return segment
 
   # ---------------------------------------------------------------- run
   def run(self) -> Dict[str, Any]:
@@ -146,8 +155,11 @@ class HTSRunner:
     self._num_updates = int(self.state.update_count)  # the learner thread advances it
     self._actor_params = (self._num_updates, self.state.params)  # (version, params)
     first_segment = 0
+    self._restored_unlearned = None
     if self.restored is not None:
       first_segment = self.restored["host"]["segment"] + 1
+      if not self.restored["host"].get("learned"):
+        self._restored_unlearned = first_segment - 1
       st = self._storages[(first_segment - 1) % 2]
       for name, value in self.restored["storage"].items():
         getattr(st, name)[...] = value
@@ -158,13 +170,7 @@ class HTSRunner:
                           num_agents=self.num_agents)
     old_handlers = self._install_signal_handlers()
     try:
-      if cfg.envpool:
-        self._start_envpool_groups(first_segment)
-      else:
-        self._start_executors(first_segment)
-        for i in range(cfg.num_actors):
-          self._start_thread(self._actor_loop, f"actor-{i}", i)
-      self._start_thread(self._learner_loop, "learner")
+      self._start_parts(first_segment)
       summary = self._control(metrics_writer, evaluator, first_segment)
     finally:
       self._restore_signal_handlers(old_handlers)
@@ -177,6 +183,16 @@ class HTSRunner:
       raise RunError(evaluator.error)
     reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), summary)
     return summary
+
+  def _start_parts(self, first_segment: int) -> None:
+    """Executors (or envpool groups), actor threads and the learner thread."""
+    if self.config.envpool:
+      self._start_envpool_groups(first_segment)
+    else:
+      self._start_executors(first_segment)
+      for i in range(self.config.num_actors):
+        self._start_thread(self._actor_loop, f"actor-{i}", i)
+    self._start_thread(self._learner_loop, "learner")
 
   def _new_book(self) -> Dict[str, Any]:
     """Host-side bookkeeping that a checkpoint carries (JSON-able)."""
@@ -196,8 +212,8 @@ class HTSRunner:
     wall_before = book["wall_time_s"]
     t_start = time.perf_counter()
     wall = lambda: wall_before + time.perf_counter() - t_start
-    if first_segment > 0:
-      self._learn_q.put(first_segment - 1)  # restored storage, not yet learned
+    if self._restored_unlearned is not None:
+      self._learn_q.put(self._restored_unlearned)  # restored storage, not yet learned
     t_seg = time.perf_counter()
     last_seg = n_seg - 1
     for seg in range(first_segment, n_seg):
@@ -218,9 +234,8 @@ class HTSRunner:
       if (due or self._signal is not None) and seg + 1 < n_seg:
         path = self._checkpoint(seg, evaluator, wall())
         if self._signal is not None:
-          name = signal.Signals(self._signal).name
-          raise Interrupted(f"interrupted by {name} at update {self._num_updates}; checkpoint "
-                            f"saved in {path}; continue with --resume", self._signal)
+          raise Interrupted(interrupted_message(self._signal, self._num_updates, path),
+                            self._signal)
       # Swap: the executors go on in the other storage with θ_{seg} while the learner takes this
       # one. The learner has finished with that other storage (waited for above).
       self._actor_params = (self._num_updates, self.state.params)
@@ -244,7 +259,11 @@ class HTSRunner:
         break
     steps = (last_seg + 1) * cfg.steps_per_segment
     self._finish_update(metrics_writer, recent, steps, wall())
-    total_wall = wall()
+    return self._final_summary(evaluator, steps, wall(), progress)
+
+  def _final_summary(self, evaluator, steps: int, total_wall: float, progress) -> Dict[str, Any]:
+    """Final evaluation and the summary.json contract."""
+    cfg, book = self.config, self._book
     if book["last_eval"] != steps:  # the final params are always evaluated, once
       evaluator.submit(steps, total_wall, self.state.params)
     evaluator.close(wait=True)
@@ -253,7 +272,8 @@ class HTSRunner:
         "env_steps": steps, "updates": self._num_updates, "wall_time_s": total_wall,
         "sps": steps / total_wall, "mode": cfg.mode, "algo": cfg.learner.algo, "env": cfg.env,
         "alpha": cfg.alpha, "num_actors": cfg.num_actors, "num_executors": cfg.num_executors,
-        "num_envs": cfg.num_envs, "seed": cfg.seed, "correction": cfg.learner.correction,
+        "num_envs": cfg.num_envs, "seed": cfg.seed,
+        "correction": {"hts": cfg.learner.correction, "sync": "none", "async": "vtrace"}[cfg.mode],
         "network": self.network_kind,
         "param_sha256": reporting.param_sha256(self.state.params),
         "episode_returns": book["returns"],
@@ -282,8 +302,9 @@ class HTSRunner:
     row.update({k: float(v) for k, v in metrics.items()})
     metrics_writer.write(row)
 
-  def _checkpoint(self, seg: int, evaluator, wall: float) -> str:
-    """Saves the run at the boundary after segment `seg` (see `checkpoint`)."""
+  def _checkpoint(self, seg: int, evaluator, wall: float, learned: bool = False) -> str:
+    """Saves the run at the boundary after segment `seg` (see `checkpoint`); `learned`: the
+    learner has already consumed that segment (the synchronous baseline)."""
     cfg = self.config
     for inbox in self._inboxes:
       inbox.put(("save",))
@@ -305,7 +326,8 @@ class HTSRunner:
     st = self._storages[seg % 2]
     storage = {name: getattr(st, name) for name in ("obs", "actions", "version", "rewards",
                                                      "dones")}
-    host = {"segment": seg, "book": book, "config": json.loads(json.dumps(cfg.to_dict()))}
+    host = {"segment": seg, "learned": learned, "book": book,
+            "config": json.loads(json.dumps(cfg.to_dict()))}
     return checkpoint.save(cfg.logdir, self._num_updates, self.state, storage, env_states, host)
 
   def _wait_executors(self, seg: int) -> List[tuple]:
@@ -333,6 +355,17 @@ class HTSRunner:
       return q.get(timeout=_POLL_S)
     except queue.Empty:
       pass
+    self._check_parts()
+    return None
+
+  def _get_simple(self, q):
+    """Blocking get on a multiprocessing SimpleQueue, checking the other parts meanwhile."""
+    while not q._reader.poll(_POLL_S):  # pylint: disable=protected-access
+      self._check_parts()
+    return q.get()
+
+  def _check_parts(self) -> None:
+    """Raises RunError if a thread failed or an executor process died."""
     if self._fault is not None:
       raise RunError(self._fault)
     for i, p in enumerate(self._procs):
@@ -347,7 +380,6 @@ class HTSRunner:
         ids = self.config.env_ids_of_executor(i)
         raise RunError(f"executor {i} (envs {ids[0]}-{ids[-1]}) died with exit code "
                        f"{p.exitcode}")
-    return None
 
   def _install_signal_handlers(self):
     """SIGINT/SIGTERM ask for a checkpoint at the next segment boundary; a second SIGINT aborts."""
@@ -366,7 +398,8 @@ class HTSRunner:
       signal.signal(s, h)
 
   # ---------------------------------------------------------------- parts
-  def _start_executors(self, first_segment: int) -> None:
+  def _start_executors(self, first_segment: int, ready_qs=None, ctrl_qs=None) -> None:
+    """Spawns the executors; by default they share the ready queue and the control queue."""
     cfg = self.config
     saved = None if self.restored is None else self.restored["envs"]
     for i in range(cfg.num_executors):
@@ -377,7 +410,9 @@ class HTSRunner:
                           decorrelate_steps=cfg.decorrelate_steps, first_segment=first_segment,
                           env_states=None if saved is None else {e: saved[e] for e in ids})
       p = mp.get_context("spawn").Process(
-          target=executor_main, args=(spec, self._ready_q, self._inboxes[i], self._ctrl_q),
+          target=executor_main,
+          args=(spec, self._ready_q if ready_qs is None else ready_qs[i], self._inboxes[i],
+                self._ctrl_q if ctrl_qs is None else ctrl_qs[i]),
           name=f"hts-executor-{i}", daemon=True)
       p.start()
       self._procs.append(p)
@@ -502,6 +537,11 @@ class HTSRunner:
     self._storages.close()
 
 
+def interrupted_message(signum: int, updates: int, path: str) -> str:
+  return (f"interrupted by {signal.Signals(signum).name} at update {updates}; checkpoint saved in "
+          f"{path}; continue with --resume")
+
+
 def _executor_error(msg) -> str:
   _, idx, env_id, text = msg
   return f"executor {idx}" + (f", env {env_id}" if env_id is not None else "") + f": {text}"
@@ -518,6 +558,15 @@ def _local_devices(count: int, name: str):
   return devices[:count]
 
 
+def make_runner(config: RunConfig, resume: bool = False) -> HTSRunner:
+  """The runner for `config.mode`: hts, sync (A2C/PPO as in baselines) or async (IMPALA)."""
+  if config.mode == "hts":
+    return HTSRunner(config, resume=resume)
+  from hts_jax.runtime import baselines  # pylint: disable=import-outside-toplevel
+  cls = baselines.SyncRunner if config.mode == "sync" else baselines.AsyncRunner
+  return cls(config, resume=resume)
+
+
 def run(config: RunConfig, resume: bool = False) -> Dict[str, Any]:
-  """Runs HTS-RL as configured and returns the summary (also written to `<logdir>/summary.json`)."""
-  return HTSRunner(config, resume=resume).run()
+  """Runs the configured mode and returns the summary (also written to `<logdir>/summary.json`)."""
+  return make_runner(config, resume=resume).run()
