@@ -63,6 +63,8 @@ flags.DEFINE_bool("envpool", False,
                   "Atari fast path: envpool's thread pool as the executors (num_actors instances).")
 flags.DEFINE_float("stop_at_return", None,
                    "End the run once an evaluation's mean return reaches this.")
+flags.DEFINE_integer("async_batch_unrolls", 0,
+                     "--mode=async: actor unrolls per learner update (0: num_actors).")
 flags.DEFINE_bool("resume", False, "Continue the run in --logdir from its newest checkpoint.")
 flags.DEFINE_float("log_every_s", 5.0, "Seconds between progress lines.")
 flags.DEFINE_float("executor_delay_s", 0.0, "Testing: sleep added to every env step.")
@@ -111,6 +113,7 @@ def build_config() -> hts_config.RunConfig:
       learner_devices=v("learner_devices"), actor_devices=v("actor_devices"),
       checkpoint_every=v("checkpoint_every"), decorrelate_steps=v("decorrelate_steps"),
       envpool=v("envpool"), stop_at_return=v("stop_at_return"),
+      async_batch_unrolls=v("async_batch_unrolls"),
       learner=learner_cfg)
 
 

@@ -111,6 +111,8 @@ class RunConfig:
       drive an envpool instance over num_envs / num_actors envs; num_executors envpool threads.
     stop_at_return: end the run once an evaluation's mean return reaches this (required-time
       experiments); needs eval_every > 0.
+    async_batch_unrolls: --mode=async: actor unrolls per learner update (0: num_actors, i.e. as
+      many samples per update as HTS and sync; IMPALA uses a fixed batch whatever the actors).
   """
   env: str = "CartPole-v1"
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -136,6 +138,7 @@ class RunConfig:
   decorrelate_steps: int = 0
   envpool: bool = False
   stop_at_return: Optional[float] = None
+  async_batch_unrolls: int = 0
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
 
   def __post_init__(self):
@@ -174,6 +177,8 @@ class RunConfig:
     if self.mode == "async":
       _check(self.learner.algo == "a2c",
              "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
+      _check(self.async_batch_unrolls >= 0,
+             f"async_batch_unrolls must be >= 0, got {self.async_batch_unrolls}")
       _check(self.num_executors % self.num_actors == 0,
              f"--mode=async: num_executors ({self.num_executors}) must be a multiple of "
              f"num_actors ({self.num_actors}): each actor owns whole executors")
@@ -194,6 +199,14 @@ class RunConfig:
   @property
   def num_segments(self) -> int:
     return -(-self.total_steps // self.steps_per_segment)
+
+  @property
+  def async_unrolls_per_update(self) -> int:
+    return self.async_batch_unrolls or self.num_actors
+
+  @property
+  def async_steps_per_update(self) -> int:
+    return self.alpha * self.num_envs // self.num_actors * self.async_unrolls_per_update
 
   def env_ids_of_executor(self, executor: int):
     per = self.num_envs // self.num_executors

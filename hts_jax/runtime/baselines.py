@@ -7,8 +7,8 @@ rollout waits; no delayed gradient (policy lag 0). Deterministic like HTS.
 
 `AsyncRunner` (`--mode=async`): IMPALA / GA3C. Each actor thread owns whole executors and runs
 `alpha`-step unrolls with whatever params it last received, pushing them into a bounded queue.
-The learner takes `num_actors` unrolls per update (as many samples as an HTS update), corrects the
-policy lag with V-trace, and publishes the new params at once. The lag (learner updates between
+The learner takes `async_batch_unrolls` unrolls per update (default `num_actors`: as many samples
+as an HTS update), corrects the policy lag with V-trace, and publishes the new params at once. The lag (learner updates between
 the params that acted and the params being updated) is measured per unroll and per batch; it
 grows with the number of actors. Not deterministic (by design).
 """
@@ -135,8 +135,12 @@ class AsyncRunner(HTSRunner):
     return jax.jit(learner.build_vtrace_update(lcfg, self.network.apply, self.optimizer))
 
   def _learner_input(self, segment: Segment):
-    return Unroll(obs=segment.obs, actions=segment.actions, rewards=segment.rewards,
-                  dones=segment.dones, behaviour_log_probs=np.zeros_like(segment.rewards))
+    """Zeros in the learner's batch shape (for compiling ahead): unrolls x rows per actor."""
+    cfg = self.config
+    cols = cfg.async_unrolls_per_update * self.num_rows // cfg.num_actors
+    z = lambda x: np.zeros(x.shape[:1] + (cols,) + x.shape[2:], x.dtype)
+    return Unroll(obs=z(segment.obs), actions=z(segment.actions), rewards=z(segment.rewards),
+                  dones=z(segment.dones), behaviour_log_probs=z(segment.rewards))
 
   def _start_parts(self, first_segment: int) -> None:
     cfg = self.config
@@ -148,7 +152,10 @@ class AsyncRunner(HTSRunner):
     owner = [i // per_actor for i in range(cfg.num_executors)]
     self._start_executors(first_segment, ready_qs=[self._actor_ready[a] for a in owner],
                           ctrl_qs=[self._actor_ctrl[a] for a in owner])
-    self._unrolls: "queue.Queue" = queue.Queue(maxsize=2 * cfg.num_actors)
+    # One finished unroll per actor may wait: with a slow learner, unrolls get staler the more
+    # actors there are (paper Claim 2).
+    self._unrolls: "queue.Queue" = queue.Queue(
+        maxsize=max(cfg.num_actors, cfg.async_unrolls_per_update))
     self._stop_actors = threading.Event()
     self._unroll_lags: List[int] = []
     for i in range(cfg.num_actors):
@@ -208,12 +215,16 @@ class AsyncRunner(HTSRunner):
       for k in my_execs:
         self._inboxes[k].put(("go", seg))
 
+  def _num_updates_planned(self) -> int:
+    cfg = self.config
+    return -(-cfg.total_steps // cfg.async_steps_per_update)
+
   def _async_learner(self) -> None:
     cfg = self.config
-    for _ in range(cfg.num_segments):
+    for _ in range(self._num_updates_planned()):
       batch = []
       t0 = time.perf_counter()
-      while len(batch) < cfg.num_actors:
+      while len(batch) < cfg.async_unrolls_per_update:
         try:
           batch.append(self._unrolls.get(timeout=0.1))
         except queue.Empty:
@@ -226,6 +237,8 @@ class AsyncRunner(HTSRunner):
       self.state, metrics = self.learner_step(self.state, unroll)
       metrics = jax.device_get(metrics)
       _check_finite(metrics, self._num_updates + 1, None)
+      if cfg.learner_delay_s:
+        time.sleep(cfg.learner_delay_s)
       self._num_updates += 1
       self._actor_params = (self._num_updates, self.state.params)
       returns: Dict[int, List[float]] = {}
@@ -238,8 +251,9 @@ class AsyncRunner(HTSRunner):
   def _control(self, metrics_writer, evaluator, first_segment: int) -> Dict[str, Any]:
     del first_segment
     cfg, book = self.config, self._book
-    n_updates = cfg.num_segments
-    progress = reporting.Progress(n_updates * cfg.steps_per_segment, cfg.log_every_s, "async")
+    n_updates = self._num_updates_planned()
+    progress = reporting.Progress(n_updates * cfg.async_steps_per_update, cfg.log_every_s,
+                                  "async")
     t_start = time.perf_counter()
     wall = lambda: time.perf_counter() - t_start
     max_lags: List[int] = []
@@ -256,7 +270,7 @@ class AsyncRunner(HTSRunner):
       book["lags"].append(mean_lag)
       max_lags.append(max_lag)
       book["learn_s"] += compute_s
-      steps = (j + 1) * cfg.steps_per_segment
+      steps = (j + 1) * cfg.async_steps_per_update
       row = {"env_steps": steps, "updates": self._num_updates, "wall_time_s": wall(),
              "sps": steps / wall(), "segment": seg, "lag": mean_lag, "lag_max": max_lag,
              "learn_s": compute_s, "train_return": reporting.mean_or_none(recent)}

@@ -1,0 +1,82 @@
+"""The baselines: synchronous A2C/PPO (lag 0, deterministic) and IMPALA-style async (V-trace,
+lag measured and growing with the number of actors)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hts_jax.config import ConfigError, LearnerConfig, RunConfig
+from hts_jax.runtime import hts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cartpole(tmp_path, name, mode, **kw):
+  base = dict(env="CartPole-v1", mode=mode, alpha=8, num_envs=8, num_executors=2,
+              num_actors=1, total_steps=8 * 8 * 6, seed=4, logdir=str(tmp_path / name),
+              eval_episodes=2, log_every_s=1e9, learner=LearnerConfig(algo="a2c", unroll_length=8))
+  base.update(kw)
+  return hts.run(RunConfig(**base))
+
+
+def test_sync_lag_is_zero_and_runs_are_deterministic(tmp_path):
+  a = cartpole(tmp_path, "a", "sync")
+  b = cartpole(tmp_path, "b", "sync", num_executors=4, executor_jitter_s=0.002)
+  assert a["policy_lag"]["histogram"] == {"0": 6}
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]
+  assert a["mode"] == "sync" and a["correction"] == "none" and a["updates"] == 6
+  c = cartpole(tmp_path, "c", "sync", seed=5)
+  assert c["param_sha256"] != a["param_sha256"]
+
+
+def test_sync_ppo_runs(tmp_path):
+  s = cartpole(tmp_path, "ppo", "sync",
+               learner=LearnerConfig(algo="ppo", num_minibatches=2, ppo_epochs=2))
+  assert s["updates"] == 6 and s["policy_lag"]["max"] == 0
+
+
+def test_async_lag_grows_with_the_number_of_actors(tmp_path):
+  """Slow learner (0.1 s/update), one unroll per update, as IMPALA's fixed learner batch: the
+  more actors, the staler the unrolls the learner consumes (paper Claim 2)."""
+  lags = {}
+  for actors in (1, 2, 4):
+    s = cartpole(tmp_path, f"async{actors}", "async", num_actors=actors, num_executors=4,
+                 async_batch_unrolls=1, learner_delay_s=0.1, total_steps=8 * 8 * 4)
+    assert s["mode"] == "async" and s["correction"] == "vtrace"
+    lags[actors] = s["policy_lag"]["mean"]
+    assert len(s["policy_lag"]["per_update"]) == s["updates"]
+  assert lags[1] < lags[2] < lags[4], lags
+  assert lags[4] >= 2.0, lags
+
+
+def test_async_configuration_errors(tmp_path):
+  with pytest.raises(ConfigError, match="use --algo=a2c"):
+    RunConfig(mode="async", learner=LearnerConfig(algo="ppo", num_minibatches=1), alpha=4)
+  with pytest.raises(ConfigError, match="applies to --mode=hts"):
+    RunConfig(mode="sync", learner=LearnerConfig(correction="none"))
+  with pytest.raises(ConfigError, match="does not checkpoint"):
+    hts.make_runner(RunConfig(mode="async", checkpoint_every=2, logdir=str(tmp_path)))
+
+
+def train(logdir, *flags):
+  cmd = [sys.executable, "-m", "experiments.train", f"--logdir={logdir}", "--log_every_s=1000",
+         *flags]
+  proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  with open(os.path.join(logdir, "summary.json")) as f:
+    return json.load(f)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode,budget", [("sync", 200_000), ("async", 300_000)])
+def test_baselines_solve_cartpole(tmp_path, mode, budget):
+  """Budgets (env steps): sync A2C 200k, async V-trace A2C 300k (the cartpole_a2c preset)."""
+  s = train(str(tmp_path), "--preset=cartpole_a2c", f"--mode={mode}", f"--total_steps={budget}",
+            "--eval_every=25000", "--num_executors=2", "--num_actors=2")
+  returns = [e["mean_return"] for e in s["eval"]]
+  assert max(returns) >= 475, returns
