@@ -49,6 +49,7 @@ class SyncRunner(HTSRunner):
     seeds[:, 0] = self.streams
     progress = reporting.Progress(n_seg * cfg.steps_per_segment, cfg.log_every_s, "sync")
     wall_before = book["wall_time_s"]
+    self._release_executors(first_segment)
     t_start = time.perf_counter()
     wall = lambda: wall_before + time.perf_counter() - t_start
     for seg in range(first_segment, n_seg):
@@ -174,6 +175,12 @@ class AsyncRunner(HTSRunner):
     seeds = np.zeros((self.num_rows, 2), np.uint32)
     seeds[:, 0] = self.streams
     ready_q, ctrl_q = self._actor_ready[index], self._actor_ctrl[index]
+    for _ in my_execs:  # its executors have created their envs
+      msg = self._poll_until(ctrl_q)
+      if msg[0] == "error":
+        raise RuntimeError(_executor_error(msg))
+    for k in my_execs:
+      self._inboxes[k].put(("go", 0))
     seg = 0
     while not self._stop_actors.is_set():
       version, params = self._actor_params  # whatever the learner published last
@@ -254,6 +261,9 @@ class AsyncRunner(HTSRunner):
     n_updates = self._num_updates_planned()
     progress = reporting.Progress(n_updates * cfg.async_steps_per_update, cfg.log_every_s,
                                   "async")
+    while self._num_updates == 0 and self._learn_out.empty() and not any(self._actor_batches):
+      self._check_parts()  # the clock starts when the actors have started acting
+      time.sleep(0.001)
     t_start = time.perf_counter()
     wall = lambda: time.perf_counter() - t_start
     max_lags: List[int] = []

@@ -13,7 +13,8 @@ Messages
                          ("save",)               at the barrier: send the envs' states
                          None                    stop
   ready queue (shared):  (segment, [(env_id, t), ...])   obs[t, env_id] is ready for an actor
-  control queue:         ("done", index, segment, returns, lengths, idle_action_s, idle_barrier_s,
+  control queue:         ("started", index)     envs created; waiting for ("go", first segment)
+                         ("done", index, segment, returns, lengths, idle_action_s, idle_barrier_s,
                           busy_s)
                          ("state", index, {env_id: bytes} or None, reason)
                          ("error", index, env_id, "ExcType: message")
@@ -115,7 +116,8 @@ def _run(spec: ExecutorSpec, ready_q, inbox, ctrl_q, state) -> None:
       t[e] = 0
     ready_q.put((segment, [(e, 0) for e in spec.env_ids]))
 
-  start_segment()
+  # Wait at the barrier until the controller has seen every executor start (its clock starts then).
+  ctrl_q.put(("started", spec.index))
   finished = 0
   while True:
     t0 = time.perf_counter()

@@ -210,6 +210,7 @@ class HTSRunner:
     recent: List[float] = []
     progress = reporting.Progress(n_seg * cfg.steps_per_segment, cfg.log_every_s, "hts")
     wall_before = book["wall_time_s"]
+    self._release_executors(first_segment)  # the clock starts when every executor is ready
     t_start = time.perf_counter()
     wall = lambda: wall_before + time.perf_counter() - t_start
     if self._restored_unlearned is not None:
@@ -260,6 +261,19 @@ class HTSRunner:
     steps = (last_seg + 1) * cfg.steps_per_segment
     self._finish_update(metrics_writer, recent, steps, wall())
     return self._final_summary(evaluator, steps, wall(), progress)
+
+  def _release_executors(self, first_segment: int) -> None:
+    """Waits until every executor has created its envs, then lets them start `first_segment`."""
+    if self.config.envpool:
+      return
+    started = 0
+    while started < self.config.num_executors:
+      msg = self._poll_until(self._ctrl_q)
+      if msg[0] == "error":
+        raise RunError(_executor_error(msg))
+      started += msg[0] == "started"
+    for inbox in self._inboxes:
+      inbox.put(("go", first_segment))
 
   def _final_summary(self, evaluator, steps: int, total_wall: float, progress) -> Dict[str, Any]:
     """Final evaluation and the summary.json contract."""
