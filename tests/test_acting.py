@@ -4,7 +4,6 @@ the batch size and the row's position; and the hot steps do not recompile."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from hts_jax import acting, learner, networks

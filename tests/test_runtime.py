@@ -1,10 +1,8 @@
 """The HTS runtime: full determinism, policy lag exactly 1, real concurrency, the summary contract."""
 
-import dataclasses
 import json
 import os
 
-import numpy as np
 import pytest
 
 from hts_jax.config import LearnerConfig, RunConfig

@@ -29,7 +29,7 @@ from hts_jax import learner
 from hts_jax.config import ConfigError
 from hts_jax.runtime import reporting
 from hts_jax.runtime.hts import (HTSRunner, Interrupted, _executor_error, _local_devices,
-                                 interrupted_message)
+                                 check_finite)
 from hts_jax.types import Segment, Unroll
 
 
@@ -42,7 +42,6 @@ class SyncRunner(HTSRunner):
   def _control(self, metrics_writer, evaluator, first_segment: int) -> Dict[str, Any]:
     cfg, book = self.config, self._book
     n_seg = cfg.num_segments
-    agents = self.num_agents
     per_exec = cfg.num_envs // cfg.num_executors
     obs_buf = np.zeros((self.num_rows,) + self.info.obs_shape, self.info.obs_dtype)
     seeds = np.zeros((self.num_rows, 2), np.uint32)
@@ -75,15 +74,7 @@ class SyncRunner(HTSRunner):
         self._actor_batches[0] += 1
         for k, inbox in enumerate(self._inboxes):
           inbox.put(list(range(k * per_exec, (k + 1) * per_exec)))
-      recent: List[float] = []
-      for msg in self._wait_executors(seg):
-        _, _, _, rets, _, idle_a, idle_b, busy = msg
-        for e, rs in rets.items():
-          book["returns"][e].extend(rs)
-          recent.extend(rs)
-        book["exec_idle_actions"] += idle_a
-        book["exec_idle_barrier"] += idle_b
-        book["env_busy_s"] += busy
+      recent = self._record_reports(self._wait_executors(seg))
       rollout = time.perf_counter() - t_roll
       book["rollout_s"] += rollout
       self._learner_idle += rollout  # the learner waits for the whole rollout
@@ -94,27 +85,16 @@ class SyncRunner(HTSRunner):
       lag = self._num_updates - int(np.unique(st.version)[0])
       self.state, metrics = self.learner_step(self.state, segment)
       metrics = jax.device_get(metrics)
-      _check_finite(metrics, self._num_updates + 1, seg)
+      check_finite(metrics, self._num_updates + 1, seg)
       self._num_updates += 1
       compute_s = time.perf_counter() - t_learn
       self._learn_out.put((seg, metrics, lag, compute_s))
       steps = (seg + 1) * cfg.steps_per_segment
       self._finish_update(metrics_writer, recent, steps, wall())
-      due = cfg.checkpoint_every > 0 and self._num_updates % cfg.checkpoint_every == 0
-      if (due or self._signal is not None) and seg + 1 < n_seg:
-        path = self._checkpoint(seg, evaluator, wall(), learned=True)
-        if self._signal is not None:
-          raise Interrupted(interrupted_message(self._signal, self._num_updates, path),
-                            self._signal)
-      if book["next_eval"] is not None and steps >= book["next_eval"]:
-        evaluator.submit(steps, wall(), self.state.params)
-        book["last_eval"] = steps
-        while book["next_eval"] <= steps:
-          book["next_eval"] += cfg.eval_every
-      progress.update(steps, wall(), self._num_updates, reporting.mean_or_none(
-          [r for rs in book["returns"] for r in rs[-5:]]), evaluator.latest())
-      if cfg.stop_at_return is not None and any(
-          r["mean_return"] >= cfg.stop_at_return for r in evaluator.results):
+      if seg + 1 < n_seg:
+        self._maybe_checkpoint(seg, evaluator, wall(), learned=True)
+      self._evaluate_and_report(steps, wall(), evaluator, progress)
+      if self._target_reached(evaluator):
         break
     return self._final_summary(evaluator, steps, wall(), progress)
 
@@ -243,7 +223,7 @@ class AsyncRunner(HTSRunner):
       unroll = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[u for _, u, _ in batch])
       self.state, metrics = self.learner_step(self.state, unroll)
       metrics = jax.device_get(metrics)
-      _check_finite(metrics, self._num_updates + 1, None)
+      check_finite(metrics, self._num_updates + 1, None)
       if cfg.learner_delay_s:
         time.sleep(cfg.learner_delay_s)
       self._num_updates += 1
@@ -286,15 +266,8 @@ class AsyncRunner(HTSRunner):
              "learn_s": compute_s, "train_return": reporting.mean_or_none(recent)}
       row.update({k: float(v) for k, v in metrics.items()})
       metrics_writer.write(row)
-      if book["next_eval"] is not None and steps >= book["next_eval"]:
-        evaluator.submit(steps, wall(), self.state.params)
-        book["last_eval"] = steps
-        while book["next_eval"] <= steps:
-          book["next_eval"] += cfg.eval_every
-      progress.update(steps, wall(), self._num_updates, reporting.mean_or_none(
-          [r for rs in book["returns"] for r in rs[-5:]]), evaluator.latest())
-      if cfg.stop_at_return is not None and any(
-          r["mean_return"] >= cfg.stop_at_return for r in evaluator.results):
+      self._evaluate_and_report(steps, wall(), evaluator, progress)
+      if self._target_reached(evaluator):
         break
     self._stop_actors.set()
     summary = self._final_summary(evaluator, steps, wall(), progress)
@@ -303,11 +276,3 @@ class AsyncRunner(HTSRunner):
     lag["per_update_max"] = max_lags
     summary["policy_lag"] = lag
     return summary
-
-
-def _check_finite(metrics, update: int, seg) -> None:
-  if not (np.isfinite(metrics["loss"]) and metrics["params_finite"]):
-    what = "loss" if not np.isfinite(metrics["loss"]) else "params"
-    where = "" if seg is None else f" (segment {seg})"
-    raise FloatingPointError(f"non-finite {what} at update {update}{where}; the last checkpoint "
-                             "is kept")

@@ -218,49 +218,68 @@ class HTSRunner:
     t_seg = time.perf_counter()
     last_seg = n_seg - 1
     for seg in range(first_segment, n_seg):
-      for msg in self._wait_executors(seg):
-        _, _, _, rets, _, idle_a, idle_b, busy = msg
-        for e, rs in rets.items():
-          book["returns"][e].extend(rs)
-          recent.extend(rs)
-        book["exec_idle_actions"] += idle_a
-        book["exec_idle_barrier"] += idle_b
-        book["env_busy_s"] += busy
+      recent.extend(self._record_reports(self._wait_executors(seg)))
       book["rollout_s"] += time.perf_counter() - t_seg
       if seg > 0:
         self._finish_update(metrics_writer, recent, seg * cfg.steps_per_segment, wall())
         recent = []
       # Checkpoint point: segment `seg` collected, update on `seg - 1` done, nothing in flight.
-      due = cfg.checkpoint_every > 0 and self._num_updates % cfg.checkpoint_every == 0
-      if (due or self._signal is not None) and seg + 1 < n_seg:
-        path = self._checkpoint(seg, evaluator, wall())
-        if self._signal is not None:
-          raise Interrupted(interrupted_message(self._signal, self._num_updates, path),
-                            self._signal)
+      if seg + 1 < n_seg:
+        self._maybe_checkpoint(seg, evaluator, wall())
       # Swap: the executors go on in the other storage with θ_{seg} while the learner takes this
       # one. The learner has finished with that other storage (waited for above).
       self._actor_params = (self._num_updates, self.state.params)
       t_seg = time.perf_counter()
-      reached = cfg.stop_at_return is not None and any(
-          r["mean_return"] >= cfg.stop_at_return for r in evaluator.results)
+      reached = self._target_reached(evaluator)
       if seg + 1 < n_seg and not reached:
         for inbox in self._inboxes:
           inbox.put(("go", seg + 1))
       self._learn_q.put(seg)
       last_seg = seg
       steps = (seg + 1) * cfg.steps_per_segment
-      if book["next_eval"] is not None and steps >= book["next_eval"]:
-        evaluator.submit(steps, wall(), self.state.params)
-        book["last_eval"] = steps
-        while book["next_eval"] <= steps:
-          book["next_eval"] += cfg.eval_every
-      progress.update(steps, wall(), self._num_updates, reporting.mean_or_none(
-          [r for rs in book["returns"] for r in rs[-5:]]), evaluator.latest())
+      self._evaluate_and_report(steps, wall(), evaluator, progress)
       if reached:
         break
     steps = (last_seg + 1) * cfg.steps_per_segment
     self._finish_update(metrics_writer, recent, steps, wall())
     return self._final_summary(evaluator, steps, wall(), progress)
+
+  def _record_reports(self, msgs) -> List[float]:
+    """Books the executors' "done" reports; returns the episode returns they finished."""
+    book, finished = self._book, []
+    for _, _, _, rets, _, idle_a, idle_b, busy in msgs:
+      for e, rs in rets.items():
+        book["returns"][e].extend(rs)
+        finished.extend(rs)
+      book["exec_idle_actions"] += idle_a
+      book["exec_idle_barrier"] += idle_b
+      book["env_busy_s"] += busy
+    return finished
+
+  def _maybe_checkpoint(self, seg: int, evaluator, wall: float, learned: bool = False) -> None:
+    """Checkpoints when due or when a signal asked for it (and then stops the run)."""
+    cfg = self.config
+    due = cfg.checkpoint_every > 0 and self._num_updates % cfg.checkpoint_every == 0
+    if due or self._signal is not None:
+      path = self._checkpoint(seg, evaluator, wall, learned=learned)
+      if self._signal is not None:
+        raise Interrupted(interrupted_message(self._signal, self._num_updates, path),
+                          self._signal)
+
+  def _evaluate_and_report(self, steps: int, wall: float, evaluator, progress) -> None:
+    """Submits an evaluation when one is due and prints progress."""
+    cfg, book = self.config, self._book
+    if book["next_eval"] is not None and steps >= book["next_eval"]:
+      evaluator.submit(steps, wall, self.state.params)
+      book["last_eval"] = steps
+      while book["next_eval"] <= steps:
+        book["next_eval"] += cfg.eval_every
+    progress.update(steps, wall, self._num_updates, reporting.mean_or_none(
+        [r for rs in book["returns"] for r in rs[-5:]]), evaluator.latest())
+
+  def _target_reached(self, evaluator) -> bool:
+    target = self.config.stop_at_return
+    return target is not None and any(r["mean_return"] >= target for r in evaluator.results)
 
   def _release_executors(self, first_segment: int) -> None:
     """Waits until every executor has created its envs, then lets them start `first_segment`."""
@@ -515,10 +534,7 @@ class HTSRunner:
       lag = self._num_updates - int(behaviour_versions[0])
       state, metrics = self.learner_step(self.state, segment)
       metrics = jax.device_get(metrics)  # the one host sync per segment
-      if not (np.isfinite(metrics["loss"]) and metrics["params_finite"]):
-        raise FloatingPointError(
-            f"non-finite {'loss' if not np.isfinite(metrics['loss']) else 'params'} at update "
-            f"{self._num_updates + 1} (segment {seg}); the last checkpoint is kept")
+      check_finite(metrics, self._num_updates + 1, seg)
       self.state = state
       if self.config.learner_delay_s:
         time.sleep(self.config.learner_delay_s)
@@ -549,6 +565,15 @@ class HTSRunner:
     self._ctrl_q.close()
     self._ctrl_q.cancel_join_thread()
     self._storages.close()
+
+
+def check_finite(metrics, update: int, seg: Optional[int]) -> None:
+  """Raises FloatingPointError naming the update if the loss or the new params are not finite."""
+  if not (np.isfinite(metrics["loss"]) and metrics["params_finite"]):
+    what = "loss" if not np.isfinite(metrics["loss"]) else "params"
+    where = "" if seg is None else f" (segment {seg})"
+    raise FloatingPointError(f"non-finite {what} at update {update}{where}; the last checkpoint "
+                             "is kept")
 
 
 def interrupted_message(signum: int, updates: int, path: str) -> str:
