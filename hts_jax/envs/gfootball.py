@@ -77,6 +77,8 @@ class GFootballEnv(gym.Env):
     with warnings.catch_warnings():
       warnings.simplefilter("ignore")
       import gfootball.env as football  # pylint: disable=import-outside-toplevel
+    from absl import logging  # pylint: disable=import-outside-toplevel
+    logging.set_verbosity(logging.WARNING)  # GFootball logs every episode end at INFO
     render = self.representation.startswith("pixels")
     if render and "DISPLAY" not in os.environ and "SDL_VIDEODRIVER" not in os.environ:
       raise _config_error("gfootball pixel representations render with OpenGL: run under a "
