@@ -22,7 +22,6 @@ import time
 from typing import Any, Dict, List
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import learner
@@ -80,17 +79,10 @@ class SyncRunner(HTSRunner):
       self._learner_idle += rollout  # the learner waits for the whole rollout
       # Learning, while the envs wait (lag 0: the params that acted are the ones updated).
       t_learn = time.perf_counter()
-      segment = Segment(obs=jnp.asarray(st.obs), actions=jnp.asarray(st.actions),
-                        rewards=jnp.asarray(st.rewards), dones=jnp.asarray(st.dones))
-      lag = self._num_updates - int(np.unique(st.version)[0])
-      self.state, metrics = self.learner_step(self.state, segment)
-      metrics = jax.device_get(metrics)
-      check_finite(metrics, self._num_updates + 1, seg)
-      self._num_updates += 1
+      metrics, lag = self._learn_storage(seg)
       compute_s = time.perf_counter() - t_learn
-      self._learn_out.put((seg, metrics, lag, compute_s))
       steps = (seg + 1) * cfg.steps_per_segment
-      self._finish_update(metrics_writer, recent, steps, wall())
+      self._log_update(metrics_writer, seg, metrics, lag, compute_s, recent, steps, wall())
       if seg + 1 < n_seg:
         self._maybe_checkpoint(seg, evaluator, wall(), learned=True)
       self._evaluate_and_report(steps, wall(), evaluator, progress)

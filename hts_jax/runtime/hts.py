@@ -287,16 +287,20 @@ class HTSRunner:
       return
     started = 0
     while started < self.config.num_executors:
-      msg = self._poll_until(self._ctrl_q)
-      if msg[0] == "error":
-        raise RunError(_executor_error(msg))
-      started += msg[0] == "started"
+      started += self._ctrl_message()[0] == "started"
     for inbox in self._inboxes:
       inbox.put(("go", first_segment))
 
+  def _book_totals(self) -> Dict[str, Any]:
+    """The book with this session's actor/learner counters added (they live outside it)."""
+    book = self._book
+    return dict(book, actor_idle=book["actor_idle"] + float(sum(self._actor_idle)),
+                learner_idle=book["learner_idle"] + self._learner_idle,
+                actor_batches=book["actor_batches"] + int(sum(self._actor_batches)))
+
   def _final_summary(self, evaluator, steps: int, total_wall: float, progress) -> Dict[str, Any]:
     """Final evaluation and the summary.json contract."""
-    cfg, book = self.config, self._book
+    cfg, book = self.config, self._book_totals()
     if book["last_eval"] != steps:  # the final params are always evaluated, once
       evaluator.submit(steps, total_wall, self.state.params)
     evaluator.close(wait=True)
@@ -314,11 +318,9 @@ class HTSRunner:
         "idle": {"executors": book["exec_idle_actions"] + book["exec_idle_barrier"],
                  "executors_waiting_for_actions": book["exec_idle_actions"],
                  "executors_at_barrier": book["exec_idle_barrier"],
-                 "actors": book["actor_idle"] + float(sum(self._actor_idle)),
-                 "learner": book["learner_idle"] + self._learner_idle},
+                 "actors": book["actor_idle"], "learner": book["learner_idle"]},
         "timing": {"rollout_s": book["rollout_s"], "learn_s": book["learn_s"],
-                   "env_busy_s": book["env_busy_s"],
-                   "actor_batches": book["actor_batches"] + int(sum(self._actor_batches)),
+                   "env_busy_s": book["env_busy_s"], "actor_batches": book["actor_batches"],
                    "compile_s": self.compile_s},
         "resumed_from_update": None if self.restored is None else self.restored["step"],
         "config": cfg.to_dict(),
@@ -326,7 +328,11 @@ class HTSRunner:
 
   def _finish_update(self, metrics_writer, recent_returns, env_steps, wall) -> None:
     """Waits for the learner's current update and logs it."""
-    seg, metrics, seg_lags, compute_s = self._wait_learner()
+    self._log_update(metrics_writer, *self._wait_learner(), recent_returns, env_steps, wall)
+
+  def _log_update(self, metrics_writer, seg, metrics, seg_lags, compute_s, recent_returns,
+                  env_steps, wall) -> None:
+    """Books one learner update and writes its metrics.csv row."""
     self._book["lags"].append(seg_lags)
     self._book["learn_s"] += compute_s
     row = {"env_steps": env_steps, "updates": self._num_updates, "wall_time_s": wall,
@@ -343,19 +349,13 @@ class HTSRunner:
       inbox.put(("save",))
     env_states: Optional[Dict[int, bytes]] = {}
     for _ in range(len(self._inboxes)):
-      msg = self._poll_until(self._ctrl_q)
-      if msg[0] == "error":
-        raise RunError(_executor_error(msg))
-      _, _, states, _ = msg
+      _, _, states, _ = self._ctrl_message()
       if states is None or env_states is None:
         env_states = None  # some env cannot be pickled: a resume re-creates the envs
       else:
         env_states.update(states)
     evaluator.wait_idle()
-    book = dict(self._book, eval=list(evaluator.results), wall_time_s=wall,
-                actor_idle=self._book["actor_idle"] + float(sum(self._actor_idle)),
-                learner_idle=self._book["learner_idle"] + self._learner_idle,
-                actor_batches=self._book["actor_batches"] + int(sum(self._actor_batches)))
+    book = dict(self._book_totals(), eval=list(evaluator.results), wall_time_s=wall)
     st = self._storages[seg % 2]
     storage = {name: getattr(st, name) for name in ("obs", "actions", "version", "rewards",
                                                      "dones")}
@@ -366,12 +366,17 @@ class HTSRunner:
   def _wait_executors(self, seg: int) -> List[tuple]:
     got: Dict[int, tuple] = {}
     while len(got) < len(self._inboxes):  # executors (or envpool groups)
-      msg = self._poll_until(self._ctrl_q)
-      if msg[0] == "error":
-        raise RunError(_executor_error(msg))
+      msg = self._ctrl_message()
       assert msg[0] == "done" and msg[2] == seg, msg
       got[msg[1]] = msg
     return [got[i] for i in sorted(got)]
+
+  def _ctrl_message(self) -> tuple:
+    """The next control-queue message; an executor's error message stops the run."""
+    msg = self._poll_until(self._ctrl_q)
+    if msg[0] == "error":
+      raise RunError(_executor_error(msg))
+    return msg
 
   def _wait_learner(self):
     return self._poll_until(self._learn_out)
@@ -524,22 +529,28 @@ class HTSRunner:
         return
       if seg > 0 and self._num_updates > 0:  # the wait for the very first segment is inherent
         self._learner_idle += time.perf_counter() - t0
-      st = self._storages[seg % 2]
       t1 = time.perf_counter()
-      segment = Segment(obs=jnp.asarray(st.obs), actions=jnp.asarray(st.actions),
-                        rewards=jnp.asarray(st.rewards), dones=jnp.asarray(st.dones))
-      behaviour_versions = np.unique(st.version)
-      if len(behaviour_versions) != 1:
-        raise RuntimeError(f"segment {seg} mixes policy versions {behaviour_versions.tolist()}")
-      lag = self._num_updates - int(behaviour_versions[0])
-      state, metrics = self.learner_step(self.state, segment)
-      metrics = jax.device_get(metrics)  # the one host sync per segment
-      check_finite(metrics, self._num_updates + 1, seg)
-      self.state = state
+      metrics, lag = self._learn_storage(seg)
       if self.config.learner_delay_s:
         time.sleep(self.config.learner_delay_s)
-      self._num_updates += 1
       self._learn_out.put((seg, metrics, lag, time.perf_counter() - t1))
+
+  def _learn_storage(self, seg: int):
+    """One learner update on storage `seg`; returns (host metrics, policy lag of the segment).
+    The params change only if the update is finite."""
+    st = self._storages[seg % 2]
+    segment = Segment(obs=jnp.asarray(st.obs), actions=jnp.asarray(st.actions),
+                      rewards=jnp.asarray(st.rewards), dones=jnp.asarray(st.dones))
+    behaviour_versions = np.unique(st.version)
+    if len(behaviour_versions) != 1:
+      raise RuntimeError(f"segment {seg} mixes policy versions {behaviour_versions.tolist()}")
+    lag = self._num_updates - int(behaviour_versions[0])
+    state, metrics = self.learner_step(self.state, segment)
+    metrics = jax.device_get(metrics)  # the one host sync per segment
+    check_finite(metrics, self._num_updates + 1, seg)
+    self.state = state
+    self._num_updates += 1
+    return metrics, lag
 
   def _shutdown(self) -> None:
     for inbox in self._inboxes:
