@@ -15,6 +15,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from experiments import cli
 from experiments.presets import PRESETS
 from hts_jax import config as hts_config
 
@@ -120,22 +121,22 @@ def build_config() -> hts_config.RunConfig:
 def main(argv):
   logging.set_verbosity(logging.WARNING)  # JAX's backend probing is not news to users
   if len(argv) > 1:
-    _fail(f"unexpected arguments: {' '.join(argv[1:])}", 2)
+    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}", 2)
   try:
     cfg = build_config()
     from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
     # Validates the env (one instance) and any checkpoint before anything is spawned.
     runner = hts.make_runner(cfg, resume=FLAGS.resume)
   except hts_config.ConfigError as e:
-    _fail(str(e), 2)
+    cli.fail(str(e), 2)
   try:
     summary = runner.run()
   except hts.RunError as e:
-    _fail(str(e), 1)
+    cli.fail(str(e), 1)
   except hts.Interrupted as e:
-    _fail(str(e), 128 + e.signum)
+    cli.fail(str(e), 128 + e.signum)
   except KeyboardInterrupt:
-    _fail("interrupted (second SIGINT): stopped without a new checkpoint", 130)
+    cli.fail("interrupted (second SIGINT): stopped without a new checkpoint", 130)
   final = summary["eval"][-1]["mean_return"] if summary["eval"] else float("nan")
   print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s "
         f"({summary['sps']:,.0f} sps), {summary['updates']} updates, final eval return "
@@ -143,18 +144,5 @@ def main(argv):
         f"param_sha256 {summary['param_sha256'][:16]}..., summary: {cfg.logdir}/summary.json")
 
 
-def _fail(message: str, code: int):
-  print(f"error: {message}", file=sys.stderr)
-  sys.exit(code)
-
-
-def parse_flags(argv):
-  """absl's parsing, with flag errors reported like every other user error: one line, exit 2."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    _fail(str(e).splitlines()[0], 2)
-
-
 if __name__ == "__main__":
-  app.run(main, flags_parser=parse_flags)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -177,8 +177,8 @@ class HTSRunner:
       self._shutdown()
       metrics_writer.close()
       evaluator.close(wait=self._fault is None)
-    summary["eval"] = [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return")}
-                       for r in evaluator.results]
+    summary["eval"] = [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return", "returns")
+                        if k in r} for r in evaluator.results]
     if evaluator.error:
       raise RunError(evaluator.error)
     reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), summary)

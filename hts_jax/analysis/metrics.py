@@ -1,0 +1,181 @@
+r"""The paper's evaluation metrics, computed from run directories, with bootstrap confidence
+intervals over seeds.
+
+- final metric: the mean evaluation return of the last `last` (10) evaluated policies; each
+  evaluation is `eval_episodes` (10 in the paper) episodes, so 10 x 10 episodes.
+- final time metric: the final metric of the policies evaluated within a wall-time limit.
+- required time metric: the wall time (and env steps) at which the average evaluation return of
+  the last `window` evaluations first reaches a target.
+Each is computed per run (seed); a group of seeds is summarized by its mean and a 95% percentile
+bootstrap interval of the mean (10,000 resamples of the seeds with replacement).
+
+Host-side only: reads `summary.json` (evaluations, config) and `metrics.csv` (training curves).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+# Fields that make two runs different experiments (the seed does not).
+GROUP_FIELDS = ("env", "mode", "algo", "alpha", "num_actors", "num_envs", "correction")
+
+
+class RunDirError(ValueError):
+  """A directory that is not a finished run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One finished run: its summary.json and the evaluation history in time order."""
+  path: str
+  summary: Dict[str, Any]
+  evals: Tuple[Dict[str, Any], ...]
+
+  @property
+  def seed(self) -> int:
+    return int(self.summary.get("seed", 0))
+
+  def key(self) -> Tuple:
+    return tuple(self.summary.get(f) for f in GROUP_FIELDS)
+
+  def train_curve(self) -> List[Dict[str, float]]:
+    """metrics.csv rows as floats (empty cells dropped); [] when there is no metrics.csv."""
+    path = os.path.join(self.path, "metrics.csv")
+    if not os.path.exists(path):
+      return []
+    rows = []
+    with open(path, newline="") as f:
+      for r in csv.DictReader(f):
+        rows.append({k: float(v) for k, v in r.items() if v not in ("", None)})
+    return rows
+
+
+def load_run(path: str) -> Run:
+  """Reads `<path>/summary.json`; raises RunDirError with a one-line reason otherwise."""
+  fn = os.path.join(path, "summary.json")
+  if not os.path.isdir(path):
+    raise RunDirError(f"{path}: not a directory")
+  if not os.path.exists(fn):
+    raise RunDirError(f"{path}: no summary.json (not a finished run)")
+  try:
+    with open(fn) as f:
+      summary = json.load(f)
+  except (OSError, ValueError) as e:
+    raise RunDirError(f"{fn}: unreadable: {e}") from e
+  evals = summary.get("eval")
+  if not isinstance(evals, list) or not all(
+      isinstance(e, dict) and {"env_steps", "wall_time_s", "mean_return"} <= set(e) for e in evals):
+    raise RunDirError(f"{fn}: no evaluation history ('eval' list of env_steps, wall_time_s, "
+                      "mean_return)")
+  evals = sorted(evals, key=lambda e: (e["env_steps"], e["wall_time_s"]))
+  return Run(path=path, summary=summary, evals=tuple(evals))
+
+
+def _eval_return(e: Dict[str, Any]) -> float:
+  returns = e.get("returns")
+  return float(np.mean(returns)) if returns else float(e["mean_return"])
+
+
+def final_metric(run: Run, last: int = 10) -> Optional[float]:
+  """Mean evaluation return of the last `last` evaluations (None without evaluations)."""
+  if last < 1:
+    raise ValueError(f"need last >= 1, got {last}")
+  if not run.evals:
+    return None
+  return float(np.mean([_eval_return(e) for e in run.evals[-last:]]))
+
+
+def final_time_metric(run: Run, time_limit_s: float, last: int = 10) -> Optional[float]:
+  """The final metric over the evaluations of policies reached within `time_limit_s` of wall time
+  (None if no policy was evaluated by then)."""
+  within = tuple(e for e in run.evals if e["wall_time_s"] <= time_limit_s)
+  return final_metric(dataclasses.replace(run, evals=within), last) if within else None
+
+
+def required_time_metric(run: Run, target: float, window: int = 1) -> Dict[str, float]:
+  """First evaluation at which the mean return of the last `window` evaluations is >= target:
+  {"wall_time_s", "env_steps"}, both inf when the run never reached it."""
+  if window < 1:
+    raise ValueError(f"need window >= 1, got {window}")
+  returns = [_eval_return(e) for e in run.evals]
+  for i in range(len(returns)):
+    if i + 1 >= window and np.mean(returns[i + 1 - window:i + 1]) >= target:
+      return {"wall_time_s": float(run.evals[i]["wall_time_s"]),
+              "env_steps": float(run.evals[i]["env_steps"])}
+  return {"wall_time_s": math.inf, "env_steps": math.inf}
+
+
+def bootstrap_ci(values: Sequence[float], *, resamples: int = 10_000, confidence: float = 0.95,
+                 seed: int = 0) -> Dict[str, float]:
+  """Mean of `values` and its percentile bootstrap interval: resample the values (seeds) with
+  replacement `resamples` times, take the mean of each resample, report the (1 - confidence) / 2
+  and (1 + confidence) / 2 quantiles."""
+  x = np.asarray([v for v in values], dtype=np.float64)
+  if x.size == 0:
+    raise ValueError("bootstrap_ci needs at least one value")
+  if not 0 < confidence < 1 or resamples < 1:
+    raise ValueError(f"need 0 < confidence < 1 and resamples >= 1, got {confidence}, {resamples}")
+  rng = np.random.default_rng(seed)
+  means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+  lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
+  return {"mean": float(x.mean()), "lo": float(lo), "hi": float(hi), "n": int(x.size)}
+
+
+def group_runs(runs: Sequence[Run]) -> Dict[Tuple, List[Run]]:
+  """Runs that differ only in their seed, keyed by GROUP_FIELDS values, seeds in order."""
+  groups: Dict[Tuple, List[Run]] = {}
+  for r in runs:
+    groups.setdefault(r.key(), []).append(r)
+  return {k: sorted(v, key=lambda r: r.seed) for k, v in groups.items()}
+
+
+def method_label(key: Tuple, keys: Sequence[Tuple]) -> str:
+  """A column name in the paper's words ('HTS-RL (A2C)', 'A2C (sync)', 'IMPALA'), plus any
+  setting that tells two groups of the same method on the same env apart."""
+  f = dict(zip(GROUP_FIELDS, key))
+  algo = str(f["algo"]).upper()
+  base = {"hts": f"HTS-RL ({algo})", "sync": f"{algo} (sync)", "async": "IMPALA"}.get(
+      f["mode"], f"{f['mode']}-{algo}")
+  same = [dict(zip(GROUP_FIELDS, k)) for k in keys]
+  same = [g for g in same if (g["env"], g["mode"], g["algo"]) == (f["env"], f["mode"], f["algo"])]
+  extra = [f"{name}={f[name]}" for name in ("alpha", "num_actors", "num_envs", "correction")
+           if len({g[name] for g in same}) > 1]
+  return base + (f" [{', '.join(extra)}]" if extra else "")
+
+
+def summarize(groups: Dict[Tuple, List[Run]], *, last: int = 10,
+              time_limit_s: Optional[float] = None, targets: Optional[Dict[str, float]] = None,
+              window: int = 1, resamples: int = 10_000, seed: int = 0) -> List[Dict[str, Any]]:
+  """One row per group: the three metrics (mean and bootstrap CI over seeds) and the mean SPS.
+  `targets` maps env name to the required-time target ('*' for any env)."""
+  rows = []
+  keys = list(groups)
+  ci = lambda xs: bootstrap_ci(xs, resamples=resamples, seed=seed) if xs else None
+  for key, runs in groups.items():
+    f = dict(zip(GROUP_FIELDS, key))
+    row: Dict[str, Any] = {"env": f["env"], "method": method_label(key, keys),
+                           "seeds": [r.seed for r in runs], **{k: f[k] for k in GROUP_FIELDS}}
+    row["final"] = ci([v for v in (final_metric(r, last) for r in runs) if v is not None])
+    if time_limit_s is not None:
+      row["time_limit_s"] = time_limit_s
+      row["final_time"] = ci([v for v in (final_time_metric(r, time_limit_s, last) for r in runs)
+                              if v is not None])
+    target = None if targets is None else targets.get(f["env"], targets.get("*"))
+    if target is not None:
+      req = [required_time_metric(r, target, window) for r in runs]
+      reached = [q["wall_time_s"] for q in req if math.isfinite(q["wall_time_s"])]
+      row["target"] = target
+      row["required_time"] = dict(ci(reached) or {"mean": math.inf}, reached=len(reached),
+                                  runs=len(runs))
+      steps = [q["env_steps"] for q in req if math.isfinite(q["env_steps"])]
+      row["required_steps"] = ci(steps)
+    row["sps"] = float(np.mean([r.summary.get("sps", float("nan")) for r in runs]))
+    rows.append(row)
+  return rows

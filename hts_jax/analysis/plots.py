@@ -1,0 +1,148 @@
+"""Figures: the paper's Fig. 3(a)-(c) (Claims 1 and 2, formula lines and simulator markers, measured
+async lag overlaid) and Fig. 5-style learning curves. Writes PNGs with matplotlib's Agg backend."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from hts_jax.analysis import lag_model
+from hts_jax.analysis import metrics
+from hts_jax.analysis import runtime_model
+
+_NS = (4, 16, 64)
+
+
+def _plt():
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  return plt
+
+
+def _save(fig, path: str) -> str:
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  _plt().close(fig)
+  return path
+
+
+def fig3a(path: str, *, K: int = 100_000, alpha: int = 4, c: float = 0.0, ns: Sequence[int] = _NS,
+          betas: Sequence[float] = (0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8), repeats: int = 4) -> str:
+  """Runtime to collect K states vs step-time variance 1/beta^2: Eq. 7 (lines) and the simulator
+  (markers), syncing every alpha steps (solid) and every step (dashed, the sync baseline)."""
+  plt = _plt()
+  fig, ax = plt.subplots(figsize=(5, 3.8))
+  var = [1 / b ** 2 for b in betas]
+  for i, n in enumerate(ns):
+    color = f"C{i}"
+    for a, style in ((alpha, "-"), (1, "--")):
+      ax.plot(var, [runtime_model.expected_runtime(K, n, a, b, c) for b in betas], style,
+              color=color, label=f"n={n}, " + (f"alpha={a}" if a > 1 else "sync (alpha=1)"))
+      ax.plot(var, [runtime_model.simulate_runtime(K, n, a, b, c, repeats=repeats)["mean_s"]
+                    for b in betas], "o" if a > 1 else "x", color=color, ms=4)
+  ax.set_xscale("log")
+  ax.set_yscale("log")
+  ax.set_xlabel("step-time variance 1/beta$^2$ (s$^2$)")
+  ax.set_ylabel(f"time to collect K={K:,} states (s)")
+  ax.set_title(f"Claim 1 (Eq. 7): lines; simulation: markers; c={c:g}", fontsize=9)
+  ax.legend(fontsize=6)
+  return _save(fig, path)
+
+
+def fig3b(path: str, *, K: int = 100_000, beta: float = 2.0, c: float = 0.0,
+          ns: Sequence[int] = _NS, alphas: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+          repeats: int = 4) -> str:
+  """Runtime to collect K states vs the synchronization interval alpha at rate beta."""
+  plt = _plt()
+  fig, ax = plt.subplots(figsize=(5, 3.8))
+  for i, n in enumerate(ns):
+    ax.plot(alphas, [runtime_model.expected_runtime(K, n, a, beta, c) for a in alphas], "-",
+            color=f"C{i}", label=f"n={n} (Eq. 7)")
+    ax.plot(alphas, [runtime_model.simulate_runtime(K, n, a, beta, c, repeats=repeats)["mean_s"]
+                     for a in alphas], "o", color=f"C{i}", ms=4)
+  ax.axhline(K / beta / max(ns), color="gray", lw=0.8, ls=":")
+  ax.set_xscale("log", base=2)
+  ax.set_yscale("log")
+  ax.set_xlabel("alpha (steps between synchronizations)")
+  ax.set_ylabel(f"time to collect K={K:,} states (s)")
+  ax.set_title(f"Claim 1 vs alpha, beta={beta:g}, c={c:g} (markers: simulation)", fontsize=9)
+  ax.legend(fontsize=7)
+  return _save(fig, path)
+
+
+def fig3c(path: str, *, lambda0: float = 100.0, mu: float = 4000.0,
+          measured: Optional[List[Dict[str, float]]] = None, num_unrolls: int = 400_000) -> str:
+  """Claim 2: expected lag vs the number of actors at the paper's lambda0, mu (formula line,
+  simulator markers); right panel: lag vs learner load rho = n rho0 with the lag measured by real
+  `--mode=async` runs (`measured`: dicts with rho, lag, actors) overlaid."""
+  plt = _plt()
+  fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.8))
+  n_max = int(math.floor(0.95 * mu / lambda0))
+  ns = list(range(1, n_max + 1))
+  ax1.plot(ns, [lag_model.expected_lag(n, lambda0, mu) for n in ns], "-", label="E[L] (Claim 2)")
+  sim_ns = [n for n in (1, 4, 8, 16, 24, 32, 36) if n <= n_max]
+  ax1.plot(sim_ns, [lag_model.simulate_lag(n, lambda0, mu, num_unrolls=num_unrolls)["mean"]
+                    for n in sim_ns], "o", label="queue simulation")
+  ax1.axhline(1.0, color="k", ls="--", lw=0.8, label="HTS-RL (lag 1)")
+  ax1.set_yscale("log")
+  ax1.set_xlabel("actors n")
+  ax1.set_ylabel("expected policy lag")
+  ax1.set_title(f"lambda0={lambda0:g}, mu={mu:g}", fontsize=9)
+  ax1.legend(fontsize=7)
+  rhos = np.linspace(0.0, 0.95, 96)
+  ax2.plot(rhos, [lag_model.lag_from_utilization(r) for r in rhos], "-", label="rho/(1-rho)")
+  if measured:
+    ax2.plot([m["rho"] for m in measured], [m["lag"] for m in measured], "s", color="C3",
+             label="measured, --mode=async")
+    for m in measured:
+      ax2.annotate(f"{int(m['actors'])}", (m["rho"], m["lag"]), fontsize=7,
+                   xytext=(3, 3), textcoords="offset points")
+  ax2.set_xlabel("learner load rho = n lambda0 / mu")
+  ax2.set_ylabel("mean policy lag")
+  ax2.set_ylim(0, max([5.0] + [m["lag"] * 1.2 for m in measured or []]))
+  ax2.legend(fontsize=7)
+  return _save(fig, path)
+
+
+def _band(curves: List[Tuple[np.ndarray, np.ndarray]], grid: np.ndarray):
+  """Per-seed step curves (last value carried forward) on a common grid: mean, min, max."""
+  ys = []
+  for x, y in curves:
+    idx = np.searchsorted(x, grid, side="right") - 1
+    ys.append(np.where(idx >= 0, y[np.clip(idx, 0, None)], np.nan))
+  ys = np.array(ys)
+  return np.nanmean(ys, axis=0), np.nanmin(ys, axis=0), np.nanmax(ys, axis=0)
+
+
+def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> List[str]:
+  """Fig. 5 style: evaluation return vs env steps and vs wall time, one panel per env, mean over
+  seeds with the min-max band. Returns the PNG paths."""
+  plt = _plt()
+  envs = sorted({k[0] for k in groups})
+  keys = list(groups)
+  paths = []
+  for axis, xlabel, name in (("env_steps", "env steps", "return_vs_env_steps"),
+                             ("wall_time_s", "wall time (s)", "return_vs_wall_time")):
+    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.6), squeeze=False)
+    for ax, env in zip(axes[0], envs):
+      for i, (key, runs) in enumerate((k, v) for k, v in groups.items() if k[0] == env):
+        curves = [(np.array([e[axis] for e in r.evals], float),
+                   np.array([e["mean_return"] for e in r.evals], float)) for r in runs if r.evals]
+        if not curves:
+          continue
+        grid = np.linspace(0, max(float(c[0][-1]) for c in curves), 200)
+        mean, lo, hi = _band(curves, grid)
+        label = f"{metrics.method_label(key, keys)} ({len(runs)} seeds)"
+        ax.plot(grid, mean, color=f"C{i}", label=label)
+        ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
+      ax.set_title(str(env), fontsize=9)
+      ax.set_xlabel(xlabel)
+      ax.set_ylabel("evaluation return")
+      ax.legend(fontsize=7)
+    paths.append(_save(fig, os.path.join(out_dir, f"{name}.png")))
+  return paths
