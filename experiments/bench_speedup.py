@@ -15,14 +15,14 @@ Rows: num_envs, step_time_mean_s, step_time_var, sps_hts, sps_sync, sps_async, s
 (b) 1..32 envs at the highest variance.
 """
 
-import contextlib
 import json
 import os
 import sys
-import tempfile
 
 from absl import app
 from absl import flags
+
+from experiments import cli
 
 flags.DEFINE_bool("quick", False, "Reduced grid (about a minute).")
 flags.DEFINE_string("out", "runs/bench_speedup", "Where the PNGs (and rows.json) go.")
@@ -35,18 +35,12 @@ ENVS = [1, 2, 4, 8, 16, 32]
 
 
 def _run(mode, num_envs, mean_s, steps):
-  from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
   alpha = FLAGS.hts_alpha if mode == "hts" else 5
   actors = 2 if mode == "hts" else (1 if mode == "sync" else max(1, num_envs // 4))
-  with tempfile.TemporaryDirectory() as logdir:
-    cfg = RunConfig(env="vstep", env_kwargs={"dist": "exponential", "mean_s": mean_s},
-                    mode=mode, alpha=alpha, num_envs=num_envs, num_executors=num_envs,
-                    num_actors=actors, total_steps=max(steps, alpha * num_envs), seed=0,
-                    logdir=logdir, eval_episodes=1, log_every_s=1e9,
-                    learner=LearnerConfig(algo="a2c", unroll_length=5))
-    with contextlib.redirect_stdout(sys.stderr):
-      return hts.run(cfg)["sps"]
+  return cli.run_quiet(env="vstep", env_kwargs={"dist": "exponential", "mean_s": mean_s},
+                       mode=mode, alpha=alpha, num_envs=num_envs, num_executors=num_envs,
+                       num_actors=actors, total_steps=max(steps, alpha * num_envs), seed=0,
+                       learner={"algo": "a2c", "unroll_length": 5})["sps"]
 
 
 def _row(num_envs, mean_s):
@@ -108,4 +102,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -16,3 +16,19 @@ def parse_flags(argv):
     return flags.FLAGS(argv)
   except flags.Error as e:
     fail(str(e).splitlines()[0], 2)
+
+
+def run_quiet(**config):
+  """One run of the runtime in a temporary logdir, its progress lines sent to stderr (benchmark
+  scripts keep stdout for their JSON). `config`: RunConfig fields; `learner`: LearnerConfig fields.
+  Returns summary.json's dict."""
+  import contextlib  # pylint: disable=import-outside-toplevel
+  import tempfile  # pylint: disable=import-outside-toplevel
+  from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
+  learner = LearnerConfig(**config.pop("learner", {}))
+  with tempfile.TemporaryDirectory() as logdir:
+    cfg = RunConfig(**{"logdir": logdir, "eval_episodes": 1, "log_every_s": 1e9, **config},
+                    learner=learner)
+    with contextlib.redirect_stdout(sys.stderr):
+      return hts.run(cfg)

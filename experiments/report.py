@@ -84,7 +84,7 @@ def format_tables(rows: List[Dict[str, Any]]) -> str:
                   "{:.1f}"))
   if any("required_time" in r for r in rows):
     specs.append(("required_time", "Required time metric (s to reach the target)", "{:.1f}"))
-  specs.append(("sps", "Throughput (env steps / s)", None))
+  specs.append(("sps", "Throughput (env steps / s, mean over seeds)", None))
   out = []
   for key, title, fmt in specs:
     header = ["env"] + methods
@@ -101,7 +101,7 @@ def format_tables(rows: List[Dict[str, Any]]) -> str:
           line.append(_cell(r.get(key), fmt))
       lines.append(line)
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(header))]
-    out.append(f"{title}; seeds per cell: mean [95% bootstrap CI]")
+    out.append(title if fmt is None else f"{title}; per cell: mean over seeds [95% bootstrap CI]")
     for i, l in enumerate(lines):
       out.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)).rstrip())
       if i == 0:

@@ -49,6 +49,9 @@ def test_async_lag_grows_with_the_number_of_actors(tmp_path):
     assert s["mode"] == "async" and s["correction"] == "vtrace"
     lags[actors] = s["policy_lag"]["mean"]
     assert len(s["policy_lag"]["per_update"]) == s["updates"]
+    queued = s["policy_lag"]["queued"]  # the part of the lag spent waiting in the queue
+    assert 0 <= queued["min"] and queued["mean"] <= s["policy_lag"]["mean"]
+    assert queued["max"] <= actors  # at most one unroll per actor waits
   assert lags[1] < lags[2] < lags[4], lags
   assert lags[4] >= 2.0, lags
 

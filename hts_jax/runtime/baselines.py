@@ -131,6 +131,7 @@ class AsyncRunner(HTSRunner):
         maxsize=max(cfg.num_actors, cfg.async_unrolls_per_update))
     self._stop_actors = threading.Event()
     self._unroll_lags: List[int] = []
+    self._queue_lags: List[int] = []
     for i in range(cfg.num_actors):
       self._start_thread(self._async_actor, f"actor-{i}", i)
     self._start_thread(self._async_learner, "learner")
@@ -180,16 +181,19 @@ class AsyncRunner(HTSRunner):
         if msg[0] == "error":
           raise RuntimeError(_executor_error(msg))
         returns.update(msg[3])
-      unroll = (version, Unroll(obs=st.obs[:, rows].copy(), actions=st.actions[:, rows].copy(),
+      unroll = [version, Unroll(obs=st.obs[:, rows].copy(), actions=st.actions[:, rows].copy(),
                                 rewards=st.rewards[:, rows].copy(),
                                 dones=st.dones[:, rows].copy(), behaviour_log_probs=logp),
-                returns)
+                returns, None]
+      # Bounded: a full queue holds the actor back. Polled rather than a blocking put so that the
+      # stamp (updates done when the unroll joins the queue, Claim 2's L) is taken at joining.
       while not self._stop_actors.is_set():
+        unroll[3] = self._num_updates
         try:
-          self._unrolls.put(unroll, timeout=0.1)  # bounded: a full queue holds actors back
+          self._unrolls.put_nowait(unroll)
           break
         except queue.Full:
-          continue
+          time.sleep(0.0005)
       seg += 1
       for k in my_execs:
         self._inboxes[k].put(("go", seg))
@@ -211,8 +215,9 @@ class AsyncRunner(HTSRunner):
             return
       self._learner_idle += time.perf_counter() - t0
       t1 = time.perf_counter()
-      lags = [self._num_updates - v for v, _, _ in batch]
-      unroll = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[u for _, u, _ in batch])
+      lags = [self._num_updates - v for v, _, _, _ in batch]
+      self._queue_lags.extend(self._num_updates - q for _, _, _, q in batch)
+      unroll = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[u for _, u, _, _ in batch])
       self.state, metrics = self.learner_step(self.state, unroll)
       metrics = jax.device_get(metrics)
       check_finite(metrics, self._num_updates + 1, None)
@@ -221,7 +226,7 @@ class AsyncRunner(HTSRunner):
       self._num_updates += 1
       self._actor_params = (self._num_updates, self.state.params)
       returns: Dict[int, List[float]] = {}
-      for _, _, r in batch:
+      for _, _, r, _ in batch:
         returns.update(r)
       self._unroll_lags.extend(lags)
       self._learn_out.put((self._num_updates - 1, metrics, float(np.mean(lags)),
@@ -266,5 +271,9 @@ class AsyncRunner(HTSRunner):
     lag = reporting.lag_summary(self._unroll_lags)
     lag["per_update"] = book["lags"]  # mean lag of each batch
     lag["per_update_max"] = max_lags
+    # The part of each lag spent queued (updates between joining the queue and being learned):
+    # the quantity Claim 2's M/M/1 model predicts; the rest accrued while the actor was acting.
+    queued = reporting.lag_summary(self._queue_lags)
+    lag["queued"] = {k: queued[k] for k in ("min", "mean", "max", "histogram")}
     summary["policy_lag"] = lag
     return summary
