@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -118,7 +119,9 @@ def _band(curves: List[Tuple[np.ndarray, np.ndarray]], grid: np.ndarray):
     idx = np.searchsorted(x, grid, side="right") - 1
     ys.append(np.where(idx >= 0, y[np.clip(idx, 0, None)], np.nan))
   ys = np.array(ys)
-  return np.nanmean(ys, axis=0), np.nanmin(ys, axis=0), np.nanmax(ys, axis=0)
+  with warnings.catch_warnings():  # grid points before a seed's first evaluation are NaN
+    warnings.simplefilter("ignore", RuntimeWarning)
+    return np.nanmean(ys, axis=0), np.nanmin(ys, axis=0), np.nanmax(ys, axis=0)
 
 
 def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> List[str]:
@@ -137,7 +140,8 @@ def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> Lis
                    np.array([e["mean_return"] for e in r.evals], float)) for r in runs if r.evals]
         if not curves:
           continue
-        grid = np.linspace(0, max(float(c[0][-1]) for c in curves), 200)
+        grid = np.linspace(min(float(c[0][0]) for c in curves),
+                           max(float(c[0][-1]) for c in curves), 200)
         mean, lo, hi = _band(curves, grid)
         label = f"{metrics.method_label(key, keys)} ({len(runs)} seeds)"
         ax.plot(grid, mean, color=f"C{i}", label=label)

@@ -41,13 +41,16 @@ def _check(n: int, alpha: int, beta: float, c: float = 0.0) -> None:
     raise ValueError(f"need c >= 0 (actor time per step), got {c}")
 
 
-def expected_max_gamma(n: int, alpha: int, beta: float) -> float:
+def expected_max_gamma(n: int, alpha: float, beta: float) -> float:
   """E[max of n i.i.d. Gamma(shape=alpha, rate=beta)] = int_0^inf 1 - P(alpha, beta x)^n dx.
 
   The integrand is 1 below the point where P^n < 1e-15 and 0 above the point where n (1 - P) <
-  1e-15, so the integral is that lower point plus a finite integral between the two.
+  1e-15, so the integral is that lower point plus a finite integral between the two. Any shape
+  alpha > 0 (sums of alpha exponential steps are the integer case; alpha steps of Gamma(k)
+  time sum to Gamma(alpha k)).
   """
-  _check(n, alpha, beta)
+  if n < 1 or not alpha > 0 or not beta > 0:
+    raise ValueError(f"need n >= 1, alpha > 0, beta > 0; got n={n}, alpha={alpha}, beta={beta}")
   lo = special.gammaincinv(alpha, _TAIL ** (1.0 / n)) / beta
   hi = special.gammainccinv(alpha, _TAIL / n) / beta
   mode = max(alpha - 1.0, 0.0) / beta
