@@ -212,3 +212,18 @@ def test_report_cli(tmp_path):
   assert p.returncode == 2 and "not a directory" in p.stderr and len(p.stderr.splitlines()) == 1
   p = _cli("experiments.report", dirs[0], "--targets=oops")
   assert p.returncode == 2 and "ENV=RETURN" in p.stderr
+
+
+def test_eq7_with_gamma_steps_matches_simulation():
+  """The fixed-mean variance grid of bench_speedup: Gamma(k) steps (k = mean^2 / variance)."""
+  for k in (0.1, 0.25, 4.0, 10.0):
+    for alpha in (1, 16, 160):
+      beta = k / 4e-3  # mean 4 ms
+      f = runtime_model.expected_runtime(50_000, 16, alpha, beta, step_shape=k)
+      sim = runtime_model.simulate_runtime(50_000, 16, alpha, beta, repeats=3, step_shape=k)
+      assert sim["mean_s"] == pytest.approx(f, rel=0.05), (k, alpha)
+  # Exponential is shape 1; more variance at the same mean, more to gain from syncing less often.
+  assert runtime_model.expected_runtime(100, 4, 4, 2.0, step_shape=1.0) == \
+      runtime_model.expected_runtime(100, 4, 4, 2.0)
+  gains = [runtime_model.predicted_speedup(16, 160, k / 4e-3, step_shape=k) for k in (10, 1, 0.1)]
+  assert 1.3 < gains[0] < gains[1] < gains[2] and gains[2] > 5

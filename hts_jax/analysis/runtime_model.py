@@ -61,20 +61,32 @@ def expected_max_gamma(n: int, alpha: float, beta: float) -> float:
   return lo + value
 
 
-def expected_runtime(K: int, n: int, alpha: int, beta: float, c: float = 0.0) -> float:
-  """Eq. 7: expected seconds to collect K states (n envs, sync every alpha steps, actor time c)."""
+def expected_runtime(K: int, n: int, alpha: int, beta: float, c: float = 0.0, *,
+                     step_shape: float = 1.0) -> float:
+  """Eq. 7: expected seconds to collect K states (n envs, sync every alpha steps, actor time c).
+
+  `step_shape` k generalizes the exponential step (k = 1) to Gamma(k, beta) steps (mean k/beta,
+  variance k/beta^2): alpha steps then sum to Gamma(alpha k, beta) and Eq. 7 holds unchanged with
+  that shape. This is how a variance grid at a fixed mean is modelled (k = mean^2 / variance).
+  """
   _check(n, alpha, beta, c)
-  return K / (n * alpha) * (expected_max_gamma(n, alpha, beta) + alpha * c)
+  if not step_shape > 0:
+    raise ValueError(f"need step_shape > 0, got {step_shape}")
+  return K / (n * alpha) * (expected_max_gamma(n, alpha * step_shape, beta) + alpha * c)
 
 
 def simulate_runtime(K: int, n: int, alpha: int, beta: float, c: float = 0.0, *,
-                     repeats: int = 8, seed: int = 0) -> Dict[str, float]:
-  """Monte Carlo of the same process: per-step exponential times (+ c), a barrier every alpha
-  steps, stop at the K-th state. Returns {"mean_s", "stderr_s", "repeats"}."""
+                     repeats: int = 8, seed: int = 0,
+                     step_shape: float = 1.0) -> Dict[str, float]:
+  """Monte Carlo of the same process: per-step exponential (Gamma(step_shape)) times (+ c), a
+  barrier every alpha steps, stop at the K-th state. Returns {"mean_s", "stderr_s", "repeats"}."""
   _check(n, alpha, beta, c)
+  if not step_shape > 0:
+    raise ValueError(f"need step_shape > 0, got {step_shape}")
   if K < 1 or repeats < 1:
     raise ValueError(f"need K >= 1 and repeats >= 1, got K={K}, repeats={repeats}")
   rng = np.random.default_rng(seed)
+  draw = lambda size: rng.gamma(step_shape, 1.0 / beta, size=size)
   full_rounds, rest = divmod(K, n * alpha)
   totals = np.zeros(repeats)
   for r in range(repeats):
@@ -84,12 +96,12 @@ def simulate_runtime(K: int, n: int, alpha: int, beta: float, c: float = 0.0, *,
     done = 0
     while done < full_rounds:
       m = min(chunk, full_rounds - done)
-      steps = rng.exponential(1.0 / beta, size=(m, n, alpha)) + c
+      steps = draw((m, n, alpha)) + c
       t += float(steps.sum(axis=2).max(axis=1).sum())
       done += m
     if rest:
       # Partial round: the time at which the rest-th state of the round arrives.
-      finish = np.cumsum(rng.exponential(1.0 / beta, size=(n, alpha)) + c, axis=1)
+      finish = np.cumsum(draw((n, alpha)) + c, axis=1)
       t += float(np.partition(finish.ravel(), rest - 1)[rest - 1])
     totals[r] = t
   return {"mean_s": float(totals.mean()),
@@ -97,7 +109,9 @@ def simulate_runtime(K: int, n: int, alpha: int, beta: float, c: float = 0.0, *,
           "repeats": repeats}
 
 
-def predicted_speedup(n: int, alpha: int, beta: float, c: float = 0.0) -> float:
+def predicted_speedup(n: int, alpha: int, beta: float, c: float = 0.0, *,
+                      step_shape: float = 1.0) -> float:
   """Eq. 7 at alpha = 1 (lockstep) over Eq. 7 at alpha: the rollout-time gain of syncing every
   alpha steps (K cancels). Learning/rollout overlap is not part of Claim 1."""
-  return expected_runtime(1, n, 1, beta, c) / expected_runtime(1, n, alpha, beta, c)
+  return (expected_runtime(1, n, 1, beta, c, step_shape=step_shape) /
+          expected_runtime(1, n, alpha, beta, c, step_shape=step_shape))
