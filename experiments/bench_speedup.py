@@ -1,7 +1,7 @@
 r"""Speedup of HTS-RL over synchronous A2C (and IMPALA-style async for reference) on the
 variable-step-time env (paper Fig. 4). Prints one JSON object and draws PNGs.
 
-  python -m experiments.bench_speedup --quick          # reduced grid, about a minute
+  python -m experiments.bench_speedup --quick          # reduced grid, about 1.5 minutes
   python -m experiments.bench_speedup --out=runs/speedup
 
 Every setting runs the three modes side by side (same env, network, A2C losses, 5-step returns,
@@ -30,7 +30,7 @@ from absl import flags
 
 from experiments import cli
 
-flags.DEFINE_bool("quick", False, "Reduced grid (about a minute).")
+flags.DEFINE_bool("quick", False, "Reduced grid (about 1.5 minutes).")
 flags.DEFINE_string("out", "runs/bench_speedup", "Where the PNGs (and rows.json) go.")
 flags.DEFINE_integer("hts_alpha", 160, "HTS synchronization interval (a multiple of 5).")
 flags.DEFINE_float("seconds", 6.0, "Approximate duration of each run (HTS: at least 6 segments).")

@@ -60,19 +60,28 @@ class PolicyStep:
                devices: Optional[Sequence[jax.Device]] = None):
     self.batch_size = int(batch_size)
     core = build_policy_core(apply_fn, greedy)
+    # Actors that only need actions (HTS, sync, envpool, evaluation) run a core without the
+    # extras: XLA then drops the value tower and the log-prob, and one output comes back.
+    actions_core = lambda params, obs, seeds: core(params, obs, seeds)[0]
     if devices is None:
-      self.core = jax.jit(core)
+      self.core, self.actions_core = jax.jit(core), jax.jit(actions_core)
     else:
       if self.batch_size % len(devices):
         raise ValueError(f"policy batch {batch_size} not divisible by {len(devices)} devices")
       mesh = Mesh(np.asarray(list(devices)), (DATA_AXIS,))
-      self.core = jax.jit(jax.shard_map(core, mesh=mesh, in_specs=(P(), P(DATA_AXIS), P(DATA_AXIS)),
-                                        out_specs=P(DATA_AXIS)))
+      self.core, self.actions_core = (
+          jax.jit(jax.shard_map(f, mesh=mesh, in_specs=(P(), P(DATA_AXIS), P(DATA_AXIS)),
+                                out_specs=P(DATA_AXIS))) for f in (core, actions_core))
 
   def run_fixed(self, params, obs: np.ndarray, seeds: np.ndarray) -> Tuple[np.ndarray, Dict]:
     """Runs the core on exactly `batch_size` rows (host arrays in, host arrays out)."""
     actions, extras = self.core(params, obs, seeds)
     return np.asarray(actions), jax.tree.map(np.asarray, extras)
+
+  def run_actions(self, params, obs: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """`run_fixed` without the extras: actions `[batch_size]` only. Rows are as independent of
+    their batch neighbours as in `run_fixed` (tested); a run uses one of the two throughout."""
+    return np.asarray(self.actions_core(params, obs, seeds))
 
   def __call__(self, params, obs, seeds) -> Tuple[np.ndarray, Dict]:
     obs = np.asarray(obs)

@@ -18,6 +18,15 @@ def _rows(rng, n, shape, dtype):
   return rng.normal(size=(n,) + shape).astype(np.float32)
 
 
+def _place(obs_row, seed_row, batch):
+  """A fixed-shape batch with the probe at row 0 and other rows of its own."""
+  rng = np.random.default_rng(99)
+  obs = _rows(rng, batch, obs_row.shape, obs_row.dtype)
+  seeds = rng.integers(0, 2**31, (batch, 2)).astype(np.uint32)
+  obs[0], seeds[0] = obs_row, seed_row
+  return obs, seeds
+
+
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_row_action_independent_of_batch_and_position(kind):
   shape, dtype, num_actions = CASES[kind]
@@ -45,6 +54,10 @@ def test_row_action_independent_of_batch_and_position(kind):
         # Bitwise, not approximately: the same bits feed the same sampler.
         assert extras["log_prob"][pos].tobytes() == want_e["log_prob"][0].tobytes()
         assert extras["value"][pos].tobytes() == want_e["value"][0].tobytes()
+        # The actions-only core (what the actors run) is batch- and position-invariant too.
+        if batch == 16:
+          assert step.run_actions(params, obs, seeds)[pos] == \
+              step.run_actions(params, *_place(probe[i], probe_seeds[i], batch))[0]
   assert ref_actions.shape == (1,) and ref_extras["value"].shape == (1,)
 
 

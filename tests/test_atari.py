@@ -1,5 +1,6 @@
 """Atari through the ale-py executors: the paper's frames and a deterministic HTS-A2C run."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -89,3 +90,16 @@ def test_envpool_only_for_atari():
   from hts_jax.config import ConfigError
   with pytest.raises(ConfigError, match="--envpool is for atari"):
     RunConfig(env="CartPole-v1", envpool=True)
+
+
+def test_atari_evaluation_uses_up_to_30_noop_starts():
+  """Evaluation replicas (train=False) start each episode with a random number (up to 30) of
+  no-ops, drawn from the env's seeded RNG: different seeds give different start frames."""
+  env = envs.make_env("atari:Pong", {}, train=False)
+  pre = env
+  while not isinstance(pre, gym.wrappers.AtariPreprocessing):
+    pre = pre.env
+  assert pre.noop_max == 30
+  starts = {env.reset(seed=s)[0].tobytes() for s in range(6)}
+  assert len(starts) > 1
+  env.close()

@@ -67,7 +67,7 @@ class SyncRunner(HTSRunner):
         self._actor_idle[0] += time.perf_counter() - waiting
         obs_buf[:] = st.obs[t]
         seeds[:, 1] = seg * cfg.alpha + t
-        actions, _ = self.policy.run_fixed(self.state.params, obs_buf, seeds)
+        actions = self.policy.run_actions(self.state.params, obs_buf, seeds)
         st.actions[t] = actions
         st.version[t] = self._num_updates
         self._actor_batches[0] += 1

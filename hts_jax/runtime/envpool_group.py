@@ -80,7 +80,7 @@ class EnvpoolGroup:
           version, params = self.get_params()
           obs_buf[rows] = st.obs[t, rows]
           seeds[rows, 1] = segment * self.alpha + t
-          actions = self.policy.run_fixed(params, obs_buf, seeds)[0][rows]
+          actions = self.policy.run_actions(params, obs_buf, seeds)[rows]
           st.actions[t, rows] = actions
           st.version[t, rows] = version
           t0 = time.perf_counter()

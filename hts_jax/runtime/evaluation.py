@@ -87,8 +87,8 @@ class Evaluator:
       returns = np.zeros(n)
       running = np.ones(n, bool)
       for t in range(MAX_EPISODE_STEPS):
-        actions, _ = self.policy.run_fixed(params, obs,
-                                           seeding.row_seeds(streams, np.full(n * a, t)))
+        actions = self.policy.run_actions(params, obs,
+                                          seeding.row_seeds(streams, np.full(n * a, t)))
         for i in np.flatnonzero(running):
           act = actions[i * a:(i + 1) * a]
           o, _, terminated, truncated, info = replicas[i].step(

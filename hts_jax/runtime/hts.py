@@ -123,7 +123,11 @@ class HTSRunner:
                     actions=np.zeros((a, n), np.int32), rewards=np.zeros((a, n), np.float32),
                     dones=np.zeros((a, n), np.float32))
     jax.block_until_ready(self.learner_step(self.state, self._learner_input(zeros)))
-    self.policy.run_fixed(self.state.params, zeros.obs[0], np.zeros((n, 2), np.uint32))
+    seeds = np.zeros((n, 2), np.uint32)
+    if self.config.mode == "async":  # IMPALA's actors keep the behaviour log-probs
+      self.policy.run_fixed(self.state.params, zeros.obs[0], seeds)
+    else:
+      self.policy.run_actions(self.state.params, zeros.obs[0], seeds)
     return time.perf_counter() - t0
 
   def _learner_input(self, segment: Segment):
@@ -510,7 +514,7 @@ class HTSRunner:
         obs_buf[rows] = st.obs[ts, rows]
         seeds[rows, 1] = seg * cfg.alpha + ts  # the env's global step
         version, params = self._actor_params
-        actions, _ = self.policy.run_fixed(params, obs_buf, seeds)
+        actions = self.policy.run_actions(params, obs_buf, seeds)
         st.actions[ts, rows] = actions[rows]
         st.version[ts, rows] = version
         self._actor_batches[index] += 1
