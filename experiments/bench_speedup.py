@@ -6,7 +6,8 @@ variable-step-time env (paper Fig. 4). Prints one JSON object and draws PNGs.
 
 Every setting runs the three modes side by side (same env, network, A2C losses, 5-step returns,
 one executor process per env; sleeping envs use no CPU, so 32 executors fit on 2 cores):
-  hts    alpha = --hts_alpha (default 160): alpha / 5 A2C updates per segment, learning overlapped
+  hts    alpha = --hts_alpha (default 160): alpha / 5 A2C updates per segment, learning overlapped,
+         one actor thread (on 2 cores a second one only adds GIL contention)
   sync   alpha = 5: all envs step in lockstep, one update every 5 steps, learning in between
   async  IMPALA: 5-step unrolls, one actor per 4 envs, V-trace learner
 Three grids, each row one setting:
@@ -69,7 +70,7 @@ def _steps(mode, num_envs, mean_s, var_ratio):
 
 def _run(mode, num_envs, mean_s, var_ratio):
   alpha = FLAGS.hts_alpha if mode == "hts" else _SYNC_ALPHA
-  actors = 2 if mode == "hts" else (1 if mode == "sync" else max(1, num_envs // 4))
+  actors = max(1, num_envs // 4) if mode == "async" else 1
   return cli.run_quiet(env="vstep", env_kwargs=_kwargs(mean_s, var_ratio), mode=mode, alpha=alpha,
                        num_envs=num_envs, num_executors=num_envs, num_actors=actors,
                        total_steps=_steps(mode, num_envs, mean_s, var_ratio), seed=0,

@@ -7,8 +7,8 @@ the measured async lag overlaid.
 Claim 1 (Eq. 7): HTS runs (A2C, MLP, one executor per env) on the variable-step env with
 exponential step times of mean m; the measured wall time against Eq. 7 with beta = 1/m and c = 0
 ("nominal"), and against Eq. 7 with the step time the envs actually took (sleep overshoot
-included) and the actor time c per step measured by a run of the same shape whose env steps take
-no time ("calibrated"). `ratio` = measured / predicted.
+included) and c = the time an env waited for its action per step, both measured in the same run
+("calibrated"). `ratio` = measured / predicted.
 
 Claim 2: `--mode=async` runs (one unroll per V-trace update, a learner slowed by
 --learner_delay_s) with 1..8 actors. The model's L is the number of updates between an unroll
@@ -37,21 +37,19 @@ FLAGS = flags.FLAGS
 _LEARNER = {"algo": "a2c", "unroll_length": 4}
 
 
-def _hts(num_envs, alpha, mean_s, steps, dist="exponential"):
+def _hts(num_envs, alpha, mean_s, steps):
   steps = max(alpha * num_envs, steps // (alpha * num_envs) * alpha * num_envs)
-  return cli.run_quiet(env="vstep", env_kwargs={"dist": dist, "mean_s": mean_s}, mode="hts",
-                       alpha=alpha, num_envs=num_envs, num_executors=num_envs, num_actors=1,
-                       total_steps=steps, seed=0, learner=_LEARNER)
+  return cli.run_quiet(env="vstep", env_kwargs={"dist": "exponential", "mean_s": mean_s},
+                       mode="hts", alpha=alpha, num_envs=num_envs, num_executors=num_envs,
+                       num_actors=1, total_steps=steps, seed=0, learner=_LEARNER)
 
 
 def claim1_row(num_envs, alpha, mean_s, seconds):
   from hts_jax.analysis import runtime_model  # pylint: disable=import-outside-toplevel
-  steps = int(seconds * num_envs / mean_s)
-  s = _hts(num_envs, alpha, mean_s, steps)
-  zero = _hts(num_envs, alpha, 0.0, steps, dist="constant")
+  s = _hts(num_envs, alpha, mean_s, int(seconds * num_envs / mean_s))
   K, wall = s["env_steps"], s["wall_time_s"]
-  c = zero["wall_time_s"] * num_envs / zero["env_steps"]  # non-env time per step per env
   step_s = s["timing"]["env_busy_s"] / K  # what a step really took (sleep overshoot included)
+  c = s["idle"]["executors_waiting_for_actions"] / K  # an env's wait for its action, per step
   nominal = runtime_model.expected_runtime(K, num_envs, alpha, 1.0 / mean_s, 0.0)
   calibrated = runtime_model.expected_runtime(K, num_envs, alpha, 1.0 / step_s, c)
   row = {"num_envs": num_envs, "alpha": alpha, "step_time_mean_s": mean_s, "env_steps": K,
