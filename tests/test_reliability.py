@@ -187,8 +187,8 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
     return original(*args, **kwargs)
 
   if part == "actor":
-    original = runner.policy.run_fixed
-    runner.policy.run_fixed = broken
+    original = runner.policy.run_actions
+    runner.policy.run_actions = broken
   else:
     original = runner.learner_step
     runner.learner_step = broken
