@@ -30,7 +30,7 @@ def run_sweep(name: str, values: Sequence[Any], base_flags: Dict[str, Any], logr
     shutil.rmtree(logdir, ignore_errors=True)
     cmd = train_command({**base_flags, name: value, "logdir": logdir})
     if echo:
-      print("$", " ".join(cmd[1:]), flush=True)
+      print("$ python", " ".join(cmd[1:]), flush=True)
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
       tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
