@@ -24,10 +24,14 @@ from typing import Dict
 import numpy as np
 
 
-def expected_lag(n: int, lambda0: float, mu: float) -> float:
-  """E[L] = n rho0 / (1 - n rho0); inf when the learner is overloaded (n rho0 >= 1)."""
+def _check(n: int, lambda0: float, mu: float) -> None:
   if n < 1 or not lambda0 > 0 or not mu > 0:
     raise ValueError(f"need n >= 1, lambda0 > 0, mu > 0; got n={n}, lambda0={lambda0}, mu={mu}")
+
+
+def expected_lag(n: int, lambda0: float, mu: float) -> float:
+  """E[L] = n rho0 / (1 - n rho0); inf when the learner is overloaded (n rho0 >= 1)."""
+  _check(n, lambda0, mu)
   rho = n * lambda0 / mu
   return math.inf if rho >= 1 else rho / (1 - rho)
 
@@ -43,8 +47,7 @@ def simulate_lag(n: int, lambda0: float, mu: float, *, num_unrolls: int = 1_000_
                  warmup: float = 0.1, seed: int = 0) -> Dict[str, float]:
   """Simulates `num_unrolls` unrolls; returns the mean lag (after dropping the first `warmup`
   fraction, the empty-queue transient) and its batch-means standard error."""
-  if n < 1 or not lambda0 > 0 or not mu > 0:
-    raise ValueError(f"need n >= 1, lambda0 > 0, mu > 0; got n={n}, lambda0={lambda0}, mu={mu}")
+  _check(n, lambda0, mu)
   rng = np.random.default_rng(seed)
   # The superposition of n Poisson(lambda0) streams is Poisson(n lambda0).
   arrivals = np.cumsum(rng.exponential(1.0 / (n * lambda0), size=num_unrolls))

@@ -117,7 +117,7 @@ def bootstrap_ci(values: Sequence[float], *, resamples: int = 10_000, confidence
   """Mean of `values` and its percentile bootstrap interval: resample the values (seeds) with
   replacement `resamples` times, take the mean of each resample, report the (1 - confidence) / 2
   and (1 + confidence) / 2 quantiles."""
-  x = np.asarray([v for v in values], dtype=np.float64)
+  x = np.asarray(values, dtype=np.float64)
   if x.size == 0:
     raise ValueError("bootstrap_ci needs at least one value")
   if not 0 < confidence < 1 or resamples < 1:

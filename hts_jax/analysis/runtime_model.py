@@ -32,13 +32,15 @@ from scipy import special
 _TAIL = 1e-15
 
 
-def _check(n: int, alpha: int, beta: float, c: float = 0.0) -> None:
+def _check(n: int, alpha: int, beta: float, c: float = 0.0, step_shape: float = 1.0) -> None:
   if n < 1 or alpha < 1:
     raise ValueError(f"need n >= 1 and alpha >= 1, got n={n}, alpha={alpha}")
   if not beta > 0:
     raise ValueError(f"need beta > 0 (the step-time rate), got {beta}")
   if c < 0:
     raise ValueError(f"need c >= 0 (actor time per step), got {c}")
+  if not step_shape > 0:
+    raise ValueError(f"need step_shape > 0, got {step_shape}")
 
 
 def expected_max_gamma(n: int, alpha: float, beta: float) -> float:
@@ -69,9 +71,7 @@ def expected_runtime(K: int, n: int, alpha: int, beta: float, c: float = 0.0, *,
   variance k/beta^2): alpha steps then sum to Gamma(alpha k, beta) and Eq. 7 holds unchanged with
   that shape. This is how a variance grid at a fixed mean is modelled (k = mean^2 / variance).
   """
-  _check(n, alpha, beta, c)
-  if not step_shape > 0:
-    raise ValueError(f"need step_shape > 0, got {step_shape}")
+  _check(n, alpha, beta, c, step_shape)
   return K / (n * alpha) * (expected_max_gamma(n, alpha * step_shape, beta) + alpha * c)
 
 
@@ -80,9 +80,7 @@ def simulate_runtime(K: int, n: int, alpha: int, beta: float, c: float = 0.0, *,
                      step_shape: float = 1.0) -> Dict[str, float]:
   """Monte Carlo of the same process: per-step exponential (Gamma(step_shape)) times (+ c), a
   barrier every alpha steps, stop at the K-th state. Returns {"mean_s", "stderr_s", "repeats"}."""
-  _check(n, alpha, beta, c)
-  if not step_shape > 0:
-    raise ValueError(f"need step_shape > 0, got {step_shape}")
+  _check(n, alpha, beta, c, step_shape)
   if K < 1 or repeats < 1:
     raise ValueError(f"need K >= 1 and repeats >= 1, got K={K}, repeats={repeats}")
   rng = np.random.default_rng(seed)

@@ -100,6 +100,9 @@ class AsyncRunner(HTSRunner):
                         "consistent boundary); use --mode=hts or sync")
     super().__init__(config, resume=False)
 
+  def _act(self, params, obs, seeds):
+    return self.policy.run_fixed(params, obs, seeds)  # V-trace needs the behaviour log-probs
+
   def _make_learner_step(self, lcfg, kind):
     del kind
     devices = _local_devices(self.config.learner_devices, "learner_devices")
@@ -168,7 +171,7 @@ class AsyncRunner(HTSRunner):
         self._actor_idle[index] += time.perf_counter() - t0
         obs_buf[rows] = st.obs[t, rows]
         seeds[rows, 1] = seg * cfg.alpha + t
-        actions, extras = self.policy.run_fixed(params, obs_buf, seeds)
+        actions, extras = self._act(params, obs_buf, seeds)
         st.actions[t, rows] = actions[rows]
         st.version[t, rows] = version
         logp[t] = extras["log_prob"][rows]

@@ -123,12 +123,12 @@ class HTSRunner:
                     actions=np.zeros((a, n), np.int32), rewards=np.zeros((a, n), np.float32),
                     dones=np.zeros((a, n), np.float32))
     jax.block_until_ready(self.learner_step(self.state, self._learner_input(zeros)))
-    seeds = np.zeros((n, 2), np.uint32)
-    if self.config.mode == "async":  # IMPALA's actors keep the behaviour log-probs
-      self.policy.run_fixed(self.state.params, zeros.obs[0], seeds)
-    else:
-      self.policy.run_actions(self.state.params, zeros.obs[0], seeds)
+    self._act(self.state.params, zeros.obs[0], np.zeros((n, 2), np.uint32))
     return time.perf_counter() - t0
+
+  def _act(self, params, obs, seeds):
+    """The policy step this runner's actors run (compiled before the clock): actions only."""
+    return self.policy.run_actions(params, obs, seeds)
 
   def _learner_input(self, segment: Segment):
     return segment
