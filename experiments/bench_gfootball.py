@@ -33,7 +33,7 @@ FLAGS = flags.FLAGS
 def main(argv):
   del argv
   from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
   stacked = FLAGS.representation == "extracted" or FLAGS.representation.startswith("pixels")
   with tempfile.TemporaryDirectory() as logdir:
     cfg = RunConfig(
@@ -47,7 +47,7 @@ def main(argv):
                               num_minibatches=4, clip_eps=0.2, entropy_coef=0.01, gamma=0.993,
                               gae_lambda=0.95, max_grad_norm=0.64))
     with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout is the JSON
-      summary = hts.run(cfg)
+      summary = modes.run(cfg)
   evals = [(e["env_steps"], round(e["wall_time_s"], 1), e["mean_return"]) for e in summary["eval"]]
   hit = next((e for e in summary["eval"] if e["mean_return"] >= FLAGS.target), None)
   print(json.dumps({

@@ -34,7 +34,7 @@ CARTPOLE = [(16, 2, 1), (32, 2, 1), (64, 2, 1), (64, 4, 2)]
 def _run(env, network, num_envs, num_executors, num_actors, alpha, steps, envpool=False,
          env_kwargs=None, algo="a2c"):
   from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
   with tempfile.TemporaryDirectory() as logdir:
     learner_cfg = (LearnerConfig(algo="a2c", unroll_length=alpha) if algo == "a2c" else
                    LearnerConfig(algo="ppo", ppo_epochs=2, num_minibatches=4,
@@ -44,7 +44,7 @@ def _run(env, network, num_envs, num_executors, num_actors, alpha, steps, envpoo
                     total_steps=steps, logdir=logdir, eval_episodes=1, log_every_s=1e9,
                     envpool=envpool, learner=learner_cfg)
     with contextlib.redirect_stdout(sys.stderr):
-      s = hts.run(cfg)
+      s = modes.run(cfg)
   return {"env": env + (" (envpool)" if envpool else ""), "algo": algo, "network": network,
           "num_envs": num_envs, "num_executors": num_executors,
           "num_actors": num_actors, "alpha": alpha, "env_steps": s["env_steps"],

@@ -25,10 +25,10 @@ def run_quiet(**config):
   import contextlib  # pylint: disable=import-outside-toplevel
   import tempfile  # pylint: disable=import-outside-toplevel
   from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
   learner = LearnerConfig(**config.pop("learner", {}))
   with tempfile.TemporaryDirectory() as logdir:
     cfg = RunConfig(**{"logdir": logdir, "eval_episodes": 1, "log_every_s": 1e9, **config},
                     learner=learner)
     with contextlib.redirect_stdout(sys.stderr):
-      return hts.run(cfg)
+      return modes.run(cfg)

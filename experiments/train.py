@@ -34,6 +34,9 @@ flags.DEFINE_integer("alpha", 5, "Synchronization interval: steps per env per se
 flags.DEFINE_integer("num_envs", 16, "Env replicas.")
 flags.DEFINE_integer("num_executors", 4, "Executor processes (num_envs must divide evenly).")
 flags.DEFINE_integer("num_actors", 1, "Actor threads (batched inference).")
+flags.DEFINE_integer("actor_batch", 0,
+                     "Envs per actor policy call, the fixed shape of bitwise determinism "
+                     "(0: num_envs // 2); executors step their envs in blocks of this size.")
 flags.DEFINE_integer("total_steps", 100_000, "Env steps (rounded up to whole segments).")
 flags.DEFINE_integer("seed", 0, "Run seed: everything random derives from it.")
 flags.DEFINE_string("logdir", "runs/default", "Output directory.")
@@ -107,7 +110,8 @@ def build_config() -> hts_config.RunConfig:
   return hts_config.RunConfig(
       env=v("env"), env_kwargs=env_kwargs, mode=v("mode"), network=v("network"), alpha=v("alpha"),
       num_envs=v("num_envs"), num_executors=v("num_executors"), num_actors=v("num_actors"),
-      total_steps=total_steps, seed=v("seed"), logdir=v("logdir"), eval_every=v("eval_every"),
+      actor_batch=v("actor_batch"), total_steps=total_steps, seed=v("seed"),
+      logdir=v("logdir"), eval_every=v("eval_every"),
       eval_episodes=v("eval_episodes"), eval_greedy=v("eval_greedy"),
       log_every_s=v("log_every_s"), executor_delay_s=v("executor_delay_s"),
       executor_jitter_s=v("executor_jitter_s"), learner_delay_s=v("learner_delay_s"),
@@ -124,16 +128,16 @@ def main(argv):
     cli.fail(f"unexpected arguments: {' '.join(argv[1:])}", 2)
   try:
     cfg = build_config()
-    from hts_jax.runtime import hts  # pylint: disable=import-outside-toplevel
+    from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
     # Validates the env (one instance) and any checkpoint before anything is spawned.
-    runner = hts.make_runner(cfg, resume=FLAGS.resume)
+    runner = modes.make_runner(cfg, resume=FLAGS.resume)
   except hts_config.ConfigError as e:
     cli.fail(str(e), 2)
   try:
     summary = runner.run()
-  except hts.RunError as e:
+  except modes.RunError as e:
     cli.fail(str(e), 1)
-  except hts.Interrupted as e:
+  except modes.Interrupted as e:
     cli.fail(str(e), 128 + e.signum)
   except KeyboardInterrupt:
     cli.fail("interrupted (second SIGINT): stopped without a new checkpoint", 130)

@@ -97,6 +97,11 @@ class RunConfig:
     alpha: synchronization interval: steps per env per segment (storage length).
     num_envs: env replicas; num_executors: processes owning them (envs split evenly);
     num_actors: actor threads doing batched inference in the main process.
+    actor_batch: envs per actor policy call, the fixed shape that bitwise determinism needs
+      (0: num_envs // 2). Executors step their envs in blocks of at most this many; an actor
+      packs the blocks that are ready into calls of this size. Like alpha it is part of what a
+      run computes: the same seed gives the same bits for any actor and executor count at a given
+      actor_batch.
     total_steps: env steps to collect (rounded up to whole segments).
     eval_every: env steps between evaluations (0 = only at the end); eval_episodes per evaluation.
     executor_delay_s / executor_jitter_s: added to every env step (constant / uniform random,
@@ -122,6 +127,7 @@ class RunConfig:
   num_envs: int = 16
   num_executors: int = 4
   num_actors: int = 1
+  actor_batch: int = 0
   total_steps: int = 100_000
   seed: int = 0
   logdir: str = "runs/default"
@@ -152,6 +158,11 @@ class RunConfig:
     _check(self.num_envs % self.num_executors == 0,
            f"num_envs ({self.num_envs}) must be divisible by num_executors ({self.num_executors})")
     _check(self.num_actors >= 1, f"num_actors must be >= 1, got {self.num_actors}")
+    _check(0 <= self.actor_batch <= self.num_envs,
+           f"actor_batch must be in [0, num_envs={self.num_envs}], got {self.actor_batch}")
+    _check(self.actor_batch_envs % self.actor_devices == 0,
+           f"actor_batch ({self.actor_batch_envs} envs) must be divisible by actor_devices "
+           f"({self.actor_devices})")
     _check(self.total_steps >= 1, f"total_steps must be >= 1, got {self.total_steps}")
     _check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
     _check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
@@ -191,6 +202,11 @@ class RunConfig:
       _check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
     _check(bool(self.logdir), "logdir must be set")
     self.learner.check_segment_length(self.alpha)
+
+  @property
+  def actor_batch_envs(self) -> int:
+    """Envs per actor policy call (see `actor_batch`)."""
+    return self.actor_batch or max(1, self.num_envs // 2)
 
   @property
   def steps_per_segment(self) -> int:

@@ -6,7 +6,7 @@ import pytest
 
 from hts_jax import envs
 from hts_jax.config import LearnerConfig, RunConfig
-from hts_jax.runtime import hts
+from hts_jax.runtime import modes
 
 
 def test_atari_frames_and_raw_scores():
@@ -41,7 +41,7 @@ def test_hts_a2c_on_breakout_is_deterministic_across_actor_counts(tmp_path):
                     logdir=str(tmp_path / f"{actors}_{executors}"), log_every_s=1e9,
                     env_kwargs={"max_num_frames_per_episode": 400},
                     learner=LearnerConfig(algo="a2c", unroll_length=5))
-    return hts.run(cfg)
+    return modes.run(cfg)
   a, b = run(1, 2), run(2, 4)
   assert a["network"] == "cnn" and a["updates"] == 4
   assert a["param_sha256"] == b["param_sha256"]
@@ -79,7 +79,7 @@ def test_envpool_path_is_deterministic_across_actor_counts(tmp_path):
                     eval_episodes=1, logdir=str(tmp_path / f"ep{actors}"), log_every_s=1e9,
                     env_kwargs={"max_num_frames_per_episode": 400},
                     learner=LearnerConfig(algo="a2c", unroll_length=5))
-    return hts.run(cfg)
+    return modes.run(cfg)
   a, b, c = run(1, 1), run(2, 2), run(4, 4)
   assert a["param_sha256"] == b["param_sha256"] == c["param_sha256"]
   assert a["episode_returns"] == b["episode_returns"] == c["episode_returns"]

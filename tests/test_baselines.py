@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from hts_jax.runtime import hts
+from hts_jax.runtime import modes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,7 +19,7 @@ def cartpole(tmp_path, name, mode, **kw):
               num_actors=1, total_steps=8 * 8 * 6, seed=4, logdir=str(tmp_path / name),
               eval_episodes=2, log_every_s=1e9, learner=LearnerConfig(algo="a2c", unroll_length=8))
   base.update(kw)
-  return hts.run(RunConfig(**base))
+  return modes.run(RunConfig(**base))
 
 
 def test_sync_lag_is_zero_and_runs_are_deterministic(tmp_path):
@@ -62,7 +62,7 @@ def test_async_configuration_errors(tmp_path):
   with pytest.raises(ConfigError, match="applies to --mode=hts"):
     RunConfig(mode="sync", learner=LearnerConfig(correction="none"))
   with pytest.raises(ConfigError, match="does not checkpoint"):
-    hts.make_runner(RunConfig(mode="async", checkpoint_every=2, logdir=str(tmp_path)))
+    modes.make_runner(RunConfig(mode="async", checkpoint_every=2, logdir=str(tmp_path)))
 
 
 def train(logdir, *flags):

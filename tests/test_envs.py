@@ -8,7 +8,7 @@ import pytest
 
 from hts_jax import envs
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from hts_jax.runtime import hts
+from hts_jax.runtime import modes
 
 N = 20_000
 
@@ -74,7 +74,7 @@ def test_decorrelation_is_keyed_by_env_and_deterministic(tmp_path):
                     total_steps=4 * 8 * 3, logdir=str(tmp_path / f"{executors}{decorrelate}"),
                     log_every_s=1e9, eval_episodes=1, decorrelate_steps=decorrelate,
                     learner=LearnerConfig(algo="a2c", unroll_length=8))
-    return hts.run(cfg)
+    return modes.run(cfg)
   a, b, plain = run(1, 30), run(4, 30), run(2, 0)
   assert a["param_sha256"] == b["param_sha256"]
   assert a["param_sha256"] != plain["param_sha256"]

@@ -10,7 +10,7 @@ import pytest
 
 from hts_jax import envs
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from hts_jax.runtime import hts
+from hts_jax.runtime import modes
 
 pytest.importorskip("gfootball", reason="built by .ci/setup.sh")
 
@@ -22,7 +22,7 @@ def ppo_run(tmp_path, name, scenario, env_kwargs, actors=1, executors=2, num_env
                   logdir=str(tmp_path / name), log_every_s=1e9,
                   learner=LearnerConfig(algo="ppo", ppo_epochs=1, num_minibatches=2,
                                         optimizer="adam", learning_rate=3e-4))
-  return hts.run(cfg)
+  return modes.run(cfg)
 
 
 def test_hts_ppo_on_empty_goal_close_extracted(tmp_path):

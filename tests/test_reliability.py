@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from hts_jax.config import LearnerConfig, RunConfig
-from hts_jax.runtime import checkpoint, hts
+from hts_jax.runtime import checkpoint, modes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = ["--env=CartPole-v1", "--algo=ppo", "--optimizer=adam", "--lr=1e-3", "--alpha=16",
@@ -177,7 +177,7 @@ def _small(tmp_path):
 def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   import multiprocessing as mp
   before = shm_segments()
-  runner = hts.HTSRunner(_small(tmp_path))
+  runner = modes.make_runner(_small(tmp_path))
   calls = {"n": 0}
 
   def broken(*args, **kwargs):
@@ -190,10 +190,10 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
     original = runner.policy.run_actions
     runner.policy.run_actions = broken
   else:
-    original = runner.learner_step
-    runner.learner_step = broken
+    original = runner.learner.step_fn
+    runner.learner.step_fn = broken
   t0 = time.monotonic()
-  with pytest.raises(hts.RunError, match=rf"^{part}(-0)?: RuntimeError: {part} broke$"):
+  with pytest.raises(modes.RunError, match=rf"^{part}(-0)?: RuntimeError: {part} broke$"):
     runner.run()
   assert time.monotonic() - t0 < 10
   assert not mp.active_children()
@@ -209,10 +209,10 @@ def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode):
                 total_steps=4 * 8 * segments, seed=9, logdir=str(tmp_path / name),
                 log_every_s=1e9, eval_episodes=1, learner=LearnerConfig(algo="a2c", unroll_length=8))
     return RunConfig(**dict(base, **kw))
-  straight = hts.run(cfg("straight", 6))
-  hts.run(cfg("split", 4, checkpoint_every=2))
+  straight = modes.run(cfg("straight", 6))
+  modes.run(cfg("split", 4, checkpoint_every=2))
   assert checkpoint.latest_step(str(tmp_path / "split")) == 2
-  resumed = hts.run(cfg("split", 6, num_executors=4), resume=True)
+  resumed = modes.run(cfg("split", 6, num_executors=4), resume=True)
   assert resumed["resumed_from_update"] == 2
   assert resumed["param_sha256"] == straight["param_sha256"]
   assert resumed["episode_returns"] == straight["episode_returns"]

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from hts_jax.config import LearnerConfig, RunConfig
-from hts_jax.runtime import hts
+from hts_jax.runtime import modes
 
 SUMMARY_KEYS = {"env_steps", "updates", "wall_time_s", "sps", "mode", "algo", "env", "alpha",
                 "num_actors", "num_executors", "num_envs", "seed", "param_sha256",
@@ -25,14 +25,14 @@ def small_config(tmp_path, name, **kw):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-  return hts.run(small_config(tmp_path_factory.mktemp("ref"), "ref"))
+  return modes.run(small_config(tmp_path_factory.mktemp("ref"), "ref"))
 
 
 @pytest.mark.parametrize("actors,executors", [(1, 1), (2, 2), (4, 4), (1, 4)])
 def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, reference, actors,
                                                                executors):
   # Random (unseeded) step-time jitter reorders everything the actors and executors do.
-  s = hts.run(small_config(tmp_path, "run", num_actors=actors, num_executors=executors,
+  s = modes.run(small_config(tmp_path, "run", num_actors=actors, num_executors=executors,
                            executor_jitter_s=0.002))
   assert s["param_sha256"] == reference["param_sha256"]
   assert s["episode_returns"] == reference["episode_returns"]
@@ -42,7 +42,7 @@ def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, referenc
 
 def test_data_parallel_runtime_is_deterministic_too(tmp_path):
   """Learner and actors over 2 (forced CPU) devices: one hash for any actor/executor count."""
-  runs = [hts.run(small_config(tmp_path, f"dp{a}", num_actors=a, num_executors=e,
+  runs = [modes.run(small_config(tmp_path, f"dp{a}", num_actors=a, num_executors=e,
                                learner_devices=2, actor_devices=2, executor_jitter_s=0.002))
           for a, e in [(1, 1), (3, 4)]]
   assert runs[0]["param_sha256"] == runs[1]["param_sha256"]
@@ -50,13 +50,13 @@ def test_data_parallel_runtime_is_deterministic_too(tmp_path):
 
 
 def test_different_seed_different_bits(tmp_path, reference):
-  s = hts.run(small_config(tmp_path, "seed", seed=4))
+  s = modes.run(small_config(tmp_path, "seed", seed=4))
   assert s["param_sha256"] != reference["param_sha256"]
   assert s["episode_returns"] != reference["episode_returns"]
 
 
 def test_evaluation_does_not_perturb_training(tmp_path, reference):
-  s = hts.run(small_config(tmp_path, "eval", eval_every=8 * 16 * 2))
+  s = modes.run(small_config(tmp_path, "eval", eval_every=8 * 16 * 2))
   assert s["param_sha256"] == reference["param_sha256"]
   assert [e["env_steps"] for e in s["eval"]] == [256, 512, 768]
 
@@ -91,7 +91,7 @@ def test_learning_runs_concurrently_with_rollout(tmp_path):
   cfg = small_config(tmp_path, "overlap", alpha=10, num_envs=2, num_executors=2,
                      total_steps=2 * 10 * segs, executor_delay_s=0.015, learner_delay_s=0.15,
                      learner=LearnerConfig(algo="a2c", unroll_length=10))
-  s = hts.run(cfg)
+  s = modes.run(cfg)
   rollout, learn = s["timing"]["rollout_s"], s["timing"]["learn_s"]
   assert learn >= 0.15 * segs and rollout >= 0.14 * segs  # both really were slow
   # Alternating rollout and learning (synchronous A2C) takes rollout + learn. Overlapped, it takes
@@ -105,7 +105,7 @@ def test_learning_runs_concurrently_with_rollout(tmp_path):
 def test_unknown_env_is_a_config_error(tmp_path):
   from hts_jax.config import ConfigError
   with pytest.raises(ConfigError, match="unknown env"):
-    hts.run(small_config(tmp_path, "bad", env="NoSuchEnv-v0"))
+    modes.run(small_config(tmp_path, "bad", env="NoSuchEnv-v0"))
 
 
 def test_config_validation_messages():

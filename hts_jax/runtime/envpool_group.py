@@ -8,8 +8,8 @@ other, rollout still overlaps learning, and the storages, learner and controller
 
 Determinism: envpool seeds env i of a pool with `seed + i`, so group g gets
 `base + g * group_size` and every env's seed is `base + env_id` whatever the grouping (checked by
-tests). Actions are keyed by (row, global step) and computed on the fixed `[num_envs, ...]` policy
-shape with each env at its own row, so the result does not depend on `--num_actors`.
+tests). Actions are keyed by (row, global step) and computed in fixed-shape policy calls (the
+actor batch), so the result does not depend on `--num_actors`.
 
 Differences from the ale-py executors: envpool's own Atari pipeline (same protocol: 30 no-ops,
 frame skip 4 with max-pooling, 84x84 grayscale, 4 stacked frames, episodic life, reward clipping)
@@ -19,79 +19,92 @@ ignored, reward 0). Env states cannot be checkpointed: a resumed run restarts en
 
 from __future__ import annotations
 
-import queue
 import time
-from typing import Any, Callable, Dict, List
+from typing import Dict, List
 
 import numpy as np
 
 from hts_jax import seeding
+from hts_jax.runtime import buffers
+from hts_jax.runtime.actor import ActorStats, BlockBatcher
+from hts_jax.runtime.buffers import Done, EnvStates, Started
 
 
 class EnvpoolGroup:
-  """One actor thread + one envpool instance for env ids [index*m, (index+1)*m)."""
+  """One actor thread + one envpool instance for env ids [index*m, (index+1)*m): the executor of
+  group `index` in `runner.layout`, with its blocks' policy calls packed like an HTS actor's."""
 
-  def __init__(self, index: int, group_size: int, game: str, env_kwargs: Dict[str, Any],
-               seed: int, alpha: int, num_threads: int, storages, policy, streams: np.ndarray,
-               get_params: Callable, ctrl_q, first_segment: int):
-    self.index, self.m, self.alpha = index, group_size, alpha
-    self.env_ids = np.arange(index * group_size, (index + 1) * group_size)
-    self.storages, self.policy, self.get_params = storages, policy, get_params
-    self.ctrl_q = ctrl_q
-    self.inbox: "queue.Queue" = queue.Queue()
-    self.first_segment = first_segment
-    self.streams = streams
+  def __init__(self, index: int, runner, ctl, params):
+    cfg = runner.config
+    self.index, self.alpha = index, cfg.alpha
+    layout = runner.layout
+    self.m = layout.envs_per_executor
+    self.env_ids = np.arange(index * self.m, (index + 1) * self.m)
+    self.blocks = np.asarray(layout.blocks_of_executor(index), np.int32)
+    self.storages, self.params = ctl.storages, params
+    self.batcher = BlockBatcher(layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
+                                runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
+    self.stats = ActorStats()
+    ctl.actor_stats.append(self.stats)
+    self.inbox = buffers.ActionBuffer()
+    self.ctrl = ctl.supervisor.add_thread_executor(self.inbox).writer
     import envpool  # pylint: disable=import-outside-toplevel
     # The same env_kwargs as the ale-py path (validated there), in envpool's names.
-    kw = dict(env_kwargs)
+    kw = dict(cfg.env_kwargs)
     extra = {}
     if "max_num_frames_per_episode" in kw:
       extra["max_episode_steps"] = int(kw["max_num_frames_per_episode"]) // 4
+    threads = max(1, cfg.num_executors // cfg.num_actors)
     self.pool = envpool.make(
-        f"{game}-v5", env_type="gymnasium", num_envs=group_size, batch_size=group_size,
-        num_threads=num_threads, seed=seeding.envpool_base_seed(seed) + index * group_size,
+        f"{cfg.env.split(':', 1)[1]}-v5", env_type="gymnasium", num_envs=self.m,
+        batch_size=self.m, num_threads=threads,
+        seed=seeding.envpool_base_seed(cfg.seed) + index * self.m,
         episodic_life=True, reward_clip=True, noop_max=kw.get("noop_max", 30),
         stack_num=kw.get("frame_stack", 4), img_height=84, img_width=84, frame_skip=4,
         repeat_action_probability=0.25 if kw.get("sticky", False) else 0.0, **extra)
 
   def run(self) -> None:
-    st_obs_shape = self.storages.spec.obs_shape
     rows = self.env_ids
-    obs_buf = np.zeros((self.storages.spec.num_rows,) + tuple(st_obs_shape),
-                       self.storages.spec.obs_dtype)
-    seeds = np.zeros((self.storages.spec.num_rows, 2), np.uint32)
-    seeds[:, 0] = self.streams
     returns: Dict[int, List[float]] = {int(e): [] for e in rows}
     lengths: Dict[int, List[int]] = {int(e): [] for e in rows}
     ep_return = np.zeros(self.m)
     ep_length = np.zeros(self.m, np.int64)
-    segment = self.first_segment
     self.pool.async_reset()
     obs, _, _, _, info = self.pool.recv()
-    last_obs = np.empty((self.m,) + tuple(st_obs_shape), obs.dtype)
+    last_obs = np.empty((self.m,) + obs.shape[2:] + obs.shape[1:2], obs.dtype)
     last_obs[info["env_id"]] = np.moveaxis(obs, 1, -1)  # [k, 84, 84] -> [84, 84, k]
+    self.ctrl.send(Started(self.index))
+    reader = self.inbox.reader
     idle_barrier = 0.0
     try:
-      while True:
-        st = self.storages[segment % 2]
+      while True:  # the barrier
+        t0 = time.perf_counter()
+        rec = reader.read()
+        idle_barrier += time.perf_counter() - t0
+        if rec is None or rec[0, 0] == buffers.STOP:
+          return
+        if rec[0, 0] == buffers.SAVE:
+          self.ctrl.send(EnvStates(self.index, None, "envpool env states cannot be saved"))
+          continue
+        segment = int(rec[0, 1])
+        st = self.storages.filling(segment)
         st.obs[0, rows] = last_obs
         busy = 0.0
         for t in range(self.alpha):
-          version, params = self.get_params()
-          obs_buf[rows] = st.obs[t, rows]
-          seeds[rows, 1] = segment * self.alpha + t
-          actions = self.policy.run_actions(params, obs_buf, seeds)[rows]
-          st.actions[t, rows] = actions
-          st.version[t, rows] = version
+          version, params = self.params.current
+          records = np.stack([self.blocks, np.full_like(self.blocks, segment),
+                              np.full_like(self.blocks, t)], -1)
+          for group in self.batcher.groups(records):
+            self.stats.ready_rows += self.batcher.act(group, version, params)
+            self.stats.calls += 1
           t0 = time.perf_counter()
-          self.pool.send(actions, np.arange(self.m))
+          self.pool.send(st.actions[t, rows], np.arange(self.m))
           obs, reward, terminated, truncated, info = self.pool.recv()
           busy += time.perf_counter() - t0
           local = info["env_id"]
           g_rows = rows[local]
-          done = np.logical_or(terminated, truncated)
           st.rewards[t, g_rows] = reward
-          st.dones[t, g_rows] = done
+          st.dones[t, g_rows] = np.logical_or(terminated, truncated)
           frames = np.moveaxis(obs, 1, -1)
           st.obs[t + 1, g_rows] = frames
           last_obs[local] = frames
@@ -103,20 +116,18 @@ class EnvpoolGroup:
             returns[e].append(float(ep_return[local[i]]))
             lengths[e].append(int(ep_length[local[i]]))
             ep_return[local[i]], ep_length[local[i]] = 0.0, 0
-        self.ctrl_q.put(("done", self.index, segment, returns, lengths, 0.0, idle_barrier, busy))
+        self.ctrl.send(Done(self.index, segment, returns, lengths, 0.0, idle_barrier, busy))
         returns = {int(e): [] for e in rows}
         lengths = {int(e): [] for e in rows}
         idle_barrier = 0.0
-        while True:  # the barrier
-          t0 = time.perf_counter()
-          msg = self.inbox.get()
-          idle_barrier += time.perf_counter() - t0
-          if msg is None:
-            return
-          if msg[0] == "save":
-            self.ctrl_q.put(("state", self.index, None, "envpool env states cannot be saved"))
-            continue
-          segment = msg[1]
-          break
     finally:
       self.pool.close()
+
+
+def start_envpool_groups(runner, ctl, params) -> None:
+  """One envpool group thread per actor, registered with the supervisor as executors."""
+  ctl.inboxes = []
+  for g in range(runner.config.num_actors):
+    group = EnvpoolGroup(g, runner, ctl, params)
+    ctl.inboxes.append(group.inbox)
+    ctl.supervisor.start_thread(group.run, f"envpool-{g}")

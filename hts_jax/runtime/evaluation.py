@@ -32,17 +32,28 @@ class Evaluator:
     self.num_agents = num_agents
     self.policy = acting.make_policy_step(apply_fn, episodes * num_agents, greedy=greedy)
     self.results: List[Dict[str, Any]] = list(results or [])
+    self._restored = len(self.results)
+    self.submitted = 0
     self.error: Optional[str] = None
     self._queue: "queue.Queue" = queue.Queue()
     self._thread = threading.Thread(target=self._loop, name="evaluator", daemon=True)
     self._thread.start()
 
   def submit(self, env_steps: int, wall_time_s: float, params) -> None:
+    self.submitted += 1
     self._queue.put((env_steps, wall_time_s, params))
 
-  def wait_idle(self) -> None:
-    """Blocks until every submitted evaluation has finished."""
-    self._queue.join()
+  def finished(self, n: int) -> bool:
+    """Whether the first `n` evaluations submitted in this session have finished (in order)."""
+    return self.error is not None or len(self.results) - self._restored >= n
+
+  def results_upto(self, n: int, wait) -> List[Dict[str, Any]]:
+    """Every result up to the `n`-th evaluation submitted in this session, waiting for them with
+    `wait(predicate)` (the supervisor's liveness- and signal-aware wait)."""
+    wait(lambda: self.finished(n))
+    if self.error:
+      raise RuntimeError(self.error)
+    return self.results[:self._restored + n]
 
   def close(self, wait: bool = True) -> None:
     self._queue.put(None)

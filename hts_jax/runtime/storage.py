@@ -75,6 +75,15 @@ class Storages:
   def __getitem__(self, s: int) -> "_Storage":
     return self._views[s]
 
+  def filling(self, segment: int) -> "_Storage":
+    """The storage that segment `segment` is collected into (the two alternate)."""
+    return self._views[segment % 2]
+
+  def learning(self, segment: int) -> "_Storage":
+    """The storage the learner consumes for segment `segment` (the one it was collected into;
+    the executors meanwhile fill the other)."""
+    return self._views[segment % 2]
+
   def close(self):
     """Detaches; the creating process also unlinks the block (no /dev/shm leftovers)."""
     if self._shm is None:

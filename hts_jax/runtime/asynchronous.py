@@ -1,0 +1,245 @@
+"""`--mode=async`: IMPALA / GA3C, composed of the same parts as HTS. Each actor thread owns whole
+executors (its own state buffer) and runs `alpha`-step unrolls with whatever params it last
+received, pushing them into a bounded queue. The learner takes `async_batch_unrolls` unrolls per
+update (default `num_actors`: as many samples as an HTS update), corrects the policy lag with
+V-trace, and publishes the new params at once. The lag (learner updates between the params that
+acted and the params being updated) is measured per unroll and per batch; it grows with the
+number of actors (paper Claim 2). Not deterministic (by design); no checkpoints.
+
+Every wait blocks on a pipe, a condition or a sentinel (no sleep loops), so idle actors take no
+CPU from the learner.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Any, Dict, List, NamedTuple, Optional
+
+import jax
+import numpy as np
+
+from hts_jax import learner as learner_lib
+from hts_jax.config import ConfigError
+from hts_jax.runtime import reporting, supervisor
+from hts_jax.runtime.actor import ActorStats, ParamsBox
+from hts_jax.runtime.buffers import Done, Started
+from hts_jax.runtime.learner_worker import LearnResult, check_finite
+from hts_jax.runtime.runner import Mode, local_devices
+from hts_jax.types import Unroll
+
+
+class _Queued(NamedTuple):
+  version: int           # params version that acted
+  unroll: Unroll
+  returns: Dict[int, List[float]]
+  joined_at: int         # learner updates done when it joined the queue (Claim 2's L)
+
+
+class UnrollQueue:
+  """A bounded FIFO whose `put` stamps the item when it joins (under the lock), blocking on a
+  condition while full: with a slow learner, unrolls get staler the more actors there are."""
+
+  def __init__(self, maxsize: int):
+    self.maxsize = maxsize
+    self._items: "collections.deque" = collections.deque()
+    self._cond = threading.Condition()
+    self.closed = False
+
+  def put(self, make_item) -> bool:
+    """Appends `make_item()` (called when there is room); False if the queue was closed."""
+    with self._cond:
+      while len(self._items) >= self.maxsize and not self.closed:
+        self._cond.wait()
+      if self.closed:
+        return False
+      self._items.append(make_item())
+      self._cond.notify_all()
+      return True
+
+  def get(self, timeout: float) -> Optional[Any]:
+    with self._cond:
+      if not self._items and not self.closed:
+        self._cond.wait(timeout)
+      if not self._items:
+        return None
+      item = self._items.popleft()
+      self._cond.notify_all()
+      return item
+
+  def close(self) -> None:
+    with self._cond:
+      self.closed = True
+      self._cond.notify_all()
+
+
+def _policy_rows(runner) -> int:
+  return runner.num_rows // runner.config.num_actors
+
+
+def _learner_step(runner, lcfg):
+  if local_devices(runner.config.learner_devices, "learner_devices") is not None:
+    raise ConfigError("--mode=async runs its learner on one device")
+  return jax.jit(learner_lib.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer))
+
+
+def _learner_input(runner, segment):
+  """Zeros in the learner's batch shape (for compiling ahead): unrolls x rows per actor."""
+  cols = runner.config.async_unrolls_per_update * _policy_rows(runner)
+  z = lambda x: np.zeros(x.shape[:1] + (cols,) + x.shape[2:], x.dtype)
+  return Unroll(obs=z(segment.obs), actions=z(segment.actions), rewards=z(segment.rewards),
+                dones=z(segment.dones), behaviour_log_probs=z(segment.rewards))
+
+
+class _Async:
+  def __init__(self, runner, ctl):
+    self.runner, self.ctl, self.cfg = runner, ctl, runner.config
+    cfg = self.cfg
+    self.params = ParamsBox(runner.learner.version, runner.learner.state.params)
+    self.unrolls = UnrollQueue(max(cfg.num_actors, cfg.async_unrolls_per_update))
+    self.acting = threading.Event()
+    self.results: "collections.deque" = collections.deque()
+    self.unroll_lags: List[int] = []
+    self.queue_lags: List[int] = []
+    self.per_actor = cfg.num_executors // cfg.num_actors
+
+  def actor(self, index: int, stats: ActorStats) -> None:
+    runner, ctl, cfg = self.runner, self.ctl, self.cfg
+    sup, layout = ctl.supervisor, runner.layout
+    my_execs = list(range(index * self.per_actor, (index + 1) * self.per_actor))
+    blocks = [b for k in my_execs for b in layout.blocks_of_executor(k)]
+    rows = np.arange(layout.rows(blocks[0]).start, layout.rows(blocks[-1]).stop)
+    reader = ctl.state_buffers[index].reader
+    obs = np.zeros((len(rows),) + runner.info.obs_shape, runner.info.obs_dtype)
+    seeds = np.zeros((len(rows), 2), np.uint32)
+    seeds[:, 0] = runner.streams[rows]
+    for k in my_execs:
+      sup.wait_message(k, Started)
+    seg = 0
+    while not self.unrolls.closed:
+      version, params = self.params.current  # whatever the learner published last
+      ctl.go(seg, my_execs)
+      st = ctl.storages.filling(seg)
+      logp = np.zeros((cfg.alpha, len(rows)), np.float32)
+      for t in range(cfg.alpha):
+        t0 = time.perf_counter()
+        ready = 0
+        while ready < len(blocks):
+          while not reader.ready(supervisor.POLL_S):
+            if self.unrolls.closed:
+              return
+            sup.check()
+          ready += len(reader.read())
+        stats.idle_s += time.perf_counter() - t0
+        obs[:] = st.obs[t, rows]
+        seeds[:, 1] = seg * cfg.alpha + t
+        actions, extras = runner.act(params, obs, seeds)
+        st.actions[t, rows] = actions
+        st.version[t, rows] = version
+        logp[t] = extras["log_prob"]
+        stats.calls += 1
+        stats.ready_rows += len(rows)
+        self.acting.set()
+        for k in my_execs:
+          ctl.inboxes[k].writer.post_blocks(layout.blocks_of_executor(k))
+      returns: Dict[int, List[float]] = {}
+      for k in my_execs:
+        returns.update(sup.wait_message(k, Done).returns)
+      unroll = Unroll(obs=st.obs[:, rows].copy(), actions=st.actions[:, rows].copy(),
+                      rewards=st.rewards[:, rows].copy(), dones=st.dones[:, rows].copy(),
+                      behaviour_log_probs=logp)
+      if not self.unrolls.put(lambda: _Queued(version, unroll, returns,
+                                              self.runner.learner.version)):
+        return
+      seg += 1
+
+  def num_updates(self) -> int:
+    cfg = self.cfg
+    return -(-cfg.total_steps // cfg.async_steps_per_update)
+
+  def learner(self) -> None:
+    cfg, worker = self.cfg, self.runner.learner
+    for _ in range(self.num_updates()):
+      batch = []
+      t0 = time.perf_counter()
+      while len(batch) < cfg.async_unrolls_per_update:
+        item = self.unrolls.get(timeout=0.1)
+        if item is None and self.unrolls.closed:
+          return
+        if item is not None:
+          batch.append(item)
+      worker.idle_s += time.perf_counter() - t0
+      t1 = time.perf_counter()
+      lags = [worker.version - q.version for q in batch]
+      self.queue_lags.extend(worker.version - q.joined_at for q in batch)
+      unroll = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[q.unroll for q in batch])
+      state, metrics = worker.step_fn(worker.state, unroll)
+      metrics = jax.device_get(metrics)
+      check_finite(metrics, worker.version + 1, None)
+      if cfg.learner_delay_s:
+        time.sleep(cfg.learner_delay_s)
+      worker.state = state
+      worker.version += 1
+      self.params.publish(worker.version, state.params)
+      returns: Dict[int, List[float]] = {}
+      for q in batch:
+        returns.update(q.returns)
+      self.unroll_lags.extend(lags)
+      self.results.append((LearnResult(worker.version - 1, metrics, float(np.mean(lags)),
+                                       time.perf_counter() - t1), returns, max(lags)))
+
+
+def run_async(runner, ctl) -> Dict[str, Any]:
+  cfg, book, sup = runner.config, ctl.book, ctl.supervisor
+  a = _Async(runner, ctl)
+  ctl.spawn_executors(state_buffer_of=[k // a.per_actor for k in range(cfg.num_executors)])
+  for i in range(cfg.num_actors):
+    stats = ActorStats()
+    ctl.actor_stats.append(stats)
+    sup.start_thread(a.actor, f"actor-{i}", i, stats)
+  sup.start_thread(a.learner, "learner")
+  sup.on_shutdown(a.unrolls.close)
+  n_updates = a.num_updates()
+  progress = reporting.Progress(n_updates * cfg.async_steps_per_update, cfg.log_every_s, "async")
+  sup.wait(a.acting.is_set)  # the clock starts when the actors have started acting
+  ctl.start_clock()
+  max_lags: List[int] = []
+  steps = 0
+  for j in range(n_updates):
+    if sup.signal is not None:
+      raise supervisor.Interrupted(f"interrupted at update {runner.learner.version}; "
+                                   "--mode=async does not checkpoint", sup.signal)
+    sup.wait(lambda: bool(a.results) or sup.signal is not None)
+    if not a.results:
+      continue
+    result, returns, max_lag = a.results.popleft()
+    recent = []
+    for e, rs in returns.items():
+      book.returns[e].extend(rs)
+      recent.extend(rs)
+    max_lags.append(max_lag)
+    steps = (j + 1) * cfg.async_steps_per_update
+    ctl.log_update(result, recent, steps, extra={"lag_max": max_lag})
+    stop = ctl.target_reached()
+    if not stop:
+      ctl.evaluate_if_due(steps, a.params.current[1])
+    ctl.progress(progress, steps)
+    if stop:
+      break
+  a.unrolls.close()
+  out = ctl.finish(steps, progress)
+  lag = reporting.lag_summary(a.unroll_lags)
+  lag["per_update"] = book.lags  # mean lag of each batch
+  lag["per_update_max"] = max_lags
+  # The part of each lag spent queued (updates between joining the queue and being learned):
+  # the quantity Claim 2's M/M/1 model predicts; the rest accrued while the actor was acting.
+  queued = reporting.lag_summary(a.queue_lags)
+  lag["queued"] = {k: queued[k] for k in ("min", "mean", "max", "histogram")}
+  out["policy_lag"] = lag
+  reporting.write_json_atomic(f"{cfg.logdir}/summary.json", out)
+  return out
+
+
+MODE = Mode(name="async", policy_rows=_policy_rows, loop=run_async, learner_step=_learner_step,
+            learner_input=_learner_input, acts_with_extras=True, correction="none")

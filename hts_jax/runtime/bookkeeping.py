@@ -1,0 +1,101 @@
+"""Bookkeeping of a run and the summary.json contract (host side).
+
+`Book` holds everything a run accumulates that a checkpoint must carry (JSON-able): episode
+returns by env id, policy lags, evaluation history and schedule, and the time and efficiency
+counters. `summary` turns it into the `<logdir>/summary.json` dict (DESIGN.md, Contracts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional
+
+from hts_jax.runtime import reporting
+from hts_jax.runtime.buffers import Done
+
+
+@dataclasses.dataclass
+class Book:
+  returns: List[List[float]]
+  lags: List[float] = dataclasses.field(default_factory=list)
+  eval: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+  next_eval: Optional[int] = None
+  last_eval: Optional[int] = None
+  wall_time_s: float = 0.0
+  rollout_s: float = 0.0
+  learn_s: float = 0.0
+  env_busy_s: float = 0.0
+  exec_idle_actions: float = 0.0
+  exec_idle_barrier: float = 0.0
+  actor_idle: float = 0.0
+  learner_idle: float = 0.0
+  actor_calls: int = 0
+  ready_rows: int = 0       # rows of actor policy calls that carried a ready observation
+  computed_rows: int = 0    # rows actor policy calls computed (calls x the fixed shape)
+  main_cpu_s: float = 0.0   # CPU seconds of the main process (actors, learner, controller)
+
+  @classmethod
+  def new(cls, num_envs: int, eval_every: int) -> "Book":
+    return cls(returns=[[] for _ in range(num_envs)],
+               next_eval=eval_every if eval_every > 0 else None)
+
+  def to_json(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_json(cls, d: Dict[str, Any]) -> "Book":
+    return cls(**d)
+
+  def record_done(self, reports: List[Done]) -> List[float]:
+    """Books the executors' Done reports; returns the episode returns they finished."""
+    finished: List[float] = []
+    for r in reports:
+      for e, rs in r.returns.items():
+        self.returns[int(e)].extend(rs)
+        finished.extend(rs)
+      self.exec_idle_actions += r.idle_actions_s
+      self.exec_idle_barrier += r.idle_barrier_s
+      self.env_busy_s += r.busy_s
+    return finished
+
+  def recent_return(self) -> Optional[float]:
+    return reporting.mean_or_none([r for rs in self.returns for r in rs[-5:]])
+
+  def efficiency(self, env_steps: int) -> Dict[str, Any]:
+    """What the rollout hot path cost: rows per env step, ready envs per call, CPU per 1k steps."""
+    steps = max(1, env_steps)
+    return {"policy_rows_per_env_step": self.computed_rows / steps,
+            "ready_rows_per_actor_call": self.ready_rows / max(1, self.actor_calls),
+            "actor_calls": self.actor_calls,
+            "main_cpu_s_per_1k_env_steps": 1000.0 * self.main_cpu_s / steps}
+
+
+def summary(config, book: Book, env_steps: int, updates: int, wall: float, params_sha: str,
+            network_kind: str, compile_s: float, resumed_from: Optional[int],
+            num_agents: int = 1) -> Dict[str, Any]:
+  """The summary.json contract."""
+  eff = book.efficiency(env_steps)
+  # Ready envs per call: rows over agent slots (a multi-agent env has several rows).
+  eff["mean_ready_envs_per_actor_call"] = eff.pop("ready_rows_per_actor_call") / num_agents
+  return {
+      "env_steps": env_steps, "updates": updates, "wall_time_s": wall,
+      "sps": env_steps / wall, "mode": config.mode, "algo": config.learner.algo,
+      "env": config.env, "alpha": config.alpha, "num_actors": config.num_actors,
+      "num_executors": config.num_executors, "num_envs": config.num_envs, "seed": config.seed,
+      "correction": {"hts": config.learner.correction, "sync": "none",
+                     "async": "vtrace"}[config.mode],
+      "network": network_kind,
+      "param_sha256": params_sha,
+      "episode_returns": book.returns,
+      "policy_lag": reporting.lag_summary(book.lags),
+      "idle": {"executors": book.exec_idle_actions + book.exec_idle_barrier,
+               "executors_waiting_for_actions": book.exec_idle_actions,
+               "executors_at_barrier": book.exec_idle_barrier,
+               "actors": book.actor_idle, "learner": book.learner_idle},
+      "efficiency": eff,
+      "timing": {"rollout_s": book.rollout_s, "learn_s": book.learn_s,
+                 "env_busy_s": book.env_busy_s, "actor_calls": book.actor_calls,
+                 "compile_s": compile_s, "main_cpu_s": book.main_cpu_s},
+      "resumed_from_update": resumed_from,
+      "config": config.to_dict(),
+  }

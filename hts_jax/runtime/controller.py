@@ -1,0 +1,309 @@
+"""The segment controller: the alpha barrier and everything decided at segment boundaries.
+
+Every `alpha` steps per env the executors report `Done` and wait (the barrier). At that boundary
+the controller, and only it, decides what changes the loop, at points fixed by the segment index
+and never by thread timing:
+  - the params the actors use next (published with their version),
+  - evaluations (of those published params) and whether `--stop_at_return` is met (judged on the
+    evaluation submitted at the *previous* boundary, waited for if still running),
+  - checkpoints (the snapshot is taken at the boundary; writing it, and waiting for evaluations
+    it records, happens in the background while the executors go on),
+  - a stop on SIGINT/SIGTERM (checkpoint first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from hts_jax.runtime import buffers, checkpoint, reporting
+from hts_jax.runtime.bookkeeping import Book, summary
+from hts_jax.runtime.buffers import ActionBuffer, Done, EnvStates, StateBuffer, Started
+from hts_jax.runtime.evaluation import Evaluator
+from hts_jax.runtime.executor import ExecutorSpec
+from hts_jax.runtime.learner_worker import LearnResult
+from hts_jax.runtime.storage import Storages, StorageSpec
+from hts_jax.runtime.supervisor import Interrupted, RunError, Supervisor, interrupted_message
+
+
+class Controller:
+  """The parts of one run that live as long as it: storages, supervisor, book, outputs. Used as a
+  context manager: leaving it shuts everything down in order (see `supervisor`)."""
+
+  def __init__(self, runner):
+    self.runner = runner
+    cfg = self.config = runner.config
+    self.storages = Storages(StorageSpec(cfg.alpha, cfg.num_envs, runner.info.obs_shape,
+                                         runner.info.obs_dtype, runner.num_agents), create=True)
+    self.supervisor = Supervisor(cfg.env_ids_of_executor)
+    restored = runner.restored
+    self.book = (Book.new(cfg.num_envs, cfg.eval_every) if restored is None else
+                 Book.from_json(restored["host"]["book"]))
+    self.first_segment = 0 if restored is None else restored["host"]["segment"] + 1
+    # A restored checkpoint holds the segment before first_segment, maybe not yet learned.
+    self.restored_unlearned = (restored is not None and not restored["host"].get("learned"))
+    if restored is not None:
+      st = self.storages.filling(self.first_segment - 1)
+      for name, value in restored["storage"].items():
+        getattr(st, name)[...] = value
+    self.metrics = reporting.MetricsWriter(cfg.logdir, keep_updates=(
+        None if restored is None else runner.learner.version))
+    self.evaluator = Evaluator(cfg.env, cfg.env_kwargs, runner.network.apply, cfg.eval_episodes,
+                               cfg.seed, greedy=cfg.eval_greedy, results=self.book.eval,
+                               num_agents=runner.num_agents)
+    self.inboxes: List[ActionBuffer] = []
+    self.state_buffers: List[StateBuffer] = []
+    self.actor_stats: List = []  # ActorStats of this session's actors (the mode appends)
+    self._writer: Optional[threading.Thread] = None
+    self._writer_segment = 0
+    self._writer_error: Optional[str] = None
+    self._evals_before: Optional[int] = None  # evaluations submitted before this boundary
+    self._t_start = time.perf_counter()
+    self._wall_before = self.book.wall_time_s
+    self._cpu0 = time.process_time()
+
+  def __enter__(self) -> "Controller":
+    self.supervisor.install_signal_handlers()
+    return self
+
+  def __exit__(self, exc_type, exc, tb) -> None:
+    self.supervisor.restore_signal_handlers()
+    try:
+      self.supervisor.shutdown()
+      self.join_checkpoint_writer(raise_errors=False)
+    finally:
+      self.metrics.close()
+      self.evaluator.close(wait=exc_type is None)
+      for sb in self.state_buffers:
+        sb.close()
+      self.storages.close()
+
+  # ------------------------------------------------------------ clock
+  def wall(self) -> float:
+    return self._wall_before + time.perf_counter() - self._t_start
+
+  def start_clock(self) -> None:
+    self._t_start = time.perf_counter()
+    self._cpu0 = time.process_time()
+
+  def book_totals(self) -> Book:
+    """A copy of the book with this session's actor and learner counters added."""
+    book = Book.from_json(json.loads(json.dumps(self.book.to_json())))
+    for k, v in self.session_stats().items():
+      setattr(book, k, getattr(book, k) + v)
+    return book
+
+  def session_stats(self) -> Dict[str, float]:
+    """This session's counters that live in the parts (actors, learner) rather than the book."""
+    stats = {"actor_calls": 0, "ready_rows": 0, "computed_rows": 0, "actor_idle": 0.0,
+             "learner_idle": self.runner.learner.idle_s}
+    rows = self.runner.policy_rows
+    for a in self.actor_stats:
+      stats["actor_calls"] += a.calls
+      stats["ready_rows"] += a.ready_rows
+      stats["computed_rows"] += a.calls * rows
+      stats["actor_idle"] += a.idle_s
+    return stats
+
+  def stop_clock(self) -> None:
+    self.book.main_cpu_s += time.process_time() - self._cpu0
+    self._cpu0 = time.process_time()
+
+  # ------------------------------------------------------------ executors and the barrier
+  def spawn_executors(self, state_buffer_of: Optional[Sequence[int]] = None) -> None:
+    """Executor processes for every env, one action buffer each; they post to state buffer
+    `state_buffer_of[k]` (default: one state buffer shared by all)."""
+    cfg, runner = self.config, self.runner
+    owners = list(state_buffer_of) if state_buffer_of is not None else [0] * cfg.num_executors
+    self.state_buffers = [StateBuffer() for _ in range(max(owners) + 1)]
+    self.inboxes = [ActionBuffer() for _ in range(cfg.num_executors)]
+    saved = None if runner.restored is None else runner.restored["envs"]
+    specs = []
+    for k in range(cfg.num_executors):
+      ids = cfg.env_ids_of_executor(k)
+      specs.append(ExecutorSpec(
+          index=k, env=cfg.env, env_kwargs=cfg.env_kwargs, seed=cfg.seed, alpha=cfg.alpha,
+          storage=self.storages.spec, layout=runner.layout, delay_s=cfg.executor_delay_s,
+          jitter_s=cfg.executor_jitter_s, decorrelate_steps=cfg.decorrelate_steps,
+          first_segment=self.first_segment,
+          env_states=None if saved is None else {e: saved[e] for e in ids}))
+    self.supervisor.spawn_executors(specs, self.inboxes,
+                                    [self.state_buffers[o].writer for o in owners])
+
+  def wait_started(self, executors: Optional[Sequence[int]] = None) -> None:
+    """Waits until the executors have created their envs; a signal meanwhile stops the run."""
+    for k in (range(len(self.inboxes)) if executors is None else executors):
+      while not self.supervisor.ctrl[k].reader.poll(0.0):
+        self.check_start_up_signal()
+        self.supervisor.wait(lambda k=k: self.supervisor.ctrl[k].reader.poll(0.0) or
+                             self.supervisor.signal is not None)
+      self.supervisor.wait_message(k, Started)
+
+  def check_start_up_signal(self) -> None:
+    signum = self.supervisor.signal
+    if signum is not None:
+      import signal as _signal  # pylint: disable=import-outside-toplevel
+      raise Interrupted(f"interrupted by {_signal.Signals(signum).name} during start-up; nothing "
+                        "was trained or saved", signum)
+
+  def go(self, segment: int, executors: Optional[Sequence[int]] = None) -> None:
+    """Leaves the barrier: the executors start `segment` in storage `filling(segment)`."""
+    if self._writer is not None and self._writer_segment % 2 == segment % 2:
+      self.join_checkpoint_writer()  # it still reads the storage this segment refills
+    for k in (range(len(self.inboxes)) if executors is None else executors):
+      self.inboxes[k].writer.post(buffers.GO, segment)
+
+  def wait_done(self, segment: int) -> List[Done]:
+    """The alpha barrier: every executor has finished `segment`."""
+    reports = self.supervisor.wait_all(Done)
+    for r in reports:
+      if r.segment != segment:
+        raise RuntimeError(f"executor {r.executor} reported segment {r.segment}, not {segment}")
+    return reports
+
+  # ------------------------------------------------------------ updates and boundaries
+  def wait_learner(self) -> LearnResult:
+    return self.runner.learner.result(self.supervisor.wait)
+
+  def log_update(self, result: LearnResult, recent_returns, env_steps: int,
+                 extra: Optional[Dict[str, Any]] = None) -> None:
+    """Books one learner update and writes its metrics.csv row."""
+    book, wall = self.book, self.wall()
+    book.lags.append(result.lag)
+    book.learn_s += result.compute_s
+    row = {"env_steps": env_steps, "updates": self.runner.learner.version, "wall_time_s": wall,
+           "sps": env_steps / wall, "segment": result.segment, "lag": result.lag,
+           "learn_s": result.compute_s, "train_return": reporting.mean_or_none(recent_returns)}
+    row.update(extra or {})
+    row.update({k: float(v) for k, v in result.metrics.items()})
+    self.metrics.write(row)
+
+  def evaluate_if_due(self, env_steps: int, params) -> None:
+    """Submits an evaluation of `params` when one is due (the final one is `finish`'s)."""
+    book = self.book
+    if book.next_eval is not None and env_steps >= book.next_eval and \
+        env_steps < self.config.num_segments * self.config.steps_per_segment:
+      self.evaluator.submit(env_steps, self.wall(), params)
+      book.last_eval = env_steps
+      while book.next_eval <= env_steps:
+        book.next_eval += self.config.eval_every
+
+  def target_reached(self) -> bool:
+    """`--stop_at_return`, judged on the evaluations submitted before the current boundary (the
+    previous boundary's is waited for if it is still running): a deterministic point."""
+    target = self.config.stop_at_return
+    n, self._evals_before = self._evals_before, self.evaluator.submitted
+    if target is None or not n:
+      return False
+    results = self.evaluator.results_upto(n, self.supervisor.wait)
+    return any(r["mean_return"] >= target for r in results)
+
+  def progress(self, progress: reporting.Progress, env_steps: int) -> None:
+    progress.update(env_steps, self.wall(), self.runner.learner.version,
+                    self.book.recent_return(), self.evaluator.latest())
+
+  def checkpoint_if_due(self, segment: int, learned: bool = False) -> None:
+    """At the boundary after `segment` (collected; learned too if `learned`): saves when due or
+    when a signal asked for it (and then stops the run). The executors must be at the barrier.
+    The snapshot is taken now; it is written in the background (after the evaluations it records
+    have finished) unless a signal asked for it, so the executors do not wait for evaluations."""
+    cfg, sup = self.config, self.supervisor
+    updates = self.runner.learner.version
+    due = cfg.checkpoint_every > 0 and updates % cfg.checkpoint_every == 0
+    if not (due or sup.signal is not None) or segment + 1 >= cfg.num_segments:
+      return  # after the last segment the run finishes (a signal then stops the final evaluation)
+    self.join_checkpoint_writer()
+    env_states = self.collect_env_states()
+    st = self.storages.filling(segment)
+    # Views, not copies: this storage is refilled only after the next boundary's GO, which waits
+    # for the writer (`go`).
+    storage = {name: getattr(st, name) for name in ("obs", "actions", "version", "rewards",
+                                                    "dones")}
+    self.stop_clock()
+    book = self.book_totals()
+    book.wall_time_s = self.wall()
+    state, n_evals = self.runner.learner.state, self.evaluator.submitted
+    host_cfg = json.loads(json.dumps(cfg.to_dict()))
+    path = os.path.join(checkpoint.directory(cfg.logdir), str(updates))
+
+    def write():
+      book.eval = [dict(r) for r in self.evaluator.results_upto(
+          n_evals, lambda p: _wait_plain(p))]
+      host = {"segment": segment, "learned": learned, "book": book.to_json(), "config": host_cfg}
+      checkpoint.save(cfg.logdir, updates, state, storage, env_states, host)
+
+    def guarded():
+      try:
+        write()
+      except Exception as e:  # pylint: disable=broad-except
+        self._writer_error = f"checkpoint: {type(e).__name__}: {e}".splitlines()[0]
+
+    self._writer = threading.Thread(target=guarded, name="checkpoint", daemon=True)
+    self._writer_segment = segment
+    self._writer.start()
+    if sup.signal is not None:
+      self.join_checkpoint_writer()
+      raise Interrupted(interrupted_message(sup.signal, updates, path), sup.signal)
+
+  def join_checkpoint_writer(self, raise_errors: bool = True) -> None:
+    """Waits for a checkpoint being written (before its storage can be refilled, and at the end)."""
+    if self._writer is not None:
+      self._writer.join()
+      self._writer = None
+    if raise_errors and self._writer_error:
+      raise RunError(self._writer_error)
+
+  def collect_env_states(self) -> Optional[Dict[int, bytes]]:
+    for inbox in self.inboxes:
+      inbox.writer.post(buffers.SAVE)
+    env_states: Optional[Dict[int, bytes]] = {}
+    for msg in self.supervisor.wait_all(EnvStates):
+      if msg.states is None or env_states is None:
+        env_states = None  # some env cannot be pickled: a resume re-creates the envs
+      else:
+        env_states.update(msg.states)
+    return env_states
+
+  def finish(self, env_steps: int, progress: reporting.Progress) -> Dict[str, Any]:
+    """The final evaluation (of the final params, always) and summary.json."""
+    cfg, runner = self.config, self.runner
+    wall = self.wall()
+    self.stop_clock()
+    book = self.book_totals()
+    book.wall_time_s = wall
+    self.join_checkpoint_writer()
+    self.evaluator.submit(env_steps, wall, runner.learner.state.params)
+    sup = self.supervisor
+    interrupted = None
+    try:
+      self.evaluator.results_upto(self.evaluator.submitted, lambda p: sup.wait(
+          lambda: p() or sup.signal is not None))
+    except RuntimeError as e:
+      raise RunError(str(e)) from e
+    if not self.evaluator.finished(self.evaluator.submitted):
+      interrupted = sup.signal
+    progress.update(env_steps, wall, runner.learner.version, None, self.evaluator.latest(),
+                    force=True)
+    out = summary(cfg, book, env_steps, runner.learner.version, wall,
+                  reporting.param_sha256(runner.learner.state.params), runner.network_kind,
+                  runner.compile_s, None if runner.restored is None else runner.restored["step"],
+                  runner.num_agents)
+    out["eval"] = [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return", "returns")
+                    if k in r} for r in self.evaluator.results]
+    reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), out)
+    if interrupted is not None:
+      import signal as _signal  # pylint: disable=import-outside-toplevel
+      raise Interrupted(f"interrupted by {_signal.Signals(interrupted).name} during the final "
+                        f"evaluation; training finished ({runner.learner.version} updates) and "
+                        f"{cfg.logdir}/summary.json holds the run without it", interrupted)
+    return out
+
+
+def _wait_plain(predicate, timeout: float = 0.05) -> None:
+  while not predicate():
+    time.sleep(timeout)

@@ -1,0 +1,105 @@
+"""The learner worker (paper Section 4.1): owns the TrainState, runs the delayed-gradient update
+(Eq. 6) on each finished storage, in its own thread, while the executors fill the other one.
+
+Its input is placed on the learner's devices with the learner's sharding (the env axis split over
+`DATA_AXIS`) by `prepare`, which the controller calls at the swap: the transfer is dispatched
+before the update is queued and overlaps the rollout that the swap has just restarted.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from typing import Any, Dict, NamedTuple, Optional
+
+import jax
+import numpy as np
+
+from hts_jax.types import Segment
+
+
+class LearnResult(NamedTuple):
+  segment: int
+  metrics: Dict[str, Any]
+  lag: int            # learner updates between the params that collected the segment and now
+  compute_s: float
+
+
+def check_finite(metrics, update: int, seg: Optional[int]) -> None:
+  """Raises FloatingPointError naming the update if the loss or the new params are not finite."""
+  if not (np.isfinite(metrics["loss"]) and metrics["params_finite"]):
+    what = "loss" if not np.isfinite(metrics["loss"]) else "params"
+    where = "" if seg is None else f" (segment {seg})"
+    raise FloatingPointError(f"non-finite {what} at update {update}{where}; the last checkpoint "
+                             "is kept")
+
+
+def behaviour_version(storage, segment: int) -> int:
+  """The one params version that collected the storage (several would break Eq. 6)."""
+  versions = np.unique(storage.version)
+  if len(versions) != 1:
+    raise RuntimeError(f"segment {segment} mixes policy versions {versions.tolist()}")
+  return int(versions[0])
+
+
+class LearnerWorker:
+  """`submit(seg, storage)` queues an update; `result()` waits for the oldest one."""
+
+  def __init__(self, step_fn, state, sharding=None, delay_s: float = 0.0):
+    self.step_fn = step_fn
+    self.state = state
+    self.version = int(state.update_count)  # learner updates so far: the params' version
+    self.sharding = sharding
+    self.delay_s = delay_s
+    self.idle_s = 0.0
+    self._jobs: "queue.Queue" = queue.Queue()
+    self._out: "queue.Queue" = queue.Queue()
+
+  def prepare(self, storage) -> Segment:
+    """The storage as a Segment on the learner's devices (dispatched, not waited for)."""
+    host = Segment(obs=storage.obs, actions=storage.actions, rewards=storage.rewards,
+                   dones=storage.dones)
+    if self.sharding is None:
+      return jax.device_put(host)
+    return jax.device_put(host, self.sharding)
+
+  def submit(self, segment: int, storage) -> None:
+    self._jobs.put((segment, self.prepare(storage), behaviour_version(storage, segment)))
+
+  def learn(self, segment: int, data: Segment, behaviour: int) -> LearnResult:
+    """One update, in the calling thread; the params change only if it is finite."""
+    lag = self.version - behaviour
+    t0 = time.perf_counter()
+    state, metrics = self.step_fn(self.state, data)
+    metrics = jax.device_get(metrics)  # the one host sync per segment
+    check_finite(metrics, self.version + 1, segment)
+    if self.delay_s:
+      time.sleep(self.delay_s)
+    self.state = state
+    self.version += 1
+    return LearnResult(segment, metrics, lag, time.perf_counter() - t0)
+
+  def learn_now(self, segment: int, storage) -> LearnResult:
+    """Synchronous update (the synchronous baseline: rollout waits)."""
+    return self.learn(segment, self.prepare(storage), behaviour_version(storage, segment))
+
+  def run(self) -> None:
+    """The learner thread's body."""
+    first = True
+    while True:
+      t0 = time.perf_counter()
+      job = self._jobs.get()
+      if job is None:
+        return
+      if not first:  # the wait for the very first segment is inherent
+        self.idle_s += time.perf_counter() - t0
+      first = False
+      self._out.put(self.learn(*job))
+
+  def result(self, wait) -> LearnResult:
+    """The oldest finished update; `wait(predicate)` is the supervisor's liveness-checking wait."""
+    wait(lambda: not self._out.empty())
+    return self._out.get()
+
+  def stop(self) -> None:
+    self._jobs.put(None)

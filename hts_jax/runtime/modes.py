@@ -1,0 +1,26 @@
+"""The modes and the entry points: `make_runner(config)` builds (and compiles) a run, `run(config)`
+runs it. `--mode`: hts (HTS-RL), sync (synchronous A2C/PPO), async (IMPALA with V-trace)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from hts_jax.config import ConfigError, RunConfig
+from hts_jax.runtime import asynchronous, hts, sync
+from hts_jax.runtime.runner import Runner
+from hts_jax.runtime.supervisor import Interrupted, RunError  # pylint: disable=unused-import
+
+MODES = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE)}
+
+
+def make_runner(config: RunConfig, resume: bool = False) -> Runner:
+  """The runner for `config.mode`; bad configurations raise ConfigError before anything spawns."""
+  if config.mode == "async" and (resume or config.checkpoint_every):
+    raise ConfigError("--mode=async does not checkpoint (unrolls in flight have no consistent "
+                      "boundary); use --mode=hts or sync")
+  return Runner(config, MODES[config.mode], resume=resume)
+
+
+def run(config: RunConfig, resume: bool = False) -> Dict[str, Any]:
+  """Runs the configured mode; returns the summary (also written to `<logdir>/summary.json`)."""
+  return make_runner(config, resume=resume).run()

@@ -1,0 +1,155 @@
+"""What every mode shares: the network, the TrainState (fresh or restored), the compiled steps, and
+the run's outputs. A mode (`hts`, `sync`, `asynchronous`) is a `Mode`: the shapes of its policy
+and learner steps and its loop, which composes the parts (`controller`, `supervisor`, `executor`,
+`actor`, `learner_worker`, `storage`, `buffers`, `bookkeeping`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Any, Callable, Dict, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from hts_jax import acting, envs, learner, networks, seeding
+from hts_jax.config import ConfigError, RunConfig
+from hts_jax.runtime import checkpoint
+from hts_jax.runtime.buffers import BlockLayout
+from hts_jax.runtime.learner_worker import LearnerWorker
+from hts_jax.types import DATA_AXIS, Segment
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+  """A mode's choices: `policy_rows(runner)` the actors' fixed call shape; `learner_step(runner,
+  lcfg)` the compiled update; `learner_input(runner, segment)` an example input to compile with;
+  `acts_with_extras` whether actors need log-probs; `loop(runner, controller)` the run itself."""
+  name: str
+  policy_rows: Callable
+  loop: Callable
+  learner_step: Optional[Callable] = None
+  learner_input: Optional[Callable] = None
+  acts_with_extras: bool = False
+  correction: Optional[str] = None  # forced learner correction ("none" for the baselines)
+
+
+class Runner:
+  """Builds the parts for `config`, compiles the hot steps, then `run()` runs the mode's loop and
+  writes `<logdir>/{metrics.csv,summary.json}`. With `resume=True` it continues from the newest
+  checkpoint in `<logdir>/checkpoints`; without, it refuses a logdir that holds one."""
+
+  def __init__(self, config: RunConfig, mode: Mode, resume: bool = False):
+    self.config, self.mode = config, mode
+    self.info = envs.env_info(config.env, config.env_kwargs)
+    kind = config.network
+    if kind == "auto":
+      kind = networks.default_network_for(self.info.obs_shape)
+    self.network_kind = kind
+    self.network = networks.make_network(kind, self.info.num_actions)
+    lcfg = config.learner
+    if mode.correction is not None:
+      lcfg = dataclasses.replace(lcfg, correction=mode.correction)
+    self.optimizer = learner.make_optimizer(lcfg)
+    key = jax.random.PRNGKey(seeding.learner_seed(config.seed))
+    init_key, state_key = jax.random.split(key)
+    params = self.network.init(init_key, jnp.zeros((1,) + self.info.obs_shape,
+                                                   self.info.obs_dtype))
+    state = learner.init_train_state(params, self.optimizer, state_key)
+    self.restored = self._restore(state) if resume else None
+    if self.restored is not None:
+      state = self.restored["state"]
+    elif checkpoint.latest_step(config.logdir) is not None:
+      raise ConfigError(f"{checkpoint.directory(config.logdir)} holds a checkpoint: pass --resume "
+                        "to continue that run, or choose another --logdir")
+    self.num_agents = self.info.num_agents
+    self.num_rows = config.num_envs * self.num_agents  # storage rows: env_id * agents + agent
+    # envpool: one group of envs per actor thread plays the executor (envpool_group.py).
+    self.layout = BlockLayout(config.num_envs,
+                              config.num_actors if config.envpool else config.num_executors,
+                              config.actor_batch_envs, self.num_agents)
+    self.streams = seeding.action_streams(config.seed, self.num_rows)
+    self.actor_devices = local_devices(config.actor_devices, "actor_devices")
+    learner_devices = local_devices(config.learner_devices, "learner_devices")
+    step = (mode.learner_step(self, lcfg) if mode.learner_step else learner.make_learner_step(
+        lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
+        devices=learner_devices))
+    sharding = None if learner_devices is None else NamedSharding(
+        Mesh(np.asarray(learner_devices), (DATA_AXIS,)), P(None, DATA_AXIS))
+    self.learner = LearnerWorker(step, state, sharding=sharding, delay_s=config.learner_delay_s)
+    self.policy_rows = mode.policy_rows(self)
+    self.policy = acting.make_policy_step(self.network.apply, self.policy_rows,
+                                          devices=self.actor_devices)
+    self._actor_sharding = None if self.actor_devices is None else NamedSharding(
+        Mesh(np.asarray(self.actor_devices), (DATA_AXIS,)), P())
+    self.compile_s = self._compile()
+
+  def _restore(self, abstract_state) -> Dict[str, Any]:
+    cfg = self.config
+    if checkpoint.latest_step(cfg.logdir) is None:
+      raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(cfg.logdir)}")
+    ckpt = checkpoint.restore(cfg.logdir, abstract_state)
+    changed = checkpoint.incompatible_changes(ckpt["host"]["config"],
+                                              json.loads(json.dumps(cfg.to_dict())))
+    if changed:
+      k = sorted(changed)[0]
+      raise ConfigError(f"--resume: {k} differs from the checkpoint ({changed[k][0]!r} there, "
+                        f"{changed[k][1]!r} now)")
+    if ckpt["host"]["segment"] + 1 > cfg.num_segments:
+      raise ConfigError(f"--resume: the checkpoint is at segment {ckpt['host']['segment']}, "
+                        f"beyond --total_steps={cfg.total_steps}")
+    return ckpt
+
+  def zeros_segment(self) -> Segment:
+    a, n, info = self.config.alpha, self.num_rows, self.info
+    return Segment(obs=np.zeros((a + 1, n) + info.obs_shape, info.obs_dtype),
+                   actions=np.zeros((a, n), np.int32), rewards=np.zeros((a, n), np.float32),
+                   dones=np.zeros((a, n), np.float32))
+
+  def _compile(self) -> float:
+    """Compiles the learner and policy steps with their real input shardings before the clock
+    starts (results discarded)."""
+    t0 = time.perf_counter()
+    zeros = self.zeros_segment()
+    if self.mode.learner_input is not None:
+      example = self.mode.learner_input(self, zeros)
+    else:
+      example = self.learner.prepare(zeros)
+    jax.block_until_ready(self.learner.step_fn(self.learner.state, example))
+    self.act(self.actor_params(self.learner.state.params), zeros.obs[0, :self.policy_rows],
+             np.zeros((self.policy_rows, 2), np.uint32))
+    return time.perf_counter() - t0
+
+  def act(self, params, obs, seeds):
+    """The policy step the mode's actors run: actions only, or (actions, extras) for V-trace."""
+    if self.mode.acts_with_extras:
+      return self.policy.run_fixed(params, obs, seeds)
+    return self.policy.run_actions(params, obs, seeds)
+
+  def actor_params(self, params):
+    """Params placed on the actors' devices (replicated over them)."""
+    if self._actor_sharding is None:
+      return params
+    return jax.device_put(params, self._actor_sharding)
+
+  def run(self) -> Dict[str, Any]:
+    from hts_jax.runtime.controller import Controller  # pylint: disable=import-outside-toplevel
+    os.makedirs(self.config.logdir, exist_ok=True)
+    with Controller(self) as ctl:
+      return self.mode.loop(self, ctl)
+
+
+def local_devices(count: int, name: str):
+  """None for one device (plain jit), else the first `count` local devices."""
+  if count == 1:
+    return None
+  devices = jax.local_devices()
+  if count > len(devices):
+    raise ConfigError(f"{name}={count} but only {len(devices)} local devices "
+                      f"({devices[0].platform})")
+  return devices[:count]

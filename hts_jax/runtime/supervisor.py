@@ -1,0 +1,215 @@
+"""The supervisor: spawns executors and threads, watches them, shuts everything down in order, and
+turns SIGINT/SIGTERM into a request the controller acts on at a segment boundary.
+
+- Liveness: the controller's every wait goes through `wait_message`/`check`, which wakes on an
+  executor's control message, its death (the process sentinel) or a thread's failure, so a failing
+  part stops the run within one poll interval, with one line naming it.
+- Shutdown order: executors first (STOP on their action buffers; SIGTERM after a short grace, which
+  ends them at once: see `executor.py`; SIGKILL last), then the stop callbacks of the in-process
+  parts (actors, learner, evaluator), then the pipes. Nothing here takes a lock another process
+  may hold, so a killed executor cannot block the shutdown.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+import threading
+import time
+from multiprocessing import connection
+from typing import Callable, Dict, List, Optional, Sequence
+
+from hts_jax.runtime.buffers import ControlChannel, Failed
+from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
+
+POLL_S = 0.05
+_GRACE_S = 0.5  # executors leave within one env step of STOP; stuck ones get SIGTERM after this
+
+
+class RunError(RuntimeError):
+  """A run stopped by a failing part (executor, actor, learner); the message is one line."""
+
+
+class Interrupted(RuntimeError):
+  """SIGINT/SIGTERM: the run stopped cleanly (checkpointing at a segment boundary if it could)."""
+
+  def __init__(self, message: str, signum: int):
+    super().__init__(message)
+    self.signum = signum
+
+
+def interrupted_message(signum: int, updates: int, path: str) -> str:
+  return (f"interrupted by {signal.Signals(signum).name} at update {updates}; checkpoint saved in "
+          f"{path}; continue with --resume")
+
+
+def failed_message(msg: Failed) -> str:
+  return (f"executor {msg.executor}" + (f", env {msg.env_id}" if msg.env_id is not None else "")
+          + f": {msg.error}")
+
+
+class Supervisor:
+  """Owns the executor processes, their control channels and the run's threads."""
+
+  def __init__(self, env_ids_of_executor: Callable[[int], List[int]]):
+    self._env_ids = env_ids_of_executor
+    self.procs: List[mp.Process] = []
+    self.ctrl: List[ControlChannel] = []
+    self._ctrl_locks: List[threading.Lock] = []
+    self._pending: Dict[int, list] = {}
+    self.threads: List[threading.Thread] = []
+    self.fault: Optional[str] = None
+    self.signal: Optional[int] = None
+    self._on_shutdown: List[Callable[[], None]] = []
+    self._inboxes: list = []
+    self._old_handlers = None
+
+  # ------------------------------------------------------------ spawning
+  def spawn_executors(self, specs: Sequence[ExecutorSpec], inboxes, state_writers) -> None:
+    """Starts executor k with its action buffer `inboxes[k]` (it gets the read end only) and the
+    state buffer `state_writers[k]`. Signals stay blocked while a child starts (see executor)."""
+    ctx = mp.get_context("spawn")
+    self._inboxes = list(inboxes)
+    for spec, inbox, writer in zip(specs, inboxes, state_writers):
+      ch = ControlChannel()
+      p = ctx.Process(target=executor_main, args=(spec, inbox.reader, writer, ch.writer),
+                      name=f"hts-executor-{spec.index}", daemon=True)
+      old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+      try:
+        p.start()
+      finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+      self.procs.append(p)
+      self.ctrl.append(ch)
+      self._ctrl_locks.append(threading.Lock())
+
+  def add_thread_executor(self, inbox) -> ControlChannel:
+    """Registers an in-process executor (an envpool group thread): its control channel and its
+    action buffer take part in messages and shutdown like a process's."""
+    ch = ControlChannel()
+    self.ctrl.append(ch)
+    self._ctrl_locks.append(threading.Lock())
+    self._inboxes.append(inbox)
+    return ch
+
+  def start_thread(self, fn: Callable, name: str, *args) -> threading.Thread:
+    """A daemon thread whose exception becomes the run's fault (`name: Type: message`)."""
+    def guarded():
+      try:
+        fn(*args)
+      except Exception as e:  # pylint: disable=broad-except
+        self.report_fault(f"{name}: {type(e).__name__}: {e}")
+    th = threading.Thread(target=guarded, name=name, daemon=True)
+    th.start()
+    self.threads.append(th)
+    return th
+
+  def report_fault(self, message: str) -> None:
+    if self.fault is None:
+      self.fault = message.splitlines()[0]
+
+  def on_shutdown(self, fn: Callable[[], None]) -> None:
+    """Registers a stop callback for an in-process part (called in registration order)."""
+    self._on_shutdown.append(fn)
+
+  # ------------------------------------------------------------ control messages and liveness
+  def wait_message(self, executor: int, kind: type):
+    """The next control message of `kind` from `executor`; a `Failed` message, a dead executor,
+    a failed thread or (outside start-up) nothing else stops the run with RunError."""
+    while True:
+      msg = self._recv(executor, POLL_S)
+      if msg is not None:
+        if isinstance(msg, Failed):
+          raise RunError(failed_message(msg))
+        if not isinstance(msg, kind):
+          raise RuntimeError(f"executor {executor}: expected {kind.__name__}, got {msg!r}")
+        return msg
+      self.check()
+
+  def wait_all(self, kind: type, executors: Optional[Sequence[int]] = None) -> list:
+    """One message of `kind` from each executor (all by default), in executor order."""
+    return [self.wait_message(k, kind)
+            for k in (range(len(self.ctrl)) if executors is None else executors)]
+
+  def _recv(self, k: int, timeout: float):
+    with self._ctrl_locks[k]:
+      if self.ctrl[k].reader.poll(timeout):
+        try:
+          return self.ctrl[k].reader.recv()
+        except (EOFError, OSError):
+          return None
+    return None
+
+  def check(self) -> None:
+    """Raises RunError if a thread failed or an executor process died."""
+    if self.fault is not None:
+      raise RunError(self.fault)
+    for k, p in enumerate(self.procs):
+      if not p.is_alive():
+        # Its last words (an env's exception) are in its control pipe, if it said any.
+        while True:
+          msg = self._recv(k, 0.0)
+          if msg is None:
+            break
+          if isinstance(msg, Failed):
+            raise RunError(failed_message(msg))
+        ids = self._env_ids(k)
+        raise RunError(f"executor {k} (envs {ids[0]}-{ids[-1]}) died with exit code "
+                       f"{p.exitcode}")
+
+  def wait(self, predicate: Callable[[], bool], timeout: float = POLL_S) -> None:
+    """Waits (sleeping on the executors' sentinels) until `predicate()`, checking liveness."""
+    while not predicate():
+      sentinels = [p.sentinel for p in self.procs]
+      if sentinels:
+        connection.wait(sentinels, timeout)
+      else:
+        time.sleep(timeout)
+      self.check()
+
+  # ------------------------------------------------------------ signals
+  def install_signal_handlers(self) -> None:
+    """SIGINT/SIGTERM set `self.signal` (acted on at the next boundary); a second SIGINT aborts."""
+    if threading.current_thread() is not threading.main_thread():
+      return
+
+    def handler(signum, frame):
+      del frame
+      if self.signal is not None and signum == signal.SIGINT:
+        raise KeyboardInterrupt
+      self.signal = signum
+
+    self._old_handlers = {s: signal.signal(s, handler) for s in SIGNALS}
+
+  def restore_signal_handlers(self) -> None:
+    for s, h in (self._old_handlers or {}).items():
+      signal.signal(s, h)
+    self._old_handlers = None
+
+  # ------------------------------------------------------------ shutdown
+  def shutdown(self) -> None:
+    from hts_jax.runtime import buffers  # pylint: disable=import-outside-toplevel
+    for inbox in self._inboxes:
+      try:
+        inbox.writer.post(buffers.STOP)
+      except OSError:
+        pass
+    deadline = time.monotonic() + _GRACE_S
+    for p in self.procs:
+      p.join(timeout=max(0.0, deadline - time.monotonic()))
+    for p in self.procs:
+      if p.is_alive():
+        p.terminate()
+    for p in self.procs:
+      p.join(timeout=1.0)
+      if p.is_alive():
+        p.kill()
+        p.join()
+    for fn in self._on_shutdown:
+      fn()
+    for th in self.threads:
+      th.join(timeout=5.0)
+    for ch in self.ctrl:
+      ch.close()
+    for inbox in self._inboxes:
+      inbox.close()
