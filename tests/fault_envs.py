@@ -36,3 +36,29 @@ class NaNRewardCartPole(CartPoleEnv):
 
 gym.register("CrashingCartPole-v0", entry_point=CrashingCartPole, max_episode_steps=500)
 gym.register("NaNRewardCartPole-v0", entry_point=NaNRewardCartPole, max_episode_steps=500)
+
+
+class SlowStartCartPole(CartPoleEnv):
+  """Takes `start_s` seconds to construct (signals during executor start-up)."""
+
+  def __init__(self, start_s: float = 3.0, **kwargs):
+    import time  # pylint: disable=import-outside-toplevel
+    super().__init__(**kwargs)
+    time.sleep(start_s)
+
+
+class SlowCartPole(CartPoleEnv):
+  """Sleeps `step_s` seconds in every step (signals during the final evaluation)."""
+
+  def __init__(self, step_s: float = 0.05, **kwargs):
+    super().__init__(**kwargs)
+    self.step_s = step_s
+
+  def step(self, action):
+    import time  # pylint: disable=import-outside-toplevel
+    time.sleep(self.step_s)
+    return super().step(action)
+
+
+gym.register("SlowStartCartPole-v0", entry_point=SlowStartCartPole, max_episode_steps=500)
+gym.register("SlowCartPole-v0", entry_point=SlowCartPole, max_episode_steps=500)

@@ -217,3 +217,75 @@ def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode):
   assert resumed["param_sha256"] == straight["param_sha256"]
   assert resumed["episode_returns"] == straight["episode_returns"]
   assert resumed["policy_lag"]["per_update"] == straight["policy_lag"]["per_update"]
+
+
+def _wait_for(pred, proc, timeout=300):
+  deadline = time.monotonic() + timeout
+  while not pred():
+    assert proc.poll() is None, proc.communicate()
+    assert time.monotonic() < deadline
+    time.sleep(0.05)
+
+
+def test_signal_during_executor_start_up_stops_cleanly(tmp_path):
+  """Defect: a signal during start-up was swallowed or reported as an executor death."""
+  before = shm_segments()
+  proc = subprocess.Popen(cmd(str(tmp_path), "--env=tests.fault_envs:SlowStartCartPole-v0",
+                              '--env_kwargs={"start_s": 4}', "--num_envs=4",
+                              "--num_executors=2", "--alpha=5", "--total_steps=1000"),
+                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  _wait_for(lambda: len(executor_pids(proc)) == 2, proc)
+  pids = executor_pids(proc)
+  time.sleep(0.5)
+  proc.send_signal(signal.SIGINT)
+  _, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == 130, stderr
+  assert error_lines(stderr) == ["error: interrupted by SIGINT during start-up; nothing was "
+                                 "trained or saved"], stderr
+  assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
+  assert shm_segments() <= before
+
+
+def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path):
+  """Defect: a signal during the final evaluation was swallowed (exit 0)."""
+  logdir = str(tmp_path)
+  proc = subprocess.Popen(cmd(logdir, "--env=tests.fault_envs:SlowCartPole-v0",
+                              '--env_kwargs={"step_s": 0.02}', "--num_envs=2",
+                              "--num_executors=2", "--alpha=4", "--unroll_length=4",
+                              "--total_steps=16", "--eval_episodes=4"),
+                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  _wait_for(lambda: metric_rows(logdir) >= 2, proc)  # the last update is logged: evaluating
+  time.sleep(0.3)
+  proc.send_signal(signal.SIGTERM)
+  _, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == 143, stderr
+  (line,) = error_lines(stderr)
+  assert line.startswith("error: interrupted by SIGTERM during the final evaluation; training "
+                         "finished (2 updates)"), line
+  assert summary(logdir)["updates"] == 2
+
+
+def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_path, monkeypatch):
+  """Defect: a checkpoint waited for pending evaluations while the executors sat at the barrier.
+  With evaluations that take 0.4 s each, checkpoints at every update must not add them to the
+  executors' barrier time, and the run's results are unchanged."""
+  from hts_jax.runtime import evaluation
+  cfg = dict(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2, total_steps=4 * 8 * 6,
+             seed=9, log_every_s=1e9, eval_episodes=1, eval_every=32, checkpoint_every=1,
+             learner=LearnerConfig(algo="a2c", unroll_length=8))
+  plain = modes.run(RunConfig(logdir=str(tmp_path / "plain"), **cfg))
+  original = evaluation.Evaluator.evaluate
+
+  def slow(self, params):
+    time.sleep(0.4)
+    return original(self, params)
+
+  monkeypatch.setattr(evaluation.Evaluator, "evaluate", slow)
+  s = modes.run(RunConfig(logdir=str(tmp_path / "slow"), **cfg))
+  assert s["param_sha256"] == plain["param_sha256"]
+  assert [e["returns"] for e in s["eval"]] == [e["returns"] for e in plain["eval"]]
+  # 5 checkpoints x 0.4 s of evaluation would be >= 2 s at the barrier per executor (2 of them).
+  assert s["idle"]["executors_at_barrier"] < 1.5, s["idle"]
+  ckpt = checkpoint.restore(str(tmp_path / "slow"), modes.make_runner(
+      RunConfig(logdir=str(tmp_path / "slow"), **cfg), resume=True).learner.state)
+  assert len(ckpt["host"]["book"]["eval"]) == ckpt["host"]["segment"] + 1

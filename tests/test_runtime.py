@@ -116,3 +116,26 @@ def test_config_validation_messages():
     RunConfig(num_envs=2, num_executors=4, alpha=5)
   with pytest.raises(ConfigError, match="divisible by num_executors"):
     RunConfig(num_envs=6, num_executors=4, alpha=5)
+
+
+def test_evaluations_score_the_params_of_their_boundary_whatever_the_timing(tmp_path):
+  """Defect: the evaluator read the learner's params after the update was queued, so an evaluation
+  scored θ_j or θ_{j+1} depending on thread timing. Now it scores the params published at its
+  boundary: a slow learner changes no evaluation."""
+  runs = [modes.run(small_config(tmp_path, f"ev{d}", eval_every=8 * 16, learner_delay_s=d))
+          for d in (0.0, 0.3)]
+  assert [e["returns"] for e in runs[0]["eval"]] == [e["returns"] for e in runs[1]["eval"]]
+  assert len(runs[0]["eval"]) == 6
+  assert runs[0]["param_sha256"] == runs[1]["param_sha256"]
+
+
+def test_stop_at_return_stops_at_the_same_segment_whatever_the_timing(tmp_path):
+  """Defect: --stop_at_return read evaluation results as they arrived. Now the evaluation submitted
+  at boundary k is judged at boundary k + 1, so the stopping segment is fixed."""
+  kw = dict(eval_every=8 * 16, stop_at_return=0.0, total_steps=8 * 16 * 20)
+  fast = modes.run(small_config(tmp_path, "fast", **kw))
+  slow = modes.run(small_config(tmp_path, "slow", learner_delay_s=0.2, executor_jitter_s=0.002,
+                                **kw))
+  # First evaluation at boundary 0 (submitted), judged (reached) at boundary 1: segments 0 and 1.
+  assert fast["updates"] == slow["updates"] == 2
+  assert fast["param_sha256"] == slow["param_sha256"]

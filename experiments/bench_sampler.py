@@ -1,0 +1,76 @@
+r"""The rollout hot path, HTS against its own synchronous baseline, side by side in one run.
+Prints one JSON object (and each row to stderr as it finishes).
+
+  python -m experiments.bench_sampler                      # CartPole 16 and 64 envs, Atari 16 envs
+  python -m experiments.bench_sampler --cases=cartpole16 --repeats=3
+
+Cases (A2C, the same flags for both modes; only --mode differs):
+  cartpole16  CartPole-v1, MLP, 16 envs, 2 executors, alpha = unroll = 128 (issue 11's table)
+  cartpole64  CartPole-v1, MLP, 64 envs, 2 executors, alpha = unroll = 128
+  atari16     Atari Breakout (ale-py executors), the paper's CNN, 16 envs, 4 executors,
+              actor batch 4 envs, alpha = unroll = 5 (Table A3)
+Each row: SPS of each mode (median over --repeats, runs interleaved hts/sync), their ratio, and
+the hot-path figures from summary.json: policy rows per env step, ready envs per actor call, actor
+calls, main-process CPU seconds per 1k env steps, idle seconds of executors/actors/learner.
+"""
+
+import json
+import os
+import statistics
+import sys
+
+from absl import app
+from absl import flags
+
+from experiments import cli
+
+flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
+flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")
+flags.DEFINE_float("steps_scale", 1.0, "Scales every run's env steps.")
+FLAGS = flags.FLAGS
+
+CASES = {
+    "cartpole16": dict(env="CartPole-v1", network="mlp", num_envs=16, num_executors=2,
+                       alpha=128, total_steps=200_000, learner=dict(algo="a2c", unroll_length=128)),
+    "cartpole64": dict(env="CartPole-v1", network="mlp", num_envs=64, num_executors=2,
+                       alpha=128, total_steps=400_000, learner=dict(algo="a2c", unroll_length=128)),
+    "atari16": dict(env="atari:Breakout", network="cnn", num_envs=16, num_executors=4,
+                    actor_batch=4, alpha=5, total_steps=8_000,
+                    learner=dict(algo="a2c", unroll_length=5)),
+}
+
+
+def _row(s):
+  return {"sps": round(s["sps"], 1), "env_steps": s["env_steps"],
+          "wall_time_s": round(s["wall_time_s"], 2),
+          "efficiency": {k: round(v, 4) if isinstance(v, float) else v
+                         for k, v in s["efficiency"].items()},
+          "idle_s": {k: round(v, 2) for k, v in s["idle"].items()},
+          "learn_s": round(s["timing"]["learn_s"], 2)}
+
+
+def main(argv):
+  del argv
+  rows = []
+  for name in FLAGS.cases:
+    case = dict(CASES[name])
+    case["total_steps"] = int(case["total_steps"] * FLAGS.steps_scale)
+    runs = {"hts": [], "sync": []}
+    for _ in range(FLAGS.repeats):
+      for mode in ("hts", "sync"):
+        runs[mode].append(cli.run_quiet(**dict(case, mode=mode, learner=dict(case["learner"]))))
+    row = {"case": name, "num_envs": case["num_envs"], "num_executors": case["num_executors"],
+           "alpha": case["alpha"]}
+    for mode in ("hts", "sync"):
+      row[f"sps_{mode}"] = round(statistics.median(s["sps"] for s in runs[mode]), 1)
+      row[f"sps_{mode}_runs"] = [round(s["sps"], 1) for s in runs[mode]]
+      row[mode] = _row(runs[mode][-1])
+    row["hts_over_sync"] = round(row["sps_hts"] / row["sps_sync"], 3)
+    rows.append(row)
+    print(json.dumps(row), file=sys.stderr, flush=True)
+  print(json.dumps({"cpu_count": os.cpu_count(), "repeats": FLAGS.repeats, "rows": rows},
+                   indent=1))
+
+
+if __name__ == "__main__":
+  app.run(main)
