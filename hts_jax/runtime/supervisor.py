@@ -97,6 +97,8 @@ class Supervisor:
     def guarded():
       try:
         fn(*args)
+      except RunError as e:  # another part failed, seen from this thread: report that part
+        self.report_fault(str(e))
       except Exception as e:  # pylint: disable=broad-except
         self.report_fault(f"{name}: {type(e).__name__}: {e}")
     th = threading.Thread(target=guarded, name=name, daemon=True)
