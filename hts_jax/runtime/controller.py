@@ -6,8 +6,9 @@ and never by thread timing:
   - the params the actors use next (published with their version),
   - evaluations (of those published params) and whether `--stop_at_return` is met (judged on the
     evaluation submitted at the *previous* boundary, waited for if still running),
-  - checkpoints (the snapshot is taken at the boundary; writing it, and waiting for evaluations
-    it records, happens in the background while the executors go on),
+  - checkpoints (the snapshot, a copy of the storage included, is taken at the boundary; writing
+    it, and waiting for the evaluations it records, happens in the background while the
+    executors go on),
   - a stop on SIGINT/SIGTERM (checkpoint first).
 """
 
@@ -60,9 +61,7 @@ class Controller:
     self.state_buffers: List[StateBuffer] = []
     self.actor_stats: List = []  # ActorStats of this session's actors (the mode appends)
     self._writer: Optional[threading.Thread] = None
-    self._writer_segment = 0
     self._writer_error: Optional[str] = None
-    self._evals_before: Optional[int] = None  # evaluations submitted before this boundary
     self._t_start = time.perf_counter()
     self._wall_before = self.book.wall_time_s
     self._cpu0 = time.process_time()
@@ -153,8 +152,6 @@ class Controller:
 
   def go(self, segment: int, executors: Optional[Sequence[int]] = None) -> None:
     """Leaves the barrier: the executors start `segment` in storage `filling(segment)`."""
-    if self._writer is not None and self._writer_segment % 2 == segment % 2:
-      self.join_checkpoint_writer()  # it still reads the storage this segment refills
     for k in (range(len(self.inboxes)) if executors is None else executors):
       self.inboxes[k].writer.post(buffers.GO, segment)
 
@@ -197,7 +194,7 @@ class Controller:
     """`--stop_at_return`, judged on the evaluations submitted before the current boundary (the
     previous boundary's is waited for if it is still running): a deterministic point."""
     target = self.config.stop_at_return
-    n, self._evals_before = self._evals_before, self.evaluator.submitted
+    n = self.evaluator.submitted  # this boundary's evaluation is submitted after this call
     if target is None or not n:
       return False
     results = self.evaluator.results_upto(n, self.supervisor.wait)
@@ -217,13 +214,11 @@ class Controller:
     due = cfg.checkpoint_every > 0 and updates % cfg.checkpoint_every == 0
     if not (due or sup.signal is not None) or segment + 1 >= cfg.num_segments:
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
-    self.join_checkpoint_writer()
     env_states = self.collect_env_states()
     st = self.storages.filling(segment)
-    # Views, not copies: this storage is refilled only after the next boundary's GO, which waits
-    # for the writer (`go`).
-    storage = {name: getattr(st, name) for name in ("obs", "actions", "version", "rewards",
-                                                    "dones")}
+    # A copy: the writer may still be waiting for evaluations when this storage is refilled.
+    storage = {name: np.array(getattr(st, name)) for name in ("obs", "actions", "version",
+                                                              "rewards", "dones")}
     self.stop_clock()
     book = self.book_totals()
     book.wall_time_s = self.wall()
@@ -237,21 +232,24 @@ class Controller:
       host = {"segment": segment, "learned": learned, "book": book.to_json(), "config": host_cfg}
       checkpoint.save(cfg.logdir, updates, state, storage, env_states, host)
 
+    previous = self._writer
+
     def guarded():
       try:
+        if previous is not None:
+          previous.join()  # checkpoints are written in order
         write()
       except Exception as e:  # pylint: disable=broad-except
         self._writer_error = f"checkpoint: {type(e).__name__}: {e}".splitlines()[0]
 
     self._writer = threading.Thread(target=guarded, name="checkpoint", daemon=True)
-    self._writer_segment = segment
     self._writer.start()
     if sup.signal is not None:
       self.join_checkpoint_writer()
       raise Interrupted(interrupted_message(sup.signal, updates, path), sup.signal)
 
   def join_checkpoint_writer(self, raise_errors: bool = True) -> None:
-    """Waits for a checkpoint being written (before its storage can be refilled, and at the end)."""
+    """Waits for the checkpoints being written (at the end, and before a signal's stop)."""
     if self._writer is not None:
       self._writer.join()
       self._writer = None
