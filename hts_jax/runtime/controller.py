@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -146,8 +147,7 @@ class Controller:
   def check_start_up_signal(self) -> None:
     signum = self.supervisor.signal
     if signum is not None:
-      import signal as _signal  # pylint: disable=import-outside-toplevel
-      raise Interrupted(f"interrupted by {_signal.Signals(signum).name} during start-up; nothing "
+      raise Interrupted(f"interrupted by {signal.Signals(signum).name} during start-up; nothing "
                         "was trained or saved", signum)
 
   def go(self, segment: int, executors: Optional[Sequence[int]] = None) -> None:
@@ -228,7 +228,7 @@ class Controller:
 
     def write():
       book.eval = [dict(r) for r in self.evaluator.results_upto(
-          n_evals, lambda p: _wait_plain(p))]
+          n_evals, _wait_plain)]
       host = {"segment": segment, "learned": learned, "book": book.to_json(), "config": host_cfg}
       checkpoint.save(cfg.logdir, updates, state, storage, env_states, host)
 
@@ -295,8 +295,7 @@ class Controller:
                     if k in r} for r in self.evaluator.results]
     reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), out)
     if interrupted is not None:
-      import signal as _signal  # pylint: disable=import-outside-toplevel
-      raise Interrupted(f"interrupted by {_signal.Signals(interrupted).name} during the final "
+      raise Interrupted(f"interrupted by {signal.Signals(interrupted).name} during the final "
                         f"evaluation; training finished ({runner.learner.version} updates) and "
                         f"{cfg.logdir}/summary.json holds the run without it", interrupted)
     return out
