@@ -65,6 +65,8 @@ flags.DEFINE_integer("decorrelate_steps", 0,
                      "Start-state decorrelation: up to this many random actions per env at start.")
 flags.DEFINE_bool("envpool", False,
                   "Atari fast path: envpool's thread pool as the executors (num_actors instances).")
+flags.DEFINE_bool("vector_envs", True,
+                  "Step plain CartPole-v1 blocks as one numpy vector (bit-for-bit gymnasium's).")
 flags.DEFINE_float("stop_at_return", None,
                    "End the run once an evaluation's mean return reaches this.")
 flags.DEFINE_integer("async_batch_unrolls", 0,
@@ -117,7 +119,7 @@ def build_config() -> hts_config.RunConfig:
       executor_jitter_s=v("executor_jitter_s"), learner_delay_s=v("learner_delay_s"),
       learner_devices=v("learner_devices"), actor_devices=v("actor_devices"),
       checkpoint_every=v("checkpoint_every"), decorrelate_steps=v("decorrelate_steps"),
-      envpool=v("envpool"), stop_at_return=v("stop_at_return"),
+      envpool=v("envpool"), vector_envs=v("vector_envs"), stop_at_return=v("stop_at_return"),
       async_batch_unrolls=v("async_batch_unrolls"),
       learner=learner_cfg)
 

@@ -116,6 +116,9 @@ class RunConfig:
       drive an envpool instance over num_envs / num_actors envs; num_executors envpool threads.
     stop_at_return: end the run once an evaluation's mean return reaches this (required-time
       experiments); needs eval_every > 0.
+    vector_envs: executors step plain CartPole-v1 blocks as one numpy vector
+      (`hts_jax.envs.blocks.CartPoleBlock`, bit-for-bit gymnasium's env); False steps every
+      gymnasium replica in turn (same results, slower; other envs always do).
     async_batch_unrolls: --mode=async: actor unrolls per learner update (0: num_actors, i.e. as
       many samples per update as HTS and sync; IMPALA uses a fixed batch whatever the actors).
   """
@@ -143,6 +146,7 @@ class RunConfig:
   checkpoint_every: int = 0
   decorrelate_steps: int = 0
   envpool: bool = False
+  vector_envs: bool = True
   stop_at_return: Optional[float] = None
   async_batch_unrolls: int = 0
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)

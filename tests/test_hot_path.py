@@ -96,7 +96,7 @@ def test_a_rows_action_does_not_depend_on_which_blocks_were_ready_with_it():
       assert (st.version[2, 6:8] == 7).all()
     for o in outs[1:]:
       np.testing.assert_array_equal(o, outs[0])
-    assert batcher.groups(rec(0, 1, 2, 3, 4))[0].tolist() == rec(0, 1, 2).tolist()
+    assert batcher.groups(rec(0, 1, 2, 3, 4))[0] == rec(0, 1, 2).tolist()
   finally:
     storages.close()
 

@@ -40,6 +40,14 @@ def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, referenc
   assert sum(len(r) for r in s["episode_returns"]) > 0
 
 
+def test_vectorised_cartpole_blocks_change_no_bit(tmp_path, reference):
+  """The reference steps CartPole blocks as numpy vectors; stepping every gymnasium replica in
+  turn (and in smaller blocks) gives the same run."""
+  s = modes.run(small_config(tmp_path, "plain", num_executors=4, vector_envs=False))
+  assert s["param_sha256"] == reference["param_sha256"]
+  assert s["episode_returns"] == reference["episode_returns"]
+
+
 def test_data_parallel_runtime_is_deterministic_too(tmp_path):
   """Learner and actors over 2 (forced CPU) devices: one hash for any actor/executor count."""
   runs = [modes.run(small_config(tmp_path, f"dp{a}", num_actors=a, num_executors=e,

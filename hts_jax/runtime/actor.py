@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -41,9 +41,13 @@ class ParamsBox:
     self.current = (version, params)
 
 
+Record = Sequence[int]  # (block, segment, t)
+
+
 class BlockBatcher:
   """Packs ready blocks into fixed-shape policy calls and writes the actions back (shared by the
-  HTS actor threads and the synchronous baseline's controller)."""
+  HTS actor threads, the synchronous baseline's controller and the envpool groups). The per-call
+  host work is a few slice copies: block spans and owners are precomputed Python ints."""
 
   def __init__(self, layout: BlockLayout, storages, policy, streams: np.ndarray, alpha: int,
                obs_shape, obs_dtype, rows: int):
@@ -52,44 +56,57 @@ class BlockBatcher:
     self.obs = np.zeros((rows,) + tuple(obs_shape), obs_dtype)
     self.seeds = np.zeros((rows, 2), np.uint32)
     self.streams = streams
-    self.slices = [layout.rows(b) for b in range(len(layout.blocks))]
+    self.spans = [(layout.rows(b).start, layout.rows(b).stop) for b in range(len(layout.blocks))]
+    self.owner = layout.owner().tolist()
 
-  def groups(self, records: np.ndarray) -> List[np.ndarray]:
-    """Splits `[n, 3]` (block, segment, t) records into consecutive groups that fit one call."""
-    out, start, used = [], 0, 0
-    for i, b in enumerate(records[:, 0].tolist()):
-      sl = self.slices[b]
-      k = sl.stop - sl.start
-      if used + k > self.rows:
-        out.append(records[start:i])
-        start, used = i, 0
-      used += k
-    out.append(records[start:])
+  def groups(self, records) -> List[List[Record]]:
+    """Splits (block, segment, t) records, in order, into consecutive groups that fit one call."""
+    if isinstance(records, np.ndarray):
+      records = records.tolist()
+    out: List[List[Record]] = [[]]
+    used = 0
+    for r in records:
+      lo, hi = self.spans[r[0]]
+      if used + hi - lo > self.rows:
+        out.append([])
+        used = 0
+      out[-1].append(r)
+      used += hi - lo
     return out
 
-  def act(self, group: np.ndarray, version: int, params) -> int:
+  def act(self, group, version: int, params) -> int:
     """One policy call for the group's blocks; returns the rows they filled."""
+    if isinstance(group, np.ndarray):
+      group = group.tolist()
     off, placed = 0, []
-    for b, seg, t in group.tolist():
-      sl = self.slices[b]
-      k = sl.stop - sl.start
+    obs, seeds = self.obs, self.seeds
+    for b, seg, t in group:
+      lo, hi = self.spans[b]
+      end = off + hi - lo
       st = self.storages.filling(seg)
-      self.obs[off:off + k] = st.obs[t, sl]
-      self.seeds[off:off + k, 0] = self.streams[sl]
-      self.seeds[off:off + k, 1] = seg * self.alpha + t  # the env's global step
-      placed.append((st, t, sl, off, k))
-      off += k
-    actions = self.policy.run_actions(params, self.obs, self.seeds)
-    for st, t, sl, o, k in placed:
-      st.actions[t, sl] = actions[o:o + k]
-      st.version[t, sl] = version
+      obs[off:end] = st.obs[t, lo:hi]
+      seeds[off:end, 0] = self.streams[lo:hi]
+      seeds[off:end, 1] = seg * self.alpha + t  # the env's global step
+      placed.append((st, t, lo, hi, off, end))
+      off = end
+    actions = self.policy.run_actions(params, obs, seeds)
+    for st, t, lo, hi, o, end in placed:
+      st.actions[t, lo:hi] = actions[o:end]
+      st.version[t, lo:hi] = version
     return off
+
+  def post(self, group, inboxes: Sequence[buffers.ActionWriter]) -> None:
+    """Tells each block's executor that its actions are in the storage (one write per owner)."""
+    by_owner: Dict[int, List[int]] = {}
+    for r in group:
+      by_owner.setdefault(self.owner[r[0]], []).append(r[0])
+    for k, blocks in by_owner.items():
+      inboxes[k].post_blocks(blocks)
 
 
 def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,
                state_writer: buffers.StateWriter, inboxes: Sequence[buffers.ActionWriter],
-               owner: np.ndarray, params: Callable[[], Tuple[int, object]],
-               stats: ActorStats) -> None:
+               params: Callable[[], Tuple[int, object]], stats: ActorStats) -> None:
   """The body of one HTS actor thread; returns when it reads a stop record (which it passes on)."""
   while True:
     t0 = time.perf_counter()
@@ -97,17 +114,18 @@ def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,
     stats.idle_s += time.perf_counter() - t0
     if records is None:
       return
-    stop = bool((records[:, 0] == buffers.STOP).any())
-    records = records[records[:, 0] >= 0]
-    if len(records):
+    ready, stop = [], False
+    for r in records.tolist():
+      if r[0] >= 0:
+        ready.append(r)
+      else:
+        stop = stop or r[0] == buffers.STOP
+    if ready:
       version, p = params()
-      for group in batcher.groups(records):
+      for group in batcher.groups(ready):
         stats.ready_rows += batcher.act(group, version, p)
         stats.calls += 1
-        blocks = group[:, 0]
-        owners = owner[blocks]
-        for k in np.unique(owners).tolist():
-          inboxes[k].post_blocks(blocks[owners == k])
+        batcher.post(group, inboxes)
     if stop:
       state_writer.post_stop()
       return

@@ -25,6 +25,7 @@ sent on one pipe per executor (single writer: no lock either). This module impor
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import functools
 import multiprocessing as mp
@@ -109,8 +110,10 @@ class RecordWriter:
   def __init__(self, conn, width: int):
     self.conn, self.width = conn, width
 
-  def write(self, records: np.ndarray) -> None:
-    data = np.ascontiguousarray(records, np.int32).tobytes()
+  def write(self, records) -> None:
+    """Writes `[n, width]` int32 records (an array, or a flat `array('i')`)."""
+    data = records.tobytes() if isinstance(records, array.array) else (
+        np.ascontiguousarray(records, np.int32).tobytes())
     chunk = (512 // (4 * self.width)) * 4 * self.width  # POSIX: PIPE_BUF >= 512 is atomic
     while data:
       n = os.write(self.conn.fileno(), data[:chunk])
@@ -121,9 +124,10 @@ class StateWriter(RecordWriter):
   """Executors' end of the state buffer."""
 
   def post(self, blocks, segment: int, ts) -> None:
-    blocks = np.asarray(blocks, np.int32)
-    rec = np.empty((len(blocks), _STATE_REC), np.int32)
-    rec[:, 0], rec[:, 1], rec[:, 2] = blocks, segment, ts
+    rec = array.array("i", bytes(4 * _STATE_REC * len(blocks)))
+    rec[0::3], rec[1::3], rec[2::3] = (array.array("i", blocks),
+                                       array.array("i", [segment] * len(blocks)),
+                                       array.array("i", ts))
     self.write(rec)
 
   def post_stop(self) -> None:
@@ -136,8 +140,9 @@ class ActionWriter(RecordWriter):
   """Actors' and the controller's end of one executor's action buffer (its inbox)."""
 
   def post_blocks(self, blocks) -> None:
-    blocks = np.asarray(blocks, np.int32)
-    self.write(np.stack([blocks, np.zeros_like(blocks)], -1))
+    rec = array.array("i", bytes(4 * _ACTION_REC * len(blocks)))
+    rec[0::2] = array.array("i", blocks)
+    self.write(rec)
 
   def post(self, code: int, arg: int = 0) -> None:
     self.write(np.array([[code, arg]], np.int32))

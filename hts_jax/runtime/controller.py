@@ -130,7 +130,7 @@ class Controller:
           index=k, env=cfg.env, env_kwargs=cfg.env_kwargs, seed=cfg.seed, alpha=cfg.alpha,
           storage=self.storages.spec, layout=runner.layout, delay_s=cfg.executor_delay_s,
           jitter_s=cfg.executor_jitter_s, decorrelate_steps=cfg.decorrelate_steps,
-          first_segment=self.first_segment,
+          first_segment=self.first_segment, vectorize=cfg.vector_envs,
           env_states=None if saved is None else {e: saved[e] for e in ids}))
     self.supervisor.spawn_executors(specs, self.inboxes,
                                     [self.state_buffers[o].writer for o in owners])

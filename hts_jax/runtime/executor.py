@@ -2,9 +2,10 @@
 
 An executor steps its envs in blocks (`buffers.BlockLayout`). It blocks (no spinning) on its action
 buffer until actors have written the actions of some of its blocks into the filling storage, steps
-each such block's envs, writes `(reward, done, next obs)` at `[t, rows]`, and posts the blocks that
-are ready again to the state buffer, all in one record write. While an actor computes one block's
-actions the executor steps another (Sample Factory's double-buffered sampling). After `alpha`
+each such block (`hts_jax.envs.blocks`: gymnasium replicas in turn, or plain CartPole-v1 in one
+tight loop), writes `(reward, done, next obs)` at `[t, rows]`, and posts the block to the state
+buffer as soon as it is stepped, so an actor can compute its actions while the executor steps the
+next block (Sample Factory's double-buffered sampling). After `alpha`
 steps of every env it reports `Done` and waits at the barrier for GO. Imports no JAX.
 
 Signals: executors start with SIGINT/SIGTERM blocked (inherited from the supervisor), move into a
@@ -22,11 +23,12 @@ import pickle
 import random
 import signal
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from hts_jax import envs, seeding
+from hts_jax.envs import blocks as env_blocks
 from hts_jax.runtime import buffers
 from hts_jax.runtime.buffers import BlockLayout, Done, EnvStates, Failed, Started
 from hts_jax.runtime.storage import Storages, StorageSpec
@@ -47,6 +49,8 @@ class ExecutorSpec:
   first_segment: int = 0
   # {env_id: pickled (env, last_obs)} to resume from a checkpoint instead of fresh resets.
   env_states: Optional[Dict[int, bytes]] = None
+  # Step plain CartPole-v1 blocks as one numpy vector (`envs.blocks.CartPoleBlock`; same bits).
+  vectorize: bool = True
 
   @property
   def env_ids(self) -> List[int]:
@@ -88,20 +92,24 @@ class _Executor:
     self.block_envs = {b: list(range(layout.blocks[b][0], sum(layout.blocks[b])))
                        for b in self.blocks}
     self.block_rows = {b: layout.rows(b) for b in self.blocks}
-    self.envs: Dict[int, Any] = {}
-    self.last_obs: Dict[int, Any] = {}
+    replicas: Dict[int, Any] = {}
+    last_obs: Dict[int, Any] = {}
     for e in spec.env_ids:
       where["env_id"] = e
       if spec.env_states is not None and e in spec.env_states:
-        self.envs[e], self.last_obs[e] = pickle.loads(spec.env_states[e])
+        replicas[e], last_obs[e] = pickle.loads(spec.env_states[e])
         continue
       env = envs.make_env(spec.env, spec.env_kwargs, train=True)
       obs, _ = env.reset(seed=seeding.env_seed(spec.seed, e))
       if spec.decorrelate_steps:
         obs = _decorrelate(env, obs, spec.decorrelate_steps,
                            seeding.decorrelation_seed(spec.seed, e))
-      self.envs[e], self.last_obs[e] = env, obs
+      replicas[e], last_obs[e] = env, obs
     where["env_id"] = None
+    self.env_blocks = {
+        b: env_blocks.make_block(ids, [replicas[e] for e in ids], [last_obs[e] for e in ids],
+                                 self.agents, where, vectorize=spec.vectorize)
+        for b, ids in self.block_envs.items()}
 
   def run(self) -> None:
     spec = self.spec
@@ -116,14 +124,14 @@ class _Executor:
       waited = time.perf_counter() - t0
       if records is None:
         break  # the controller has gone
-      codes = records[:, 0]
-      if (codes == buffers.STOP).any():
+      codes = records[:, 0].tolist()
+      if buffers.STOP in codes:
         break
       if codes[0] < 0:  # GO and SAVE come alone: the executor is at the barrier
-        code, arg = int(codes[0]), int(records[0, 1])
+        code, arg = codes[0], int(records[0, 1])
         self.idle_barrier += waited
         if code == buffers.SAVE:
-          self.ctrl.send(EnvStates(spec.index, *_pickle_envs(self.envs, self.last_obs)))
+          self.ctrl.send(EnvStates(spec.index, *_pickle_envs(self.env_blocks.values())))
         elif code == buffers.GO:
           segment = arg
           self._start_segment(segment, t)
@@ -131,24 +139,21 @@ class _Executor:
       self.idle_actions += waited
       t_busy = time.perf_counter()
       st = self.storages.filling(segment)
-      ready = []
-      for b in codes.tolist():
+      for b in codes:  # each block goes back to the actors as soon as it is stepped
         self._step_block(st, b, t[b])
         t[b] += 1
         if t[b] < spec.alpha:
-          ready.append(b)
+          self.state.post((b,), segment, (t[b],))
         else:
           finished += 1
       self.busy += time.perf_counter() - t_busy
-      if ready:
-        self.state.post(ready, segment, [t[b] for b in ready])
       if finished == len(self.blocks):
         finished = 0
         self.ctrl.send(Done(spec.index, segment, self.returns, self.lengths, self.idle_actions,
                             self.idle_barrier, self.busy))
         self._new_report()
-    for env in self.envs.values():
-      env.close()
+    for block in self.env_blocks.values():
+      block.close()
     self.storages.close()
 
   def _new_report(self) -> None:
@@ -158,49 +163,29 @@ class _Executor:
 
   def _start_segment(self, segment: int, t: Dict[int, int]) -> None:
     st = self.storages.filling(segment)
-    a = self.agents
     for b in self.blocks:
       t[b] = 0
-      dst = st.obs[0, self.block_rows[b]]
-      for i, e in enumerate(self.block_envs[b]):
-        dst[i * a:(i + 1) * a] = np.reshape(self.last_obs[e], dst.shape[1:] if a == 1 else
-                                            (a,) + dst.shape[1:])
+      self.env_blocks[b].observations(st.obs[0, self.block_rows[b]])
     self.state.post(self.blocks, segment, [0] * len(self.blocks))
 
   def _step_block(self, st, b: int, step: int) -> None:
     """Steps the block's envs with the actions at [step, rows]; writes step+1's data."""
-    spec, a = self.spec, self.agents
-    rows = self.block_rows[b]
-    actions = st.actions[step, rows]
-    rewards = st.rewards[step, rows]
-    dones = st.dones[step, rows]
-    next_obs = st.obs[step + 1, rows]
-    for i, e in enumerate(self.block_envs[b]):
-      self.where["env_id"] = e
-      act = int(actions[i]) if a == 1 else actions[i * a:(i + 1) * a].tolist()
-      obs, reward, terminated, truncated, info = self.envs[e].step(act)
-      if spec.delay_s or spec.jitter_s:
-        time.sleep(spec.delay_s + self.noise.uniform(0.0, spec.jitter_s))
-      if "episode_return" in info:  # raw score of a finished episode (a whole game on Atari)
-        self.returns[e].append(float(info["episode_return"]))
-        self.lengths[e].append(int(info["episode_length"]))
-      done = terminated or truncated
-      if done:
-        obs, _ = self.envs[e].reset()
-      if a == 1:
-        rewards[i], dones[i], next_obs[i] = reward, done, obs
-      else:
-        rewards[i * a:(i + 1) * a] = np.reshape(reward, a)
-        dones[i * a:(i + 1) * a] = float(done)
-        next_obs[i * a:(i + 1) * a] = np.reshape(obs, (a,) + next_obs.shape[1:])
-      self.last_obs[e] = obs
-    self.where["env_id"] = None
+    spec, rows = self.spec, self.block_rows[b]
+    finished: List[Tuple[int, float, int]] = []
+    self.env_blocks[b].step(st.actions[step, rows], st.rewards[step, rows], st.dones[step, rows],
+                            st.obs[step + 1, rows], finished)
+    for e, ret, length in finished:
+      self.returns[e].append(ret)
+      self.lengths[e].append(length)
+    if spec.delay_s or spec.jitter_s:
+      n = len(self.block_envs[b])
+      time.sleep(n * spec.delay_s + sum(self.noise.uniform(0.0, spec.jitter_s) for _ in range(n)))
 
 
-def _pickle_envs(envs_by_id, last_obs):
+def _pickle_envs(blocks):
   """({env_id: pickled (env, last_obs)}, "") or (None, reason) if some env cannot be pickled."""
   try:
-    return {e: pickle.dumps((env, last_obs[e])) for e, env in envs_by_id.items()}, ""
+    return {e: pickle.dumps(pair) for block in blocks for e, pair in block.replicas().items()}, ""
   except Exception as e:  # pylint: disable=broad-except
     return None, f"{type(e).__name__}: {e}"
 

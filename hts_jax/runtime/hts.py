@@ -36,14 +36,13 @@ def start_actors(runner, ctl, params: ParamsBox) -> None:
   """`num_actors` actor threads on the shared state buffer."""
   cfg, sup = runner.config, ctl.supervisor
   sb = ctl.state_buffers[0]
-  owner = runner.layout.owner()
   for i in range(cfg.num_actors):
     batcher = BlockBatcher(runner.layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
                            runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
     stats = ActorStats()
     ctl.actor_stats.append(stats)
     sup.start_thread(actor_loop, f"actor-{i}", batcher, sb.reader, sb.writer,
-                     [ib.writer for ib in ctl.inboxes], owner, lambda: params.current, stats)
+                     [ib.writer for ib in ctl.inboxes], lambda: params.current, stats)
   sup.on_shutdown(sb.writer.post_stop)
 
 

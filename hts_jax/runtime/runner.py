@@ -24,6 +24,14 @@ from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.learner_worker import LearnerWorker
 from hts_jax.types import DATA_AXIS, Segment
 
+# On CPU, XLA runs each call on the calling thread instead of handing it to a dispatch thread and
+# spinning until it is done: an actor's small policy call then costs ~65 us of CPU instead of
+# ~160 us (two threads busy per call), CPU that the executors need on a small machine
+# (`experiments/bench_sampler.py`). It takes full effect only before the CPU client exists, hence
+# at import. No result changes; the learner thread still computes while the actors act (XLA
+# releases the GIL). Accelerator backends are not affected.
+jax.config.update("jax_cpu_enable_async_dispatch", False)
+
 
 @dataclasses.dataclass(frozen=True)
 class Mode:

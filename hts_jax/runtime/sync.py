@@ -26,7 +26,7 @@ def run_sync(runner, ctl) -> Dict[str, Any]:
   ctl.spawn_executors()
   reader = ctl.state_buffers[0].reader
   layout = runner.layout
-  num_blocks, owner = len(layout.blocks), layout.owner()
+  num_blocks = len(layout.blocks)
   batcher = BlockBatcher(layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
                          runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
   stats = ActorStats()
@@ -54,8 +54,7 @@ def run_sync(runner, ctl) -> Dict[str, Any]:
       records = records[np.argsort(records[:, 0])]
       stats.ready_rows += batcher.act(records, learner.version, learner.state.params)
       stats.calls += 1
-      for k in range(cfg.num_executors):
-        ctl.inboxes[k].writer.post_blocks(records[owner[records[:, 0]] == k, 0])
+      batcher.post(records.tolist(), [ib.writer for ib in ctl.inboxes])
     recent = book.record_done(ctl.wait_done(seg))
     rollout = time.perf_counter() - t_roll
     book.rollout_s += rollout
