@@ -36,6 +36,7 @@ class Evaluator:
     self.submitted = 0
     self.error: Optional[str] = None
     self._queue: "queue.Queue" = queue.Queue()
+    self._cancel = threading.Event()
     self._thread = threading.Thread(target=self._loop, name="evaluator", daemon=True)
     self._thread.start()
 
@@ -56,9 +57,13 @@ class Evaluator:
     return self.results[:self._restored + n]
 
   def close(self, wait: bool = True) -> None:
+    """Finishes the evaluations already submitted (`wait`) or abandons them within one env step
+    (a failed or interrupted run). Either way the thread has ended on return: a thread still
+    inside an XLA call when the interpreter exits aborts the process."""
+    if not wait:
+      self._cancel.set()
     self._queue.put(None)
-    if wait:
-      self._thread.join()
+    self._thread.join()
 
   def latest(self) -> Optional[float]:
     return self.results[-1]["mean_return"] if self.results else None
@@ -71,7 +76,11 @@ class Evaluator:
           if item is None:
             return
           env_steps, wall, params = item
+          if self._cancel.is_set():
+            continue
           returns = self.evaluate(params)
+          if self._cancel.is_set():
+            continue  # abandoned part-way: not a result
           self.results.append({"env_steps": int(env_steps), "wall_time_s": float(wall),
                                "mean_return": float(np.mean(returns)),
                                "returns": [float(r) for r in returns]})
@@ -79,9 +88,11 @@ class Evaluator:
           self._queue.task_done()
     except Exception as e:  # pylint: disable=broad-except
       self.error = f"evaluator: {type(e).__name__}: {e}"
-      while True:  # keep draining so that wait_idle() cannot hang
-        self._queue.get()
+      while True:  # drain what is submitted until close()
+        item = self._queue.get()
         self._queue.task_done()
+        if item is None:
+          return
 
   def evaluate(self, params) -> List[float]:
     """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`); returns the raw
@@ -98,6 +109,8 @@ class Evaluator:
       returns = np.zeros(n)
       running = np.ones(n, bool)
       for t in range(MAX_EPISODE_STEPS):
+        if self._cancel.is_set():
+          break
         actions = self.policy.run_actions(params, obs,
                                           seeding.row_seeds(streams, np.full(n * a, t)))
         for i in np.flatnonzero(running):
