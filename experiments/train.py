@@ -8,6 +8,7 @@ Writes <logdir>/metrics.csv (one row per learner update) and <logdir>/summary.js
 Bad flag values fail before anything is spawned, with a one-line reason and exit code 2.
 """
 
+import dataclasses
 import json
 import sys
 
@@ -30,7 +31,8 @@ flags.DEFINE_enum("mode", "hts", list(hts_config.MODES),
                   "hts (HTS-RL), sync (synchronous A2C/PPO baseline), async (IMPALA, V-trace).")
 flags.DEFINE_enum("network", "auto", list(hts_config.NETWORKS),
                   "auto: CNN for images, MLP for vectors.")
-flags.DEFINE_integer("alpha", 5, "Synchronization interval: steps per env per segment.")
+flags.DEFINE_integer("alpha", 5, "Synchronization interval: steps per env per segment "
+                     "(default 5 with --algo=a2c, 128 with --algo=ppo).")
 flags.DEFINE_integer("num_envs", 16, "Env replicas.")
 flags.DEFINE_integer("num_executors", 4, "Executor processes (num_envs must divide evenly).")
 flags.DEFINE_integer("num_actors", 1, "Actor threads (batched inference).")
@@ -79,10 +81,21 @@ flags.DEFINE_float("executor_jitter_s", 0.0,
 flags.DEFINE_float("learner_delay_s", 0.0, "Testing: sleep added to every learner update.")
 
 
+# Defaults that depend on --algo, for flags given neither on the command line nor by the preset.
+# PPO's segment must hold whole minibatches of time steps: 128 steps per update as in Kostrikov's
+# PPO (which the paper uses) and the released HTS-RL PPO scripts.
+ALGO_DEFAULTS = {"a2c": {}, "ppo": {"alpha": 128}}
+
+
 def _value(name):
-  """The flag's value, or the preset's when the flag was not given on the command line."""
-  if FLAGS.preset and not FLAGS[name].present and name in PRESETS[FLAGS.preset]:
+  """The flag's value, or the preset's when the flag was not given on the command line, or the
+  algorithm's default (ALGO_DEFAULTS)."""
+  if FLAGS[name].present:
+    return FLAGS[name].value
+  if FLAGS.preset and name in PRESETS[FLAGS.preset]:
     return PRESETS[FLAGS.preset][name]
+  if name != "algo" and name in ALGO_DEFAULTS.get(_value("algo"), {}):
+    return ALGO_DEFAULTS[_value("algo")][name]
   return FLAGS[name].value
 
 
@@ -96,7 +109,6 @@ def build_config() -> hts_config.RunConfig:
   if not isinstance(env_kwargs, dict):
     raise hts_config.ConfigError("--env_kwargs must be a JSON object")
   total_steps = v("total_steps")
-  steps_per_update = v("alpha") * v("num_envs")
   learner_cfg = hts_config.LearnerConfig(
       algo=v("algo"), correction=v("correction"), optimizer=v("optimizer"), learning_rate=v("lr"),
       max_grad_norm=v("max_grad_norm"), gamma=v("gamma"), gae_lambda=v("gae_lambda"),
@@ -104,12 +116,7 @@ def build_config() -> hts_config.RunConfig:
       unroll_length=v("unroll_length"), ppo_epochs=v("ppo_epochs"),
       num_minibatches=v("num_minibatches"), clip_eps=v("clip_eps"),
       lr_decay_updates=0)
-  if v("lr_decay"):
-    updates = -(-total_steps // max(1, steps_per_update))
-    learner_cfg = hts_config.LearnerConfig(**{
-        **learner_cfg.__dict__,
-        "lr_decay_updates": updates * learner_cfg.num_sgd_steps(v("alpha"))})
-  return hts_config.RunConfig(
+  cfg = hts_config.RunConfig(
       env=v("env"), env_kwargs=env_kwargs, mode=v("mode"), network=v("network"), alpha=v("alpha"),
       num_envs=v("num_envs"), num_executors=v("num_executors"), num_actors=v("num_actors"),
       actor_batch=v("actor_batch"), total_steps=total_steps, seed=v("seed"),
@@ -122,6 +129,10 @@ def build_config() -> hts_config.RunConfig:
       envpool=v("envpool"), vector_envs=v("vector_envs"), stop_at_return=v("stop_at_return"),
       async_batch_unrolls=v("async_batch_unrolls"),
       learner=learner_cfg)
+  if v("lr_decay"):  # to 0 at the run's last optimizer step, whatever the mode
+    cfg = dataclasses.replace(cfg, learner=dataclasses.replace(
+        learner_cfg, lr_decay_updates=cfg.optimizer_steps))
+  return cfg
 
 
 def main(argv):

@@ -228,6 +228,20 @@ class RunConfig:
   def async_steps_per_update(self) -> int:
     return self.alpha * self.num_envs // self.num_actors * self.async_unrolls_per_update
 
+  @property
+  def learner_updates(self) -> int:
+    """Learner updates over the run: one per segment (hts, sync); async: one per batch of
+    `async_unrolls_per_update` unrolls."""
+    if self.mode == "async":
+      return -(-self.total_steps // self.async_steps_per_update)
+    return self.num_segments
+
+  @property
+  def optimizer_steps(self) -> int:
+    """Optimizer steps over the run (what `--lr_decay` decays over); a V-trace update is one."""
+    per = 1 if self.mode == "async" else self.learner.num_sgd_steps(self.alpha)
+    return self.learner_updates * per
+
   def env_ids_of_executor(self, executor: int):
     per = self.num_envs // self.num_executors
     return list(range(executor * per, (executor + 1) * per))

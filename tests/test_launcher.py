@@ -44,3 +44,49 @@ def test_short_run_prints_progress_and_result(tmp_path):
   assert "[hts]" in proc.stdout and "sps" in proc.stdout
   assert "done: 2,000 env steps" in proc.stdout
   assert os.path.exists(tmp_path / "run" / "summary.json")
+
+
+def _build_config(*flags):
+  from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
+  from experiments import train  # pylint: disable=import-outside-toplevel
+  absl_flags.FLAGS.unparse_flags()
+  absl_flags.FLAGS(["train", *flags])
+  try:
+    return train.build_config()
+  finally:
+    absl_flags.FLAGS.unparse_flags()
+
+
+@pytest.mark.parametrize("mode,expected", [("hts", 200), ("sync", 200), ("async", 800)])
+def test_lr_decay_spans_the_whole_run_in_every_mode(mode, expected):
+  """--lr_decay reaches 0 at the run's last optimizer step: async with 4 actors and one unroll per
+  update takes 4x as many updates as segments (it used to decay over the segment count)."""
+  cfg = _build_config(f"--mode={mode}", "--num_actors=4", "--num_envs=16", "--num_executors=4",
+                      "--alpha=5", "--unroll_length=5", "--total_steps=16000", "--lr_decay",
+                      "--async_batch_unrolls=1")
+  assert cfg.learner_updates == expected
+  assert cfg.learner.lr_decay_updates == expected  # one optimizer step per update here
+  ppo = _build_config("--algo=ppo", "--alpha=128", "--num_envs=16", "--num_executors=4",
+                      "--total_steps=20480", "--lr_decay", f"--mode={'hts' if mode == 'async' else mode}")
+  assert ppo.learner.lr_decay_updates == 10 * 4 * 4  # segments x epochs x minibatches
+
+
+@pytest.mark.parametrize("algo,mode", [("a2c", "hts"), ("a2c", "sync"), ("a2c", "async"),
+                                       ("ppo", "hts"), ("ppo", "sync")])
+def test_every_algo_and_mode_builds_on_its_defaults(algo, mode):
+  cfg = _build_config(f"--algo={algo}", f"--mode={mode}")
+  assert cfg.alpha == {"a2c": 5, "ppo": 128}[algo]
+  assert _build_config(f"--algo={algo}", f"--mode={mode}", "--alpha=320").alpha == 320
+
+
+def test_ppo_on_its_defaults_runs(tmp_path):
+  """`--algo=ppo` alone used to stop with 'alpha (segment length 5) must be a multiple of
+  num_minibatches (4)'."""
+  proc = launch(tmp_path, "--algo=ppo", "--total_steps=4096", "--num_executors=2")
+  assert proc.returncode == 0, proc.stderr
+  assert "done: 4,096 env steps" in proc.stdout
+
+
+def test_ppo_with_async_is_refused_in_one_line(tmp_path):
+  proc = launch(tmp_path, "--algo=ppo", "--mode=async")
+  assert proc.returncode == 2 and "use --algo=a2c" in proc.stderr

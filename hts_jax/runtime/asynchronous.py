@@ -154,13 +154,9 @@ class _Async:
         return
       seg += 1
 
-  def num_updates(self) -> int:
-    cfg = self.cfg
-    return -(-cfg.total_steps // cfg.async_steps_per_update)
-
   def learner(self) -> None:
     cfg, worker = self.cfg, self.runner.learner
-    for _ in range(self.num_updates()):
+    for _ in range(self.cfg.learner_updates):
       batch = []
       t0 = time.perf_counter()
       while len(batch) < cfg.async_unrolls_per_update:
@@ -200,7 +196,7 @@ def run_async(runner, ctl) -> Dict[str, Any]:
     sup.start_thread(a.actor, f"actor-{i}", i, stats)
   sup.start_thread(a.learner, "learner")
   sup.on_shutdown(a.unrolls.close)
-  n_updates = a.num_updates()
+  n_updates = cfg.learner_updates
   progress = reporting.Progress(n_updates * cfg.async_steps_per_update, cfg.log_every_s, "async")
   sup.wait(a.acting.is_set)  # the clock starts when the actors have started acting
   ctl.start_clock()
