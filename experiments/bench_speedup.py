@@ -17,8 +17,9 @@ Three grids, each row one setting:
   exponential  16 envs, exponential step times of growing mean (variance = mean^2)
   envs         1..32 envs at the highest variance (paper Fig. 4 right)
 Row fields: grid, num_envs, dist, step_time_mean_s, step_time_var, sps_hts, sps_sync, sps_async,
-speedup (= sps_hts / sps_sync), measured_over_predicted, and predicted_speedup: Eq. 7's ratio of lockstep (alpha = 1) to
-alpha-step collection time for that distribution (c = 0; no credit for overlapping learning).
+speedup (= sps_hts / sps_sync), measured_over_predicted, and predicted_speedup: Eq. 7's ratio of
+lockstep (alpha = 1) to alpha-step collection time for that distribution (c = 0; no credit for
+overlapping learning).
 For exponential steps Eq. 7 bounds the rollout gain at 16 envs by H_16 = 3.38 (alpha -> inf);
 overlapping a learner as slow as the rollout adds at most 1 more.
 """

@@ -25,7 +25,8 @@ from experiments import cli
 flags.DEFINE_list("targets", [], "ENV=RETURN pairs for the required time metric; ENV may be '*'.")
 flags.DEFINE_float("time_limit", None, "Wall-time limit (s) for the final time metric.")
 flags.DEFINE_integer("last", 10, "Evaluated policies in the final metric.")
-flags.DEFINE_integer("window", 1, "Evaluations averaged before comparing with the target.")
+flags.DEFINE_integer("window", 10, "Required time metric: evaluations in the running average "
+                     "compared with the target (the paper: the 10 most recent, 100 episodes).")
 flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")
 flags.DEFINE_integer("seed", 0, "Bootstrap seed.")
 flags.DEFINE_string("out", None, "Directory for the PNGs and report.json (none: no files).")

@@ -68,9 +68,10 @@ flags.DEFINE_integer("decorrelate_steps", 0,
 flags.DEFINE_bool("envpool", False,
                   "Atari fast path: envpool's thread pool as the executors (num_actors instances).")
 flags.DEFINE_bool("vector_envs", True,
-                  "Step plain CartPole-v1 blocks as one numpy vector (bit-for-bit gymnasium's).")
+                  "Step plain CartPole-v1 blocks in one tight loop (bit-for-bit gymnasium's).")
 flags.DEFINE_float("stop_at_return", None,
-                   "End the run once an evaluation's mean return reaches this.")
+                   "End the run once the running average return of the 10 most recent "
+                   "evaluations reaches this (the paper's required time metric).")
 flags.DEFINE_integer("async_batch_unrolls", 0,
                      "--mode=async: actor unrolls per learner update (0: num_actors).")
 flags.DEFINE_bool("resume", False, "Continue the run in --logdir from its newest checkpoint.")

@@ -114,9 +114,9 @@ class RunConfig:
       takes a random number in [0, decorrelate_steps] of uniform-random actions, keyed by env id.
     envpool: Atari through envpool (`hts_jax.runtime.envpool_group`): num_actors actor threads each
       drive an envpool instance over num_envs / num_actors envs; num_executors envpool threads.
-    stop_at_return: end the run once an evaluation's mean return reaches this (required-time
-      experiments); needs eval_every > 0.
-    vector_envs: executors step plain CartPole-v1 blocks as one numpy vector
+    stop_at_return: end the run once the running average return of the 10 most recent
+      evaluations reaches this (the paper's required time metric); needs eval_every > 0.
+    vector_envs: executors step plain CartPole-v1 blocks in one tight loop
       (`hts_jax.envs.blocks.CartPoleBlock`, bit-for-bit gymnasium's env); False steps every
       gymnasium replica in turn (same results, slower; other envs always do).
     async_batch_unrolls: --mode=async: actor unrolls per learner update (0: num_actors, i.e. as

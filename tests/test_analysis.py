@@ -111,9 +111,15 @@ def test_metrics_known_answers(tmp_path):
   # Within 7.5 s: evaluations at t = 0..7 (returns 0..70).
   assert metrics.final_time_metric(run, 7.5) == pytest.approx(35.0)
   assert metrics.final_time_metric(run, -1.0) is None
-  assert metrics.required_time_metric(run, 100.0) == {"wall_time_s": 10.0, "env_steps": 11000.0}
+  assert metrics.required_time_metric(run, 100.0, window=1) == {"wall_time_s": 10.0,
+                                                                 "env_steps": 11000.0}
   # Window 3: mean of (90, 100, 110) is the first >= 100.
   assert metrics.required_time_metric(run, 100.0, window=3)["wall_time_s"] == 11.0
+  # The paper's default, 10 evaluations: (40 + ... + 130) / 10 = 85, (50 + ... + 140) / 10 = 95.
+  assert metrics.required_time_metric(run, 90.0)["wall_time_s"] == 14.0
+  assert metrics.required_time_metric(run, 100.0)["wall_time_s"] == math.inf
+  # While fewer than 10 evaluations exist, the average is over those (deque semantics).
+  assert metrics.running_averages([4.0, 0.0, 2.0]) == [4.0, 2.0, 2.0]
   assert metrics.required_time_metric(run, 1e9)["wall_time_s"] == math.inf
   # Per-episode returns win over the stored mean when both are present.
   ep = metrics.Run(run.path, run.summary, ({"env_steps": 1, "wall_time_s": 0.0, "mean_return": 0.0,
@@ -152,7 +158,8 @@ def test_groups_and_summary(tmp_path):
   groups = metrics.group_runs(runs)
   assert len(groups) == 2
   rows = {r["method"]: r for r in metrics.summarize(groups, last=2, time_limit_s=2.5,
-                                                    targets={"*": 100.0}, resamples=1000)}
+                                                    targets={"*": 100.0}, resamples=1000,
+                                                    window=1)}
   assert set(rows) == {"HTS-RL (A2C)", "A2C (sync)"}
   hts = rows["HTS-RL (A2C)"]
   assert hts["seeds"] == [0, 1, 2]
@@ -199,6 +206,7 @@ def test_report_cli(tmp_path):
            for s in range(2)]
   out = tmp_path / "report"
   p = _cli("experiments.report", *dirs, "--targets=CartPole-v1=150", "--time_limit=1.5",
+           "--window=1",
            f"--out={out}", "--resamples=500")
   assert p.returncode == 0, p.stderr
   assert "HTS-RL (A2C)" in p.stdout and "A2C (sync)" in p.stdout

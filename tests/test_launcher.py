@@ -66,8 +66,9 @@ def test_lr_decay_spans_the_whole_run_in_every_mode(mode, expected):
                       "--async_batch_unrolls=1")
   assert cfg.learner_updates == expected
   assert cfg.learner.lr_decay_updates == expected  # one optimizer step per update here
+  ppo_mode = "hts" if mode == "async" else mode
   ppo = _build_config("--algo=ppo", "--alpha=128", "--num_envs=16", "--num_executors=4",
-                      "--total_steps=20480", "--lr_decay", f"--mode={'hts' if mode == 'async' else mode}")
+                      "--total_steps=20480", "--lr_decay", f"--mode={ppo_mode}")
   assert ppo.learner.lr_decay_updates == 10 * 4 * 4  # segments x epochs x minibatches
 
 

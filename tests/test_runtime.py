@@ -41,7 +41,7 @@ def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, referenc
 
 
 def test_vectorised_cartpole_blocks_change_no_bit(tmp_path, reference):
-  """The reference steps CartPole blocks as numpy vectors; stepping every gymnasium replica in
+  """The reference steps CartPole blocks in one tight loop; stepping every gymnasium replica in
   turn (and in smaller blocks) gives the same run."""
   s = modes.run(small_config(tmp_path, "plain", num_executors=4, vector_envs=False))
   assert s["param_sha256"] == reference["param_sha256"]

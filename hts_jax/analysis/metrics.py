@@ -4,8 +4,11 @@ intervals over seeds.
 - final metric: the mean evaluation return of the last `last` (10) evaluated policies; each
   evaluation is `eval_episodes` (10 in the paper) episodes, so 10 x 10 episodes.
 - final time metric: the final metric of the policies evaluated within a wall-time limit.
-- required time metric: the wall time (and env steps) at which the average evaluation return of
-  the last `window` evaluations first reaches a target.
+- required time metric: the wall time (and env steps) at which the running average evaluation
+  return first reaches a target: the paper's "running average of the most recent 100 evaluation
+  episodes, i.e., 10 episodes for each of the most recent ten policies" (`RUNNING_WINDOW`
+  evaluations, fewer while fewer exist, as a `deque(maxlen=...)` average does).
+  `--stop_at_return` stops a run on the same average (`running_averages`).
 Each is computed per run (seed); a group of seeds is summarized by its mean and a 95% percentile
 bootstrap interval of the mean (10,000 resamples of the seeds with replacement).
 
@@ -99,14 +102,22 @@ def final_time_metric(run: Run, time_limit_s: float, last: int = 10) -> Optional
   return final_metric(dataclasses.replace(run, evals=within), last) if within else None
 
 
-def required_time_metric(run: Run, target: float, window: int = 1) -> Dict[str, float]:
-  """First evaluation at which the mean return of the last `window` evaluations is >= target:
-  {"wall_time_s", "env_steps"}, both inf when the run never reached it."""
+RUNNING_WINDOW = 10  # evaluations (of 10 episodes each in the paper) in the running average
+
+
+def running_averages(returns: Sequence[float], window: int = RUNNING_WINDOW) -> List[float]:
+  """Entry i: the mean of evaluation returns [i - window + 1, i] (of those that exist)."""
   if window < 1:
     raise ValueError(f"need window >= 1, got {window}")
-  returns = [_eval_return(e) for e in run.evals]
-  for i in range(len(returns)):
-    if i + 1 >= window and np.mean(returns[i + 1 - window:i + 1]) >= target:
+  return [float(np.mean(returns[max(0, i + 1 - window):i + 1])) for i in range(len(returns))]
+
+
+def required_time_metric(run: Run, target: float,
+                         window: int = RUNNING_WINDOW) -> Dict[str, float]:
+  """First evaluation at which the running average return (`running_averages`) is >= target:
+  {"wall_time_s", "env_steps"}, both inf when the run never reached it."""
+  for i, avg in enumerate(running_averages([_eval_return(e) for e in run.evals], window)):
+    if avg >= target:
       return {"wall_time_s": float(run.evals[i]["wall_time_s"]),
               "env_steps": float(run.evals[i]["env_steps"])}
   return {"wall_time_s": math.inf, "env_steps": math.inf}
@@ -152,7 +163,8 @@ def method_label(key: Tuple, keys: Sequence[Tuple]) -> str:
 
 def summarize(groups: Dict[Tuple, List[Run]], *, last: int = 10,
               time_limit_s: Optional[float] = None, targets: Optional[Dict[str, float]] = None,
-              window: int = 1, resamples: int = 10_000, seed: int = 0) -> List[Dict[str, Any]]:
+              window: int = RUNNING_WINDOW, resamples: int = 10_000,
+              seed: int = 0) -> List[Dict[str, Any]]:
   """One row per group: the three metrics (mean and bootstrap CI over seeds) and the mean SPS.
   `targets` maps env name to the required-time target ('*' for any env)."""
   rows = []

@@ -119,13 +119,14 @@ class CartPoleBlock:
     # Python floats are IEEE doubles: the same operations give gymnasium's float64 results.
     self.consts = (c.gravity, c.masspole, c.total_mass, c.length, c.polemass_length, c.force_mag,
                    c.tau, c.x_threshold, c.theta_threshold_radians)
-    self.sutton_barto = [bool(x._sutton_barto_reward) for x in cores]  # pylint: disable=protected-access
-    self.max_steps = [int(ch[1]._max_episode_steps) for ch in chains]  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    self.sutton_barto = [bool(x._sutton_barto_reward) for x in cores]
+    self.max_steps = [int(ch[1]._max_episode_steps) for ch in chains]
     self.rngs = [x.np_random for x in cores]  # each env's own reset generator, shared with it
     self.state = [[float(v) for v in x.state] for x in cores]
-    self.elapsed = [int(ch[1]._elapsed_steps) for ch in chains]  # pylint: disable=protected-access
-    self.ret = [float(ch[0]._return) for ch in chains]  # pylint: disable=protected-access
-    self.len = [int(ch[0]._length) for ch in chains]  # pylint: disable=protected-access
+    self.elapsed = [int(ch[1]._elapsed_steps) for ch in chains]
+    self.ret = [float(ch[0]._return) for ch in chains]
+    self.len = [int(ch[0]._length) for ch in chains]
     self.synced = True
 
   def observations(self, out: np.ndarray) -> None:

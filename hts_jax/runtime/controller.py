@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from hts_jax.analysis import metrics as eval_metrics
 from hts_jax.runtime import buffers, checkpoint, reporting
 from hts_jax.runtime.bookkeeping import Book, summary
 from hts_jax.runtime.buffers import ActionBuffer, Done, EnvStates, StateBuffer, Started
@@ -191,14 +192,17 @@ class Controller:
         book.next_eval += self.config.eval_every
 
   def target_reached(self) -> bool:
-    """`--stop_at_return`, judged on the evaluations submitted before the current boundary (the
+    """`--stop_at_return`, judged on the running average of the evaluations (`analysis.metrics.
+    running_averages`) submitted before the current boundary (the
     previous boundary's is waited for if it is still running): a deterministic point."""
     target = self.config.stop_at_return
     n = self.evaluator.submitted  # this boundary's evaluation is submitted after this call
     if target is None or not n:
       return False
     results = self.evaluator.results_upto(n, self.supervisor.wait)
-    return any(r["mean_return"] >= target for r in results)
+    # The paper's required-time average: the running mean of the 10 most recent evaluations.
+    return any(avg >= target for avg in eval_metrics.running_averages(
+        [r["mean_return"] for r in results]))
 
   def progress(self, progress: reporting.Progress, env_steps: int) -> None:
     progress.update(env_steps, self.wall(), self.runner.learner.version,

@@ -49,7 +49,7 @@ class ExecutorSpec:
   first_segment: int = 0
   # {env_id: pickled (env, last_obs)} to resume from a checkpoint instead of fresh resets.
   env_states: Optional[Dict[int, bytes]] = None
-  # Step plain CartPole-v1 blocks as one numpy vector (`envs.blocks.CartPoleBlock`; same bits).
+  # Step plain CartPole-v1 blocks in one tight loop (`envs.blocks.CartPoleBlock`; same bits).
   vectorize: bool = True
 
   @property
