@@ -188,8 +188,8 @@ class RunConfig:
       _check(self.learner.correction == "delayed",
              f"--correction applies to --mode=hts (the baselines have no policy lag to "
              f"correct, or correct it with V-trace), got {self.learner.correction!r}")
-      _check(not self.envpool, "--envpool is for --mode=hts")
     if self.mode == "async":
+      _check(not self.envpool, "--envpool is for --mode=hts and --mode=sync")
       _check(self.learner.algo == "a2c",
              "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
       _check(self.async_batch_unrolls >= 0,

@@ -103,3 +103,22 @@ def test_atari_evaluation_uses_up_to_30_noop_starts():
   starts = {env.reset(seed=s)[0].tobytes() for s in range(6)}
   assert len(starts) > 1
   env.close()
+
+
+def test_sync_baseline_runs_on_envpool_too(tmp_path):
+  """HTS-with-envpool can be compared with sync on the same env engine (it used to be refused with
+  '--envpool is for --mode=hts'). Lockstep A2C: lag 0 everywhere; actor groups change no bit."""
+  pytest.importorskip("envpool")
+
+  def run(actors):
+    cfg = RunConfig(env="atari:Breakout", envpool=True, mode="sync", alpha=5, num_envs=4,
+                    num_executors=actors, num_actors=actors, total_steps=4 * 5 * 3, seed=1,
+                    eval_episodes=1, logdir=str(tmp_path / f"sync{actors}"), log_every_s=1e9,
+                    env_kwargs={"max_num_frames_per_episode": 400},
+                    learner=LearnerConfig(algo="a2c", unroll_length=5))
+    return modes.run(cfg)
+  a, b = run(1), run(2)
+  assert a["mode"] == "sync" and a["updates"] == 3
+  assert a["policy_lag"]["histogram"] == {"0": 3}
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]

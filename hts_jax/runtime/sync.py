@@ -2,18 +2,20 @@
 composed of the same parts as HTS: the envs (stepped in blocks by executor processes) step in
 lockstep, with one batched inference per step for all of them on a fixed `[num_rows]` shape;
 after `alpha` steps the learner updates while the rollout waits; no delayed gradient (policy lag
-0). Deterministic like HTS.
+0). Deterministic like HTS. With `--envpool` the envpool groups of the HTS fast path collect the
+segment instead (same env engine as HTS-with-envpool; `--num_actors=1` is one lockstep pool).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 import numpy as np
 
 from hts_jax.runtime import reporting, supervisor
-from hts_jax.runtime.actor import ActorStats, BlockBatcher
+from hts_jax.runtime.actor import ActorStats, BlockBatcher, ParamsBox
+from hts_jax.runtime.envpool_group import start_envpool_groups
 from hts_jax.runtime.runner import Mode
 
 
@@ -21,26 +23,22 @@ def _policy_rows(runner) -> int:
   return runner.num_rows
 
 
-def run_sync(runner, ctl) -> Dict[str, Any]:
-  cfg, book, learner, sup = runner.config, ctl.book, runner.learner, ctl.supervisor
+def _executor_rollout(runner, ctl) -> Callable[[int], list]:
+  """Executor processes in lockstep: per step, wait for every block (the slowest env decides),
+  then one batched inference for all of them."""
+  cfg, learner, sup = runner.config, runner.learner, ctl.supervisor
   ctl.spawn_executors()
   reader = ctl.state_buffers[0].reader
-  layout = runner.layout
-  num_blocks = len(layout.blocks)
-  batcher = BlockBatcher(layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
+  num_blocks = len(runner.layout.blocks)
+  batcher = BlockBatcher(runner.layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
                          runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
   stats = ActorStats()
   ctl.actor_stats.append(stats)
-  first, n_seg, per_seg = ctl.first_segment, cfg.num_segments, cfg.steps_per_segment
-  progress = reporting.Progress(n_seg * per_seg, cfg.log_every_s, "sync")
-  ctl.wait_started()
-  ctl.start_clock()
-  steps = first * per_seg
-  for seg in range(first, n_seg):
+  inboxes = [ib.writer for ib in ctl.inboxes]
+
+  def rollout(seg: int) -> list:
     ctl.go(seg)
-    t_roll = time.perf_counter()
     for t in range(cfg.alpha):
-      # Wait for every block (the slowest env decides), then one batched inference for all.
       t0 = time.perf_counter()
       got = []
       while sum(len(r) for r in got) < num_blocks:
@@ -51,14 +49,44 @@ def run_sync(runner, ctl) -> Dict[str, Any]:
       stats.idle_s += time.perf_counter() - t0
       if not (records[:, 1] == seg).all() or not (records[:, 2] == t).all():
         raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records.tolist()}")
-      records = records[np.argsort(records[:, 0])]
+      records = records[np.argsort(records[:, 0])].tolist()
       stats.ready_rows += batcher.act(records, learner.version, learner.state.params)
       stats.calls += 1
-      batcher.post(records.tolist(), [ib.writer for ib in ctl.inboxes])
-    recent = book.record_done(ctl.wait_done(seg))
-    rollout = time.perf_counter() - t_roll
-    book.rollout_s += rollout
-    book.learner_idle += rollout  # the learner waits for the whole rollout
+      batcher.post(records, inboxes)
+    return ctl.wait_done(seg)
+
+  return rollout
+
+
+def _envpool_rollout(runner, ctl) -> Callable[[int], list]:
+  """`--envpool`: envpool groups (one per actor, `envpool_group.py`) step `alpha` steps with the
+  params published at the boundary, each group in lockstep over its envs."""
+  learner = runner.learner
+  params = ParamsBox(learner.version, runner.actor_params(learner.state.params))
+  start_envpool_groups(runner, ctl, params)
+
+  def rollout(seg: int) -> list:
+    params.publish(learner.version, runner.actor_params(learner.state.params))
+    ctl.go(seg)
+    return ctl.wait_done(seg)
+
+  return rollout
+
+
+def run_sync(runner, ctl) -> Dict[str, Any]:
+  cfg, book, learner = runner.config, ctl.book, runner.learner
+  rollout = (_envpool_rollout if cfg.envpool else _executor_rollout)(runner, ctl)
+  first, n_seg, per_seg = ctl.first_segment, cfg.num_segments, cfg.steps_per_segment
+  progress = reporting.Progress(n_seg * per_seg, cfg.log_every_s, "sync")
+  ctl.wait_started()
+  ctl.start_clock()
+  steps = first * per_seg
+  for seg in range(first, n_seg):
+    t_roll = time.perf_counter()
+    recent = book.record_done(rollout(seg))
+    rollout_s = time.perf_counter() - t_roll
+    book.rollout_s += rollout_s
+    book.learner_idle += rollout_s  # the learner waits for the whole rollout
     # Learning, while the envs wait (lag 0: the params that acted are the ones updated).
     steps = (seg + 1) * per_seg
     ctl.log_update(learner.learn_now(seg, ctl.storages.learning(seg)), recent, steps)
