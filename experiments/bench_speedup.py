@@ -2,7 +2,7 @@ r"""Speedup of HTS-RL over synchronous A2C (and IMPALA-style async for reference
 variable-step-time env (paper Fig. 4). Prints one JSON object and draws PNGs.
 
   python -m experiments.bench_speedup --quick          # reduced grid, about 1.5 minutes
-  python -m experiments.bench_speedup --grids=variance # one grid
+  python -m experiments.bench_speedup --grids=variance --repeats=3   # one grid, medians of 3
   python -m experiments.bench_speedup --out=runs/speedup
 
 Every setting runs the three modes side by side (same env, network, A2C losses, 5-step returns,
@@ -26,6 +26,7 @@ overlapping a learner as slow as the rollout adds at most 1 more.
 
 import json
 import os
+import statistics
 import sys
 
 from absl import app
@@ -44,6 +45,7 @@ flags.DEFINE_list("exp_means", ["0.5e-3", "1e-3", "2e-3", "4e-3", "8e-3", "16e-3
                   "Exponential grid: mean step times (s).")
 flags.DEFINE_list("envs", ["1", "2", "4", "8", "16", "32"], "Envs grid (at the highest variance).")
 flags.DEFINE_list("grids", ["variance", "exponential", "envs"], "Which grids to run.")
+flags.DEFINE_integer("repeats", 1, "Runs per mode and setting (interleaved); SPS is their median.")
 FLAGS = flags.FLAGS
 
 _SYNC_ALPHA = 5
@@ -81,7 +83,11 @@ def _run(mode, num_envs, mean_s, var_ratio):
 
 
 def _row(grid, num_envs, mean_s, var_ratio):
-  sps = {m: _run(m, num_envs, mean_s, var_ratio) for m in ("hts", "sync", "async")}
+  runs = {"hts": [], "sync": [], "async": []}
+  for _ in range(FLAGS.repeats):  # interleaved, so that a noisy stretch hits every mode
+    for m in runs:
+      runs[m].append(_run(m, num_envs, mean_s, var_ratio))
+  sps = {m: statistics.median(v) for m, v in runs.items()}
   row = {"grid": grid, "num_envs": num_envs, "dist": _kwargs(mean_s, var_ratio)["dist"],
          "step_time_mean_s": mean_s, "step_time_var": var_ratio * mean_s ** 2,
          "var_over_mean2": var_ratio, "hts_alpha": FLAGS.hts_alpha,
@@ -89,6 +95,8 @@ def _row(grid, num_envs, mean_s, var_ratio):
          "sps_async": round(sps["async"], 1), "speedup": round(sps["hts"] / sps["sync"], 2),
          "predicted_speedup": round(_predicted(num_envs, mean_s, var_ratio, FLAGS.hts_alpha), 2)}
   row["measured_over_predicted"] = round(row["speedup"] / row["predicted_speedup"], 3)
+  if FLAGS.repeats > 1:
+    row.update({f"sps_{m}_runs": [round(x, 1) for x in v] for m, v in runs.items()})
   print(json.dumps(row), file=sys.stderr, flush=True)
   return row
 
