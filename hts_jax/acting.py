@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import losses
-from hts_jax.types import DATA_AXIS
+from hts_jax.types import DATA_AXIS, ApplyFn
 from jax.sharding import Mesh, PartitionSpec as P
 
 
@@ -30,7 +30,7 @@ def row_keys(seeds: chex.Array) -> chex.Array:
   return jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s[0]), s[1]))(seeds)
 
 
-def build_policy_core(apply_fn: Callable, greedy: bool = False) -> Callable:
+def build_policy_core(apply_fn: ApplyFn, greedy: bool = False) -> Callable:
   """Pure `core(params, obs [P, ...], seeds [P, 2]) -> (actions [P], extras)`."""
 
   def core(params, obs, seeds):
@@ -56,7 +56,7 @@ class PolicyStep:
   replicated); each device then sees a fixed `[batch_size / num_devices, ...]` shape.
   """
 
-  def __init__(self, apply_fn: Callable, batch_size: int, greedy: bool = False,
+  def __init__(self, apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
                devices: Optional[Sequence[jax.Device]] = None):
     self.batch_size = int(batch_size)
     core = build_policy_core(apply_fn, greedy)
@@ -100,7 +100,7 @@ class PolicyStep:
     return actions, extras
 
 
-def make_policy_step(apply_fn: Callable, batch_size: int, greedy: bool = False,
+def make_policy_step(apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
                      devices: Optional[Sequence[jax.Device]] = None) -> PolicyStep:
   """Factory for `PolicyStep` (see its docstring)."""
   return PolicyStep(apply_fn, batch_size, greedy=greedy, devices=devices)

@@ -13,7 +13,8 @@ ALGOS = ("a2c", "ppo")
 CORRECTIONS = ("delayed", "truncated_is", "none")
 OPTIMIZERS = ("rmsprop", "adam")
 MODES = ("hts", "sync", "async")
-NETWORKS = ("auto", "cnn", "mlp")
+NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
+NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
 
 
 class ConfigError(ValueError):

@@ -32,9 +32,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from hts_jax import losses
 from hts_jax.config import LearnerConfig
-from hts_jax.types import DATA_AXIS, Segment, TrainState, Unroll
-
-ApplyFn = Callable[..., Tuple[chex.Array, chex.Array]]
+from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState, Unroll
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
 
 # Convolution gradients inside `lax.scan` run ~10x slower on XLA CPU (jax-ml/jax#12868, FACTS.md),

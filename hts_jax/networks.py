@@ -12,11 +12,13 @@ head and 1 for the value head.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
+
+from hts_jax.config import NETWORK_KINDS
 
 _TORSO_INIT = nn.initializers.orthogonal(np.sqrt(2.0))
 _POLICY_INIT = nn.initializers.orthogonal(0.01)
@@ -66,7 +68,7 @@ class MLP(nn.Module):
     return logits, value[:, 0]
 
 
-NETWORKS = ("cnn", "mlp")
+NETWORKS = NETWORK_KINDS  # the one list, in the JAX-free config
 
 
 def make_network(kind: str, num_actions: int) -> nn.Module:
@@ -82,5 +84,3 @@ def default_network_for(obs_shape: Sequence[int]) -> str:
   """'cnn' for image-like observations `[H, W, C]`, 'mlp' for vectors."""
   return "cnn" if len(obs_shape) == 3 and min(obs_shape[:2]) >= 36 else "mlp"
 
-
-ApplyFn = Callable  # apply(params, obs [N, ...]) -> (logits [N, A], value [N])

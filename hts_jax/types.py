@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Tuple
 
 import chex
 import flax.struct
@@ -18,6 +18,9 @@ from hts_jax.config import ConfigError, LearnerConfig, RunConfig  # noqa: F401
 
 # The one named data-parallel axis (STYLE.md convention 6).
 DATA_AXIS = "data"
+
+# A network's pure apply: `apply(params, obs [N, ...]) -> (logits [N, A], value [N])`.
+ApplyFn = Callable[..., Tuple[chex.Array, chex.Array]]
 
 
 @flax.struct.dataclass
