@@ -12,15 +12,16 @@ kinds:
   dicts and the small numpy arrays that make one gymnasium step cost ~15 us (Sample Factory's
   and envpool's point: keep per-env Python calls off the hot path). For blocks of 8-32 envs a
   loop of Python float operations is cheaper than ~50 numpy calls on tiny arrays (measured:
-  ~3 us per env in blocks of 8, against ~11 us as numpy ops and ~20 us through gymnasium). It is
-  bit-for-bit the gymnasium env: it takes over the state
-  of the replicas it was built from (physics state, each env's own reset `np_random`, the
-  `TimeLimit` step count, the episode's return), evaluates gymnasium's `CartPoleEnv.step`
-  expression by expression on doubles (the same IEEE operations in the same order), resets a
-  finished env from that env's own generator, and writes the state back into the replicas
-  whenever they are asked for (checkpoints pickle the replicas). So an env's trajectory does not
-  depend on which block it is in, and runs give the same bits as with `GymBlock`
-  (`tests/test_blocks.py`, `tests/test_runtime.py`).
+  ~3 us per env in blocks of 8, against ~11 us as numpy ops and ~20 us through gymnasium).
+  It is bit-for-bit the gymnasium env: it takes over the state of the replicas it was built
+  from (physics state, each env's own reset `np_random`, the `TimeLimit` step count, the
+  episode's return), evaluates gymnasium's `CartPoleEnv.step` expression by expression on
+  doubles (the same IEEE operations in the same order; sin and cos from libm, one element at a
+  time, which numpy's float64 loops match), resets a finished env from that env's own
+  generator, and writes the state back into the replicas whenever they are asked for
+  (checkpoints pickle the replicas). So an env's trajectory does not depend on which block it is
+  in, and runs give the same bits as with `GymBlock` (`tests/test_blocks.py`,
+  `tests/test_runtime.py`).
 
 `make_block` picks `CartPoleBlock` when every replica is a plain `CartPole-v1` (any
 `max_episode_steps` / `sutton_barto_reward`) and `GymBlock` otherwise.
