@@ -23,7 +23,7 @@ import pickle
 import random
 import signal
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -171,7 +171,7 @@ class _Executor:
   def _step_block(self, st, b: int, step: int) -> None:
     """Steps the block's envs with the actions at [step, rows]; writes step+1's data."""
     spec, rows = self.spec, self.block_rows[b]
-    finished: List[Tuple[int, float, int]] = []
+    finished: List[env_blocks.Finished] = []
     self.env_blocks[b].step(st.actions[step, rows], st.rewards[step, rows], st.dones[step, rows],
                             st.obs[step + 1, rows], finished)
     for e, ret, length in finished:
