@@ -87,7 +87,7 @@ def test_a_rows_action_does_not_depend_on_which_blocks_were_ready_with_it():
     policy = acting.make_policy_step(net.apply, layout.policy_rows)
     streams = np.arange(100, 112, dtype=np.uint32)
     batcher = BlockBatcher(layout, storages, policy, streams, 4, (4,), np.float32, 6)
-    rec = lambda *bs: np.array([[b, 1, 2] for b in bs], np.int32)
+    rec = lambda *bs: [[b, 1, 2] for b in bs]
     outs = []
     for group in (rec(3), rec(3, 0, 5), rec(1, 3), rec(4, 2, 3)):
       st.actions[...] = -1
@@ -96,7 +96,7 @@ def test_a_rows_action_does_not_depend_on_which_blocks_were_ready_with_it():
       assert (st.version[2, 6:8] == 7).all()
     for o in outs[1:]:
       np.testing.assert_array_equal(o, outs[0])
-    assert batcher.groups(rec(0, 1, 2, 3, 4))[0] == rec(0, 1, 2).tolist()
+    assert batcher.groups(rec(0, 1, 2, 3, 4))[0] == rec(0, 1, 2)
   finally:
     storages.close()
 

@@ -59,10 +59,8 @@ class BlockBatcher:
     self.spans = [(layout.rows(b).start, layout.rows(b).stop) for b in range(len(layout.blocks))]
     self.owner = layout.owner().tolist()
 
-  def groups(self, records) -> List[List[Record]]:
+  def groups(self, records: Sequence[Record]) -> List[List[Record]]:
     """Splits (block, segment, t) records, in order, into consecutive groups that fit one call."""
-    if isinstance(records, np.ndarray):
-      records = records.tolist()
     out: List[List[Record]] = [[]]
     used = 0
     for r in records:
@@ -74,10 +72,8 @@ class BlockBatcher:
       used += hi - lo
     return out
 
-  def act(self, group, version: int, params) -> int:
+  def act(self, group: Sequence[Record], version: int, params) -> int:
     """One policy call for the group's blocks; returns the rows they filled."""
-    if isinstance(group, np.ndarray):
-      group = group.tolist()
     off, placed = 0, []
     obs, seeds = self.obs, self.seeds
     for b, seg, t in group:

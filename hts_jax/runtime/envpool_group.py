@@ -40,7 +40,7 @@ class EnvpoolGroup:
     layout = runner.layout
     self.m = layout.envs_per_executor
     self.env_ids = np.arange(index * self.m, (index + 1) * self.m)
-    self.blocks = np.asarray(layout.blocks_of_executor(index), np.int32)
+    self.blocks = layout.blocks_of_executor(index)
     self.storages, self.params = ctl.storages, params
     self.batcher = BlockBatcher(layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
                                 runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
@@ -92,8 +92,7 @@ class EnvpoolGroup:
         busy = 0.0
         for t in range(self.alpha):
           version, params = self.params.current
-          records = np.stack([self.blocks, np.full_like(self.blocks, segment),
-                              np.full_like(self.blocks, t)], -1)
+          records = [(b, segment, t) for b in self.blocks]
           for group in self.batcher.groups(records):
             self.stats.ready_rows += self.batcher.act(group, version, params)
             self.stats.calls += 1
