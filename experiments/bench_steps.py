@@ -31,8 +31,9 @@ def main(argv):
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp
   import numpy as np
-  from hts_jax import acting, learner, networks
+  from hts_jax import learner, networks
   from hts_jax.config import LearnerConfig
+  from hts_jax.runtime.policy import make_policy_step
   from hts_jax.types import Segment
 
   rows = []
@@ -51,7 +52,7 @@ def main(argv):
                   rewards=jnp.ones((alpha, num_envs)), dones=jnp.zeros((alpha, num_envs)))
     rows.append({"step": "learner_a2c_rmsprop", "network": kind, "batch": alpha * num_envs,
                  **_time(lambda: step(state, seg)[0].params, FLAGS.repeats)})
-    policy = acting.make_policy_step(net.apply, num_envs)
+    policy = make_policy_step(net.apply, num_envs)
     seeds = np.zeros((num_envs, 2), np.uint32)
     rows.append({"step": "policy", "network": kind, "batch": num_envs,
                  **_time(lambda: policy.run_fixed(params, obs[0], seeds)[0], FLAGS.repeats)})

@@ -1,8 +1,20 @@
-"""What every launcher shares: user errors are one `error:` line and exit code 2."""
+"""What every launcher shares: user errors are one `error:` line and exit code 2; flags made from
+the config dataclasses' fields."""
 
+import ast
+import dataclasses
+import inspect
+import json
 import sys
+import textwrap
+import typing
 
 from absl import flags
+
+from hts_jax import config as hts_config
+
+# The DEFINE_* calls below define their caller's flags: `--help` lists them as the launcher's own.
+flags.disclaim_key_flags()
 
 
 def fail(message: str, code: int = 2):
@@ -16,6 +28,78 @@ def parse_flags(argv):
     return flags.FLAGS(argv)
   except flags.Error as e:
     fail(str(e).splitlines()[0], 2)
+
+
+def field_docs(cls) -> typing.Dict[str, str]:
+  """A dataclass's field docstrings (the string literal under a field, as Sphinx and tyro read
+  them) by field name, white space folded."""
+  body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+  return {node.target.id: " ".join(doc.value.value.split())
+          for node, doc in zip(body, body[1:])
+          if isinstance(node, ast.AnnAssign) and isinstance(doc, ast.Expr)
+          and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)}
+
+
+def _fields(cls, skip):
+  """(field, type) of the dataclass `cls`'s fields but those in `skip`; Optional[T] is T."""
+  hints = typing.get_type_hints(cls)
+  for field in dataclasses.fields(cls):
+    if field.name in skip:
+      continue
+    kind = hints[field.name]
+    if typing.get_origin(kind) is typing.Union:  # Optional[T]: a T flag whose default is None
+      kind, = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+    yield field, typing.get_origin(kind) or kind
+
+
+def define_config_flags(cls, renamed=None, skip=()) -> None:
+  """Defines a flag for every field of the config dataclass `cls` (a nested config's fields are
+  flags of their own), named as the field or `renamed[field name]`, with the field's default and
+  its docstring as help. Types: bool, int, float, str (an enum where `hts_config.CHOICES` lists
+  the values), dict (a JSON object). Fields in `skip` get none."""
+  renamed, docs = renamed or {}, field_docs(cls)
+  for field, kind in _fields(cls, skip):
+    if dataclasses.is_dataclass(kind):
+      define_config_flags(kind, renamed, skip)
+      continue
+    name = renamed.get(field.name, field.name)
+    if field.name not in docs:
+      raise TypeError(f"{cls.__name__}.{field.name} has no docstring (the help of --{name})")
+    default = (field.default if field.default_factory is dataclasses.MISSING
+               else field.default_factory())
+    if kind is str and field.name in hts_config.CHOICES:
+      flags.DEFINE_enum(name, default, list(hts_config.CHOICES[field.name]), docs[field.name])
+    elif kind in (bool, int, float, str, dict):
+      define = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+                str: flags.DEFINE_string, dict: flags.DEFINE_string}[kind]
+      define(name, json.dumps(default) if kind is dict else default, docs[field.name])
+    else:
+      raise TypeError(f"{cls.__name__}.{field.name}: no flag type for {kind}")
+
+
+def config_from_flags(cls, value, renamed=None, skip=()):
+  """The config dataclass `cls` built from the flags `define_config_flags` defined: `value(flag
+  name)` gives each flag's value; fields in `skip` keep their defaults. Raises ConfigError."""
+  renamed, kwargs = renamed or {}, {}
+  for field, kind in _fields(cls, skip):
+    if dataclasses.is_dataclass(kind):
+      kwargs[field.name] = config_from_flags(kind, value, renamed, skip)
+      continue
+    name = renamed.get(field.name, field.name)
+    kwargs[field.name] = _json_object(name, value(name)) if kind is dict else value(name)
+  return cls(**kwargs)
+
+
+def _json_object(name, text):
+  if isinstance(text, dict):  # a preset's
+    return text
+  try:
+    obj = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise hts_config.ConfigError(f"--{name} is not valid JSON: {e}") from None
+  if not isinstance(obj, dict):
+    raise hts_config.ConfigError(f"--{name} must be a JSON object")
+  return obj
 
 
 def run_quiet(**config):

@@ -1,28 +1,21 @@
-"""The keyed policy step used by actors: `step(params, obs, seeds) -> (actions, extras)`.
+"""The pure keyed policy core used by actors: `core(params, obs, seeds) -> (actions, extras)`.
 
 Each row's action is sampled with the key `fold_in(PRNGKey(seed[0]), seed[1])` derived from that
-row's seed only (`hts_jax.seeding`: seed = (the env's action stream, the env's global step)).
-
-Bitwise batch invariance. XLA CPU gives a row different low-order bits in a batch of 1 than inside
-a batch of 16 (FACTS.md), which could flip a sampled action. Inside one *fixed* shape, however, a
-row's outputs do not depend on its position or on the other rows (checked by
-`tests/test_acting.py`). So the compiled core always runs on `[batch_size, ...]`; the host wrapper
-pads a request of N rows and splits it into chunks of `batch_size`. The runtime goes further and
-keeps each env at the fixed row `env_id` of a `[num_envs, ...]` buffer.
+row's seed only (`hts_jax.seeding`: seed = (the env's action stream, the env's global step)), so a
+row's action depends only on (params, obs row, seed). The host wrapper that runs this core on a
+fixed padded shape, for bitwise batch invariance, is `hts_jax.runtime.policy`.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable
 
 import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from hts_jax import losses
-from hts_jax.types import DATA_AXIS, ApplyFn
-from jax.sharding import Mesh, PartitionSpec as P
+from hts_jax.types import ApplyFn
 
 
 def row_keys(seeds: chex.Array) -> chex.Array:
@@ -45,62 +38,3 @@ def build_policy_core(apply_fn: ApplyFn, greedy: bool = False) -> Callable:
     return actions, dict(log_prob=losses.log_prob(logits, actions), value=value)
 
   return core
-
-
-class PolicyStep:
-  """Compiled keyed policy step on a fixed padded shape (see the module docstring).
-
-  `step(params, obs [N, ...], seeds [N, 2]) -> (actions [N], extras)` for any N; the compiled core
-  always sees `[batch_size, ...]`, so there is one compilation and bitwise batch invariance.
-  With `devices`, the core is data-parallel over them (`shard_map`: rows split evenly, params
-  replicated); each device then sees a fixed `[batch_size / num_devices, ...]` shape.
-  """
-
-  def __init__(self, apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
-               devices: Optional[Sequence[jax.Device]] = None):
-    self.batch_size = int(batch_size)
-    core = build_policy_core(apply_fn, greedy)
-    # Actors that only need actions (HTS, sync, envpool, evaluation) run a core without the
-    # extras: XLA then drops the value tower and the log-prob, and one output comes back.
-    actions_core = lambda params, obs, seeds: core(params, obs, seeds)[0]
-    if devices is None:
-      self.core, self.actions_core = jax.jit(core), jax.jit(actions_core)
-    else:
-      if self.batch_size % len(devices):
-        raise ValueError(f"policy batch {batch_size} not divisible by {len(devices)} devices")
-      mesh = Mesh(np.asarray(list(devices)), (DATA_AXIS,))
-      self.core, self.actions_core = (
-          jax.jit(jax.shard_map(f, mesh=mesh, in_specs=(P(), P(DATA_AXIS), P(DATA_AXIS)),
-                                out_specs=P(DATA_AXIS))) for f in (core, actions_core))
-
-  def run_fixed(self, params, obs: np.ndarray, seeds: np.ndarray) -> Tuple[np.ndarray, Dict]:
-    """Runs the core on exactly `batch_size` rows (host arrays in, host arrays out)."""
-    actions, extras = self.core(params, obs, seeds)
-    return np.asarray(actions), jax.tree.map(np.asarray, extras)
-
-  def run_actions(self, params, obs: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """`run_fixed` without the extras: actions `[batch_size]` only. Rows are as independent of
-    their batch neighbours as in `run_fixed` (tested); a run uses one of the two throughout."""
-    return np.asarray(self.actions_core(params, obs, seeds))
-
-  def __call__(self, params, obs, seeds) -> Tuple[np.ndarray, Dict]:
-    obs = np.asarray(obs)
-    seeds = np.asarray(seeds, np.uint32)
-    n = obs.shape[0]
-    p = self.batch_size
-    padded = -(-n // p) * p
-    obs_pad = np.zeros((padded,) + obs.shape[1:], obs.dtype)
-    obs_pad[:n] = obs
-    seeds_pad = np.zeros((padded, 2), np.uint32)
-    seeds_pad[:n] = seeds
-    outs = [self.run_fixed(params, obs_pad[i:i + p], seeds_pad[i:i + p])
-            for i in range(0, padded, p)]
-    actions = np.concatenate([a for a, _ in outs])[:n]
-    extras = {k: np.concatenate([e[k] for _, e in outs])[:n] for k in outs[0][1]}
-    return actions, extras
-
-
-def make_policy_step(apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
-                     devices: Optional[Sequence[jax.Device]] = None) -> PolicyStep:
-  """Factory for `PolicyStep` (see its docstring)."""
-  return PolicyStep(apply_fn, batch_size, greedy=greedy, devices=devices)

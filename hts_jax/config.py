@@ -12,9 +12,15 @@ from typing import Any, Dict, Optional
 ALGOS = ("a2c", "ppo")
 CORRECTIONS = ("delayed", "truncated_is", "none")
 OPTIMIZERS = ("rmsprop", "adam")
+REDUCTIONS = ("mean", "sum")
+MINIBATCHES = ("transitions", "time_steps")
 MODES = ("hts", "sync", "async")
 NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
 NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
+# The str fields that take one of a few values (validated here; the launcher's flags are enums).
+CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
+           "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS, "mode": MODES,
+           "network": NETWORKS}
 
 
 class ConfigError(ValueError):
@@ -26,38 +32,70 @@ def _check(cond: bool, message: str) -> None:
     raise ConfigError(message)
 
 
+def _check_choices(config) -> None:
+  for field in dataclasses.fields(config):
+    if field.name in CHOICES:
+      value, choices = getattr(config, field.name), CHOICES[field.name]
+      _check(value in choices, f"{field.name} must be one of {choices}, got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class LearnerConfig:
-  """Learner hyperparameters. Defaults follow the paper's A2C (Table A3) where it gives them."""
+  """Learner hyperparameters. Defaults follow the paper's A2C (Table A3) where it gives them.
+
+  Each field's docstring is its help text: the launcher's flags are generated from the fields.
+  """
   algo: str = "a2c"
+  """Learning algorithm."""
   correction: str = "delayed"
+  """Policy-lag correction of --mode=hts: delayed (one-step delayed gradient), truncated_is,
+  none (paper Table A1)."""
   optimizer: str = "rmsprop"
+  """Optimizer: RMSProp (PyTorch semantics, as the paper) or Adam."""
   learning_rate: float = 7e-4
+  """Learning rate."""
   rmsprop_decay: float = 0.99
+  """RMSProp's decay of the squared-gradient average."""
   rmsprop_eps: float = 1e-5
+  """RMSProp's epsilon, added outside the square root."""
   adam_eps: float = 1e-5
+  """Adam's epsilon."""
   max_grad_norm: float = 0.5
-  # Linear decay of the learning rate to 0 over `lr_decay_updates` optimizer steps (0 = constant).
+  """Global gradient-norm clip."""
   lr_decay_updates: int = 0
+  """Linear decay of the learning rate to 0 over this many optimizer steps (0: constant)."""
   gamma: float = 0.99
+  """Discount."""
   gae_lambda: float = 0.95
+  """GAE lambda (PPO)."""
   value_coef: float = 0.5
+  """Value loss coefficient."""
   entropy_coef: float = 0.01
-  # A2C: n-step horizon; the learner takes T // unroll_length A2C steps per segment.
+  """Entropy bonus coefficient (positive raises entropy)."""
   unroll_length: int = 5
-  # PPO.
+  """A2C n-step horizon (must divide alpha): the learner takes alpha // unroll_length A2C steps
+  per segment."""
   ppo_epochs: int = 4
+  """PPO epochs per segment."""
   num_minibatches: int = 4
+  """PPO minibatches per epoch (must divide alpha)."""
   clip_eps: float = 0.2
+  """PPO clip epsilon."""
   clip_value_loss: bool = True
+  """PPO: clip the value loss around the old values as Kostrikov's PPO (else plain 1/2 (V-R)^2)."""
   normalize_advantages: bool = True
+  """PPO: normalize the advantages over the segment (zero mean, unit variance)."""
+  minibatch: str = "transitions"
+  """PPO minibatches: transitions (each env's time steps shuffled, every minibatch holding
+  alpha / num_minibatches transitions of every env) or time_steps (all envs of the chosen steps)."""
+  loss_reduction: str = "mean"
+  """How losses reduce over samples: mean (Kostrikov's A2C/PPO) or sum (IMPALA's V-trace)."""
+  bootstrap_truncation: bool = False
+  """Bootstrap episodes cut by a time limit from V(final observation) instead of treating the cut
+  as terminal (the paper's and the references' behaviour)."""
 
   def __post_init__(self):
-    _check(self.algo in ALGOS, f"algo must be one of {ALGOS}, got {self.algo!r}")
-    _check(self.correction in CORRECTIONS,
-           f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
-    _check(self.optimizer in OPTIMIZERS,
-           f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+    _check_choices(self)
     _check(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
     _check(0 < self.gamma <= 1, f"gamma must be in (0, 1], got {self.gamma}")
     _check(0 <= self.gae_lambda <= 1, f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
@@ -69,6 +107,7 @@ class LearnerConfig:
     _check(self.num_minibatches >= 1,
            f"num_minibatches must be >= 1, got {self.num_minibatches}")
     _check(self.clip_eps > 0, f"clip_eps must be > 0, got {self.clip_eps}")
+    _check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
 
   def num_sgd_steps(self, segment_length: int) -> int:
     """Optimizer steps one learner iteration takes on a segment of `segment_length` steps."""
@@ -92,69 +131,79 @@ class LearnerConfig:
 class RunConfig:
   """One training run of the HTS-RL runtime (what `python -m experiments.train` builds from flags).
 
-  Attributes (runtime-specific):
-    env: env name (a gymnasium id such as `CartPole-v1`).
-    env_kwargs: keyword arguments for the env constructor.
-    alpha: synchronization interval: steps per env per segment (storage length).
-    num_envs: env replicas; num_executors: processes owning them (envs split evenly);
-    num_actors: actor threads doing batched inference in the main process.
-    actor_batch: envs per actor policy call, the fixed shape that bitwise determinism needs
-      (0: num_envs // 2). Executors step their envs in blocks of at most this many; an actor
-      packs the blocks that are ready into calls of this size. Like alpha it is part of what a
-      run computes: the same seed gives the same bits for any actor and executor count at a given
-      actor_batch.
-    total_steps: env steps to collect (rounded up to whole segments).
-    eval_every: env steps between evaluations (0 = only at the end); eval_episodes per evaluation.
-    executor_delay_s / executor_jitter_s: added to every env step (constant / uniform random,
-      unseeded): for tests and benchmarks of the runtime under slow and variable envs.
-    learner_delay_s: added to every learner iteration (tests of the concurrency).
-    learner_devices / actor_devices: local devices the learner step / the policy step are
-      data-parallel over (num_envs must divide evenly).
-    checkpoint_every: learner updates between checkpoints (0: only on SIGINT/SIGTERM).
-    decorrelate_steps: start-state decorrelation (Stooke & Abbeel 2018): each env replica first
-      takes a random number in [0, decorrelate_steps] of uniform-random actions, keyed by env id.
-    envpool: Atari through envpool (`hts_jax.runtime.envpool_group`): num_actors actor threads each
-      drive an envpool instance over num_envs / num_actors envs; num_executors envpool threads.
-    stop_at_return: end the run once the running average return of the 10 most recent
-      evaluations reaches this (the paper's required time metric); needs eval_every > 0.
-    vector_envs: executors step plain CartPole-v1 blocks in one tight loop
-      (`hts_jax.envs.blocks.CartPoleBlock`, bit-for-bit gymnasium's env); False steps every
-      gymnasium replica in turn (same results, slower; other envs always do).
-    async_batch_unrolls: --mode=async: actor unrolls per learner update (0: num_actors, i.e. as
-      many samples per update as HTS and sync; IMPALA uses a fixed batch whatever the actors).
+  Each field's docstring is its help text: the launcher's flags are generated from the fields.
   """
   env: str = "CartPole-v1"
+  """Env: a gymnasium id (CartPole-v1, module:Id-v0), atari:<Game>, vstep."""
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  """Keyword arguments for the env constructor (a JSON object on the command line)."""
   mode: str = "hts"
+  """hts (HTS-RL), sync (synchronous A2C/PPO baseline), async (IMPALA, V-trace)."""
   network: str = "auto"
+  """auto: CNN for images, MLP for vectors."""
   alpha: int = 5
+  """Synchronization interval: steps per env per segment (storage length)."""
   num_envs: int = 16
+  """Env replicas."""
   num_executors: int = 4
+  """Executor processes owning the env replicas (num_envs must divide evenly)."""
   num_actors: int = 1
+  """Actor threads doing batched inference in the main process."""
   actor_batch: int = 0
+  """Envs per actor policy call, the fixed shape that bitwise determinism needs
+  (0: num_envs // 2). Executors step their envs in blocks of at most this many; an actor packs
+  the blocks that are ready into calls of this size. Like alpha it is part of what a run
+  computes: the same seed gives the same bits for any actor and executor count at a given
+  actor_batch."""
   total_steps: int = 100_000
+  """Env steps to collect (rounded up to whole segments)."""
   seed: int = 0
+  """Run seed: everything random derives from it."""
   logdir: str = "runs/default"
+  """Output directory."""
   eval_every: int = 0
+  """Env steps between evaluations (0: only at the end)."""
   eval_episodes: int = 10
+  """Episodes per evaluation."""
   eval_greedy: bool = True
+  """Evaluate the greedy (argmax) policy."""
   log_every_s: float = 5.0
+  """Seconds between progress lines."""
   executor_delay_s: float = 0.0
+  """Testing: sleep added to every env step (the runtime under slow envs)."""
   executor_jitter_s: float = 0.0
+  """Testing: uniform random (unseeded) sleep up to this, added to every env step (the runtime
+  under variable envs)."""
   learner_delay_s: float = 0.0
+  """Testing: sleep added to every learner update (tests of the concurrency)."""
   learner_devices: int = 1
+  """Local devices the learner step is data-parallel over (num_envs must divide evenly)."""
   actor_devices: int = 1
+  """Local devices the policy step is data-parallel over (num_envs must divide evenly)."""
   checkpoint_every: int = 0
+  """Learner updates between checkpoints (0: only on SIGINT/SIGTERM)."""
   decorrelate_steps: int = 0
+  """Start-state decorrelation (Stooke & Abbeel 2018): each env replica first takes a random
+  number in [0, decorrelate_steps] of uniform-random actions, keyed by env id."""
   envpool: bool = False
+  """Atari fast path through envpool (`hts_jax.runtime.envpool_group`): num_actors actor threads
+  each drive an envpool instance over num_envs / num_actors envs; num_executors envpool
+  threads."""
   vector_envs: bool = True
+  """Executors step plain CartPole-v1 blocks in one tight loop (`hts_jax.envs.blocks.CartPoleBlock`,
+  bit-for-bit gymnasium's env); False steps every gymnasium replica in turn (same results,
+  slower; other envs always do)."""
   stop_at_return: Optional[float] = None
+  """End the run once the running average return of the 10 most recent evaluations reaches
+  this (the paper's required time metric); needs eval_every > 0."""
   async_batch_unrolls: int = 0
+  """--mode=async: actor unrolls per learner update (0: num_actors, i.e. as many samples per
+  update as HTS and sync; IMPALA uses a fixed batch whatever the actors)."""
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
+  """Learner hyperparameters (on the command line, its fields are flags of their own)."""
 
   def __post_init__(self):
-    _check(self.mode in MODES, f"mode must be one of {MODES}, got {self.mode!r}")
-    _check(self.network in NETWORKS, f"network must be one of {NETWORKS}, got {self.network!r}")
+    _check_choices(self)
     _check(self.alpha >= 1, f"alpha must be >= 1, got {self.alpha}")
     _check(self.num_envs >= 1, f"num_envs must be >= 1, got {self.num_envs}")
     _check(self.num_executors >= 1, f"num_executors must be >= 1, got {self.num_executors}")

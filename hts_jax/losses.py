@@ -1,8 +1,15 @@
 """Pure RL losses and return estimators with `[T, B]` shape contracts.
 
 Returns and advantages are single-stream rlax functions vmapped over the batch axis B (axis 1).
-Losses take per-sample arrays of any leading shape (`[T, B]` or flattened `[N]`), reduce by the
-mean over all samples, and return `(loss, metrics)`.
+Losses take per-sample arrays of any leading shape (`[T, B]` or flattened `[N]`), use rlax's
+policy-gradient, clipped-surrogate and entropy losses on the flattened samples, and return
+`(loss, metrics)`. They reduce over samples by `reduction`:
+
+- "mean" (Kostrikov's A2C/PPO, the paper's baselines): the mean over the samples, or with a
+  `mask` (1 = a real transition, 0 = a step to ignore, such as envpool's auto-reset step) the
+  mean over the masked-in samples; masked-out samples contribute nothing.
+- "sum" (IMPALA's V-trace loss): the sum over the (masked-in) samples, so that IMPALA's
+  published learning rate and gradient clipping mean what they meant.
 
 Sign convention everywhere: the loss is *minimised*; the entropy term enters as
 `- entropy_coef * entropy`, so a positive `entropy_coef` raises the policy's entropy.
@@ -81,9 +88,54 @@ def gae(rewards: chex.Array, dones: chex.Array, values: chex.Array, gamma: float
   return adv, jax.lax.stop_gradient(adv + values[:-1])
 
 
+REDUCTIONS = ("mean", "sum")
+
+
+def _flat(x: chex.Array) -> chex.Array:
+  return x.reshape(-1)
+
+
+def _flat_logits(logits: chex.Array) -> chex.Array:
+  return logits.reshape((-1, logits.shape[-1]))
+
+
+def _scale(n: int, mask: Optional[chex.Array], reduction: str):
+  """Factor turning a mean over all `n` samples of `x * mask` into the requested reduction."""
+  if reduction == "sum":
+    return float(n)
+  if mask is None:
+    return 1.0
+  return n / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def _reduce(x: chex.Array, mask: Optional[chex.Array], reduction: str) -> chex.Array:
+  """`x`'s mean or sum over samples, only the masked-in ones if `mask` is given."""
+  if mask is None:
+    return jnp.mean(x) if reduction == "mean" else jnp.sum(x)
+  return jnp.mean(x * mask) * _scale(x.size, mask, reduction)
+
+
+def _check_reduction(reduction: str) -> None:
+  if reduction not in REDUCTIONS:
+    raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def _sample_weights(logits, values, weights, mask, reduction):
+  """Checks the shapes; returns the flat mask `m`, the flat policy-loss weights `w · m` and the
+  factor turning means over all samples into `reduction` (see `_scale`)."""
+  chex.assert_equal_shape_prefix([logits, values], values.ndim)
+  chex.assert_rank(logits, values.ndim + 1)
+  _check_reduction(reduction)
+  n = values.size
+  m = jnp.ones((n,), jnp.float32) if mask is None else _flat(mask).astype(jnp.float32)
+  w = m if weights is None else _flat(jax.lax.stop_gradient(weights)) * m
+  return m, w, _scale(n, mask, reduction)
+
+
 def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, returns: chex.Array,
-             value_coef: float, entropy_coef: float,
-             weights: Optional[chex.Array] = None) -> Tuple[chex.Array, Metrics]:
+             value_coef: float, entropy_coef: float, weights: Optional[chex.Array] = None,
+             mask: Optional[chex.Array] = None,
+             reduction: str = "mean") -> Tuple[chex.Array, Metrics]:
   """Advantage actor-critic loss (paper Eq. 3/4; Mnih et al. 2016).
 
   L = -mean(w · sg(R - V) · log π(a|s)) + c_v · mean((R - V)^2) - c_e · mean(H[π(·|s)])
@@ -96,14 +148,16 @@ def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, return
     value_coef: c_v.
     entropy_coef: c_e; positive raises entropy.
     weights: optional `[...]` per-sample weights (truncated importance weights), no gradient.
+    mask: optional `[...]` 1 for real transitions, 0 for steps to leave out (see the module doc).
+    reduction: "mean" or "sum" over samples.
   """
   chex.assert_equal_shape([values, actions, returns])
-  chex.assert_equal_shape_prefix([logits, values], values.ndim)
-  weights = jnp.ones_like(values) if weights is None else jax.lax.stop_gradient(weights)
+  m, w, scale = _sample_weights(logits, values, weights, mask, reduction)
   adv = returns - values
-  pg_loss = -jnp.mean(weights * jax.lax.stop_gradient(adv) * log_prob(logits, actions))
-  value_loss = jnp.mean(jnp.square(adv))
-  ent = jnp.mean(entropy(logits))
+  pg_loss = rlax.policy_gradient_loss(_flat_logits(logits), _flat(actions).astype(jnp.int32),
+                                      _flat(adv), w) * scale
+  value_loss = _reduce(jnp.square(adv), mask, reduction)
+  ent = -rlax.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent)
 
@@ -111,11 +165,14 @@ def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, return
 def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_log_probs: chex.Array,
              old_values: chex.Array, advantages: chex.Array, returns: chex.Array, clip_eps: float,
              value_coef: float, entropy_coef: float, clip_value_loss: bool = True,
-             weights: Optional[chex.Array] = None) -> Tuple[chex.Array, Metrics]:
+             weights: Optional[chex.Array] = None, mask: Optional[chex.Array] = None,
+             reduction: str = "mean") -> Tuple[chex.Array, Metrics]:
   """PPO clipped-surrogate loss (Schulman et al. 2017), value loss as in Kostrikov's PPO.
 
   L = -mean(w · min(ρ A, clip(ρ, 1-ε, 1+ε) A)) + c_v · ½ mean(max((V-R)², (V_clip-R)²))
       - c_e · mean(H),   ρ = π(a|s) / π_old(a|s),  V_clip = V_old + clip(V - V_old, -ε, ε).
+
+  The surrogate is rlax's `clipped_surrogate_pg_loss` on `w · A` (w ≥ 0 commutes with the min).
 
   Args:
     logits: `[..., A]`; values, actions, old_log_probs, old_values, advantages, returns: `[...]`.
@@ -123,20 +180,22 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
     value_coef, entropy_coef: c_v, c_e (positive c_e raises entropy).
     clip_value_loss: use the clipped value loss (the max above) or plain ½(V-R)².
     weights: optional per-sample weights (truncated importance weights), no gradient.
+    mask: optional 1 for real transitions, 0 for steps to leave out.
+    reduction: "mean" or "sum" over samples.
   """
   chex.assert_equal_shape([values, actions, old_log_probs, old_values, advantages, returns])
-  weights = jnp.ones_like(values) if weights is None else jax.lax.stop_gradient(weights)
+  m, w, scale = _sample_weights(logits, values, weights, mask, reduction)
   ratio = jnp.exp(log_prob(logits, actions) - old_log_probs)
-  clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
-  pg_loss = -jnp.mean(weights * jnp.minimum(ratio * advantages, clipped * advantages))
+  pg_loss = rlax.clipped_surrogate_pg_loss(_flat(ratio), w * _flat(advantages), clip_eps) * scale
   v_err = jnp.square(values - returns)
   if clip_value_loss:
     v_clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
     v_err = jnp.maximum(v_err, jnp.square(v_clipped - returns))
-  value_loss = 0.5 * jnp.mean(v_err)
-  ent = jnp.mean(entropy(logits))
+  value_loss = 0.5 * _reduce(v_err, mask, reduction)
+  ent = -rlax.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
-  clip_frac = jnp.mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32))
+  clipped = (jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)
+  clip_frac = _reduce(clipped, mask, "mean")
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
                     clip_frac=clip_frac)
 
@@ -145,17 +204,24 @@ def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Ar
                 actions: chex.Array, behaviour_log_probs: chex.Array, rewards: chex.Array,
                 dones: chex.Array, gamma: float, value_coef: float, entropy_coef: float,
                 lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
-                clip_pg_rho_threshold: float = 1.0) -> Tuple[chex.Array, Metrics]:
+                clip_pg_rho_threshold: float = 1.0, mask: Optional[chex.Array] = None,
+                reduction: str = "mean") -> Tuple[chex.Array, Metrics]:
   """IMPALA's V-trace actor-critic loss (Espeholt et al. 2018), for the asynchronous baseline.
+
+  IMPALA sums its loss over the batch and time (`reduction="sum"`, what its published learning
+  rates and clipping assume); "mean" divides that by the number of samples.
 
   Args:
     logits: `[T, B, A]` target-policy logits; values: `[T, B]`; bootstrap_value: `[B]`.
     actions, behaviour_log_probs, rewards, dones: `[T, B]`.
     gamma, lambda_: discount and V-trace λ. clip thresholds: ρ̄ and the policy-gradient ρ̄.
     value_coef, entropy_coef: c_v, c_e (positive c_e raises entropy).
+    mask: optional `[T, B]`, 1 for real transitions, 0 for steps to leave out.
+    reduction: "mean" or "sum" over samples.
   """
   chex.assert_rank([logits, values, bootstrap_value], [3, 2, 1])
   chex.assert_equal_shape([values, actions, behaviour_log_probs, rewards, dones])
+  m, _, scale = _sample_weights(logits, values, None, mask, reduction)
   logp = log_prob(logits, actions)
   rho = jnp.exp(logp - behaviour_log_probs)
   v_t = jnp.concatenate([values[1:], bootstrap_value[None]], axis=0)
@@ -167,9 +233,10 @@ def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Ar
 
   out = jax.vmap(one_stream, in_axes=1, out_axes=1)(
       values, v_t, rewards, _discounts(dones, gamma), jax.lax.stop_gradient(rho))
-  pg_loss = -jnp.mean(jax.lax.stop_gradient(out.pg_advantage) * logp)
-  value_loss = 0.5 * jnp.mean(jnp.square(out.errors))
-  ent = jnp.mean(entropy(logits))
+  pg_loss = rlax.policy_gradient_loss(_flat_logits(logits), _flat(actions).astype(jnp.int32),
+                                      _flat(out.pg_advantage), m) * scale
+  value_loss = 0.5 * _reduce(jnp.square(out.errors), mask, reduction)
+  ent = -rlax.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
-                    mean_rho=jnp.mean(rho))
+                    mean_rho=_reduce(rho, mask, "mean"))

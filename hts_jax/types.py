@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import chex
 import flax.struct
@@ -33,11 +33,21 @@ class Segment:
     rewards: `[T, B]` float32 rewards received after `actions[t]`.
     dones: `[T, B]` float32, 1 where the episode ended after `actions[t]` (terminated or truncated);
       `obs[t+1]` is then the first observation of the next episode.
+    valid: optional `[T, B]` float32, 1 for a real transition, 0 for a step every loss leaves out
+      (envpool's auto-reset step after an episode ends: its action is ignored, its reward is 0).
+      None: every transition is real.
+    truncated: optional `[T, B]` float32, 1 where the episode was cut by a time limit (`dones` is 1
+      there too). None: no truncation recorded.
+    final_obs: optional `[T, B, ...]`, the observation a truncated episode ended on (rows where
+      `truncated` is 0 are unused); needed with `LearnerConfig.bootstrap_truncation`.
   """
   obs: chex.Array
   actions: chex.Array
   rewards: chex.Array
   dones: chex.Array
+  valid: Optional[chex.Array] = None
+  truncated: Optional[chex.Array] = None
+  final_obs: Optional[chex.Array] = None
 
 
 @flax.struct.dataclass
@@ -63,10 +73,7 @@ class Unroll:
   """A batch of actor unrolls for the asynchronous (IMPALA) baseline: a `Segment` plus the
   behaviour policy's log-probabilities, needed by V-trace because the behaviour policy is stale.
 
-  Attributes: obs `[T+1, B, ...]`; actions, rewards, dones, behaviour_log_probs `[T, B]`.
+  Attributes: segment (`[T(+1), B, ...]`); behaviour_log_probs `[T, B]`.
   """
-  obs: chex.Array
-  actions: chex.Array
-  rewards: chex.Array
-  dones: chex.Array
+  segment: Segment
   behaviour_log_probs: chex.Array

@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hts_jax import acting, learner, networks
+from hts_jax import learner, networks
+from hts_jax.runtime.policy import make_policy_step
 from hts_jax.types import LearnerConfig, Segment
 
 CASES = {"mlp": ((4,), np.float32, 2), "cnn": ((84, 84, 4), np.uint8, 6)}
@@ -32,7 +33,7 @@ def test_row_action_independent_of_batch_and_position(kind):
   shape, dtype, num_actions = CASES[kind]
   net = networks.make_network(kind, num_actions)
   params = net.init(jax.random.PRNGKey(0), jnp.zeros((1,) + shape, dtype))
-  step = acting.make_policy_step(net.apply, batch_size=16)
+  step = make_policy_step(net.apply, batch_size=16)
   rng = np.random.default_rng(1)
   probe = _rows(rng, 24, shape, dtype)          # 24 probe rows, each with its own seed
   probe_seeds = np.stack([rng.integers(0, 2**32, 24), rng.integers(0, 10**6, 24)],
@@ -64,7 +65,7 @@ def test_row_action_independent_of_batch_and_position(kind):
 def test_actions_follow_the_seed():
   net = networks.make_network("mlp", 4)
   params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 4)))
-  step = acting.make_policy_step(net.apply, batch_size=64)
+  step = make_policy_step(net.apply, batch_size=64)
   obs = np.zeros((64, 4), np.float32)  # identical rows: the seed alone differs
   seeds = np.stack([np.full(64, 7), np.arange(64)], -1).astype(np.uint32)
   actions, _ = step(params, obs, seeds)
@@ -78,7 +79,7 @@ def test_sampling_follows_the_policy():
   net = networks.make_network("mlp", 3)
   params = net.init(jax.random.PRNGKey(3), jnp.zeros((1, 2)))
   params = jax.tree.map(lambda x: x * 30.0, params)  # a far-from-uniform policy
-  step = acting.make_policy_step(net.apply, batch_size=256)
+  step = make_policy_step(net.apply, batch_size=256)
   obs = np.ones((4096, 2), np.float32)
   seeds = np.stack([np.zeros(4096), np.arange(4096)], -1).astype(np.uint32)
   actions, extras = step(params, obs, seeds)
@@ -91,7 +92,7 @@ def test_sampling_follows_the_policy():
 def test_no_recompile_on_second_call():
   net = networks.make_network("mlp", 2)
   params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 4)))
-  policy = acting.make_policy_step(net.apply, batch_size=8)
+  policy = make_policy_step(net.apply, batch_size=8)
   for n in (3, 8, 13):  # padded chunks keep one shape
     policy(params, np.zeros((n, 4), np.float32), np.zeros((n, 2), np.uint32))
   assert policy.core._cache_size() == 1

@@ -84,6 +84,10 @@ def test_envpool_path_is_deterministic_across_actor_counts(tmp_path):
   assert a["param_sha256"] == b["param_sha256"] == c["param_sha256"]
   assert a["episode_returns"] == b["episode_returns"] == c["episode_returns"]
   assert a["policy_lag"]["histogram"] == {"0": 1, "1": 3}
+  # Bug 4: a group computes its own envs' rows only (it used to run the full [num_envs] policy,
+  # num_actors times the needed inference); a 1-env group pads to the fixed actor batch of 2.
+  rows = [r["efficiency"]["policy_rows_per_env_step"] for r in (a, b, c)]
+  assert rows == [1.0, 1.0, 2.0]
 
 
 def test_envpool_only_for_atari():
@@ -122,3 +126,128 @@ def test_sync_baseline_runs_on_envpool_too(tmp_path):
   assert a["policy_lag"]["histogram"] == {"0": 3}
   assert a["param_sha256"] == b["param_sha256"]
   assert a["episode_returns"] == b["episode_returns"]
+
+
+def _raw_recorder(env):
+  from hts_jax.envs.wrappers import RecordRawEpisode
+  while not isinstance(env, RecordRawEpisode):
+    env = env.env
+  return env
+
+
+@pytest.mark.parametrize("inner_steps", [1, 2, 3])  # the no-op after a lost life, FIRE, then 2
+def test_atari_game_ending_inside_a_wrapper_step_is_reported_once(inner_steps):
+  """A whole game can end on a step the wrappers take themselves (EpisodicLife.reset's no-op that
+  continues the game after a lost life, FireReset's FIRE and the step after it). Its raw score and
+  length must still reach the caller once, on a later step's info. Real Breakout: the frame limit
+  is set so that the game is truncated on exactly that inner step."""
+  import pickle
+
+  def play(limit=None):
+    env = envs.make_env("atari:Breakout", {} if limit is None else
+                        {"max_num_frames_per_episode": limit}, train=True)
+    env.reset(seed=0)
+    rng = np.random.default_rng(9)  # scores 2 before the first life is lost
+    for t in range(1000):
+      _, _, terminated, truncated, info = env.step(int(rng.integers(4)))
+      assert "episode_return" not in info
+      if terminated or truncated:
+        return env, t
+    raise AssertionError("no life lost")
+
+  env, t_lost = play()
+  rec = _raw_recorder(env)
+  frame, score, length = env.unwrapped.ale.getEpisodeFrameNumber(), rec._return, rec._length
+  assert env.unwrapped.ale.lives() > 0 and score == 2.0
+  # Frame-skip 4: inner step k (1: no-op, 2: FIRE, 3: action 2) plays frames 4k-3..4k after it.
+  env, t = play(limit=frame + 4 * (inner_steps - 1) + 1)
+  assert t == t_lost
+  env.reset()  # the game ends inside this reset, on the wrapper's own inner step
+  assert env.unwrapped.ale.getEpisodeFrameNumber() < frame  # a new game started
+  copy = pickle.loads(pickle.dumps(env))  # a checkpoint taken while the record waits keeps it
+  for e in (env, copy):
+    records = []
+    for _ in range(20):
+      _, _, terminated, truncated, info = e.step(0)
+      if "episode_return" in info:
+        records.append((info["episode_return"], info["episode_length"]))
+      if terminated or truncated:
+        e.reset()
+    # The inner steps score nothing (the ball is out, FIRE only serves): raw score as at the life
+    # loss; the length counts the inner steps up to the one the game ended on.
+    assert records == [(score, length + inner_steps)]
+
+
+def _games(dones, game_over, valid):
+  """Per env: [(valid transitions, dones)] of every game that ended in the recording."""
+  out = []
+  for e in range(dones.shape[1]):
+    start = 0
+    for t in np.flatnonzero(game_over[:, e]):
+      out.append((int(valid[start:t + 1, e].sum()), int(dones[start:t + 1, e].sum())))
+      start = t + 1
+  return out
+
+
+def test_envpool_fake_steps_are_masked_like_the_ale_py_path():
+  """Bug 1: envpool resets an env on the step after it ends (a lost life included): the action is
+  ignored, the reward is 0 and `elapsed_step` does not advance. Those steps get `valid` 0 and no
+  episode length counts them, so on Breakout, as on the ale-py path, a game of L steps gives the
+  learner exactly L transitions and 5 episodes (one per life), and its recorded length is L
+  (envpool's own `elapsed_step` at the game's end). (The ale-py path's recorded lengths also
+  count the wrappers' own FIRE and no-op steps, which are not transitions.)"""
+  pytest.importorskip("envpool")
+  from hts_jax.envs.blocks import make_block
+  from hts_jax.runtime import storage
+  from hts_jax.runtime.envpool_group import StepRecorder, make_pool
+
+  steps, n = 700, 2
+  spec = storage.StorageSpec(steps, n, (84, 84, 4), "uint8")
+  rng = np.random.default_rng(0)
+  actions = rng.integers(0, 4, (steps, n)).astype(np.int32)
+
+  pool = make_pool(RunConfig(env="atari:Breakout", envpool=True, num_envs=n, num_executors=1),
+                   0, n)
+  st, rec = storage.zeros(spec), StepRecorder(np.arange(n))
+  pool.async_reset()
+  obs, *_, info = pool.recv()
+  rec.reset(obs, info)
+  elapsed = np.zeros((steps, n), np.int64)
+  game_over = np.zeros((steps, n), bool)
+  for t in range(steps):
+    pool.send(actions[t], np.arange(n))
+    out = pool.recv()
+    rec.record(st, t, *out)
+    info = out[-1]
+    elapsed[t, info["env_id"]] = info["elapsed_step"]
+    game_over[t, info["env_id"]] = info["terminated"].astype(bool) | out[3]
+  pool.close()
+  after_done = np.zeros_like(st.dones, bool)
+  after_done[1:] = st.dones[:-1] == 1
+  np.testing.assert_array_equal(st.valid == 0, after_done)
+  assert (st.rewards[after_done] == 0).all()
+  lost_life = after_done & ~np.concatenate([np.zeros((1, n), bool), game_over[:-1]])
+  prev = np.concatenate([np.zeros((1, n), np.int64), elapsed[:-1]])
+  assert lost_life.sum() >= 4 and (elapsed[lost_life] == prev[lost_life]).all()
+  pool_lengths = [x for e in range(n) for x in rec.lengths[e]]
+  assert pool_lengths == [int(elapsed[t, e]) for e in range(n) for t in np.flatnonzero(
+      game_over[:, e])]
+  pool_games = _games(st.dones, game_over, st.valid)
+
+  # The ale-py executors' block on the same game: every stored transition is real.
+  replicas = [envs.make_env("atari:Breakout", {}, train=True) for _ in range(n)]
+  first = [env.reset(seed=i)[0] for i, env in enumerate(replicas)]
+  block = make_block(range(n), replicas, first, 1, {"env_id": None})
+  ale, finished = storage.zeros(spec), []
+  ale.valid[:] = 1.0
+  ale_over = np.zeros((steps, n), bool)
+  for t in range(steps):
+    before = len(finished)
+    block.step(actions[t], ale.rewards[t], ale.dones[t], ale.truncated[t], ale.obs[t + 1], None,
+               finished)
+    for e, _, _ in finished[before:]:
+      ale_over[t, e] = True
+  ale_games = _games(ale.dones, ale_over, ale.valid)
+  assert [v for v, _ in pool_games] == pool_lengths
+  assert len(pool_games) >= 2 and len(ale_games) >= 2
+  assert {d for _, d in pool_games} == {d for _, d in ale_games} == {5}

@@ -20,15 +20,25 @@ def _replicas(ids, kwargs=None, seed=3):
 
 
 def _run(block, k, steps, rng_seed=0, stop_at=None):
+  """(obs, rewards, dones, truncated, final_obs, finished episodes) of `steps` random steps."""
   rng = np.random.default_rng(rng_seed)
   obs = np.zeros((steps + 1, k, 4), np.float32)
   rew = np.zeros((steps, k), np.float32)
   done = np.zeros((steps, k), np.float32)
+  cut = np.zeros((steps, k), np.float32)
+  final = np.zeros((steps, k, 4), np.float32)
   finished = []
   block.observations(obs[0])
   for t in range(steps if stop_at is None else stop_at):
-    block.step(rng.integers(0, 2, size=k).astype(np.int32), rew[t], done[t], obs[t + 1], finished)
-  return obs, rew, done, finished
+    block.step(rng.integers(0, 2, size=k).astype(np.int32), rew[t], done[t], cut[t], obs[t + 1],
+               final[t], finished)
+  return obs, rew, done, cut, final, finished
+
+
+def _scratch(k):
+  """Output views for one block step: rewards, dones, truncated, next obs, final obs."""
+  return [np.zeros(k, np.float32), np.zeros(k, np.float32), np.zeros(k, np.float32),
+          np.zeros((k, 4), np.float32), np.zeros((k, 4), np.float32)]
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"max_episode_steps": 30, "sutton_barto_reward": True}])
@@ -39,10 +49,13 @@ def test_cartpole_block_matches_gymnasium_bitwise(kwargs):
   ref = blocks.make_block(ids, *_replicas(ids, kwargs), 1, where, vectorize=False)
   assert isinstance(vec, blocks.CartPoleBlock) and isinstance(ref, blocks.GymBlock)
   a, b = _run(vec, len(ids), 700), _run(ref, len(ids), 700)
-  for x, y in zip(a[:3], b[:3]):
+  for x, y in zip(a[:5], b[:5]):
     np.testing.assert_array_equal(x, y)
-  assert a[3] == b[3] and len(a[3]) > 20  # the same finished episodes, returns and lengths
-  assert a[2].sum() == len(a[3])
+  assert a[5] == b[5] and len(a[5]) > 20  # the same finished episodes, returns and lengths
+  assert a[2].sum() == len(a[5])
+  if kwargs:  # 30-step limit: some episodes are cut, with their last observation kept
+    assert 0 < a[3].sum() < a[2].sum()
+    assert np.abs(a[4][a[3] == 1]).sum() > 0 and np.abs(a[4][a[3] == 0]).sum() == 0
 
 
 def test_env_trajectory_does_not_depend_on_its_block():
@@ -52,12 +65,12 @@ def test_env_trajectory_does_not_depend_on_its_block():
   rng = np.random.default_rng(1)
   for _ in range(300):
     acts = rng.integers(0, 2, size=8).astype(np.int32)
-    outs = [np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros((8, 4), np.float32)]
+    outs = _scratch(8)
     whole.step(acts, *outs, [])
-    parts = [np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros((8, 4), np.float32)]
+    parts = _scratch(8)
     for h, block in enumerate(halves):
       sl = slice(4 * h, 4 * h + 4)
-      block.step(acts[sl], parts[0][sl], parts[1][sl], parts[2][sl], [])
+      block.step(acts[sl], *[p[sl] for p in parts], [])
     for x, y in zip(outs, parts):
       np.testing.assert_array_equal(x, y)
 
@@ -68,7 +81,7 @@ def test_cartpole_block_replicas_resume_mid_episode():
   vec = blocks.make_block(ids, *_replicas(ids), 1, where)
   _run(vec, 5, 0, stop_at=0)
   rng = np.random.default_rng(2)
-  scratch = [np.zeros(5, np.float32), np.zeros(5, np.float32), np.zeros((5, 4), np.float32)]
+  scratch = _scratch(5)
   for _ in range(37):
     vec.step(rng.integers(0, 2, size=5).astype(np.int32), *scratch, [])
   saved = {e: pickle.dumps(pair) for e, pair in vec.replicas().items()}
@@ -76,12 +89,12 @@ def test_cartpole_block_replicas_resume_mid_episode():
   twin = blocks.make_block(ids, [r for r, _ in restored], [o for _, o in restored], 1, where)
   ref = blocks.make_block(ids, *map(list, zip(*[pickle.loads(saved[e]) for e in ids])), 1, where,
                           vectorize=False)
-  np.testing.assert_array_equal(scratch[2], np.stack([o for _, o in restored]))
+  np.testing.assert_array_equal(scratch[3], np.stack([o for _, o in restored]))
   outs = [_run(blk, 5, 400, rng_seed=9) for blk in (vec, twin, ref)]
   for other in outs[1:]:
-    for x, y in zip(outs[0][:3], other[:3]):
+    for x, y in zip(outs[0][:5], other[:5]):
       np.testing.assert_array_equal(x, y)
-    assert outs[0][3] == other[3]
+    assert outs[0][5] == other[5]
 
 
 def test_other_envs_get_the_generic_block():

@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hts_jax import acting, learner, networks
+from hts_jax import learner, networks
+from hts_jax.runtime.policy import make_policy_step
 from hts_jax.types import LearnerConfig, Segment
 
 
@@ -56,8 +57,8 @@ def test_sharded_policy_step_matches_rows():
   rng = np.random.default_rng(0)
   obs = rng.normal(size=(8, 5)).astype(np.float32)
   seeds = np.stack([np.arange(8), np.arange(8) * 3], -1).astype(np.uint32)
-  greedy_1 = acting.make_policy_step(net.apply, 8, greedy=True)
-  greedy_2 = acting.make_policy_step(net.apply, 8, greedy=True, devices=jax.devices())
+  greedy_1 = make_policy_step(net.apply, 8, greedy=True)
+  greedy_2 = make_policy_step(net.apply, 8, greedy=True, devices=jax.devices())
   a1, e1 = greedy_1(params, obs, seeds)
   a2, e2 = greedy_2(params, obs, seeds)
   np.testing.assert_array_equal(a1, a2)

@@ -17,11 +17,12 @@ import numpy as np
 import psutil
 import pytest
 
-from hts_jax import acting, networks
+from hts_jax import networks
 from hts_jax.config import LearnerConfig, RunConfig
 from hts_jax.runtime import buffers, modes
 from hts_jax.runtime.actor import BlockBatcher
 from hts_jax.runtime.buffers import BlockLayout
+from hts_jax.runtime.policy import make_policy_step
 from hts_jax.runtime.storage import Storages, StorageSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,7 +85,7 @@ def test_a_rows_action_does_not_depend_on_which_blocks_were_ready_with_it():
   try:
     st = storages.filling(1)
     st.obs[...] = np.random.default_rng(0).normal(size=st.obs.shape)
-    policy = acting.make_policy_step(net.apply, layout.policy_rows)
+    policy = make_policy_step(net.apply, layout.policy_rows)
     streams = np.arange(100, 112, dtype=np.uint32)
     batcher = BlockBatcher(layout, storages, policy, streams, 4, (4,), np.float32, 6)
     rec = lambda *bs: [[b, 1, 2] for b in bs]

@@ -1,10 +1,15 @@
 """The launcher: bad flags fail before anything is spawned, with one line and a non-zero exit."""
 
+import dataclasses
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from experiments.presets import PRESETS
+from hts_jax import config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,6 +32,8 @@ def launch(tmp_path, *flags, timeout=300):
     (["--nosuchflag"], "Unknown command line flag 'nosuchflag'"),
     (["--num_envs=many"], "flag --num_envs=many"),
     (["--checkpoint_every=-1"], "checkpoint_every must be >= 0"),
+    (["--rmsprop_eps=0"], "rmsprop_eps must be > 0"),
+    (["--loss_reduction=max"], "value should be one of <mean|sum>"),
 ])
 def test_bad_input_fails_with_one_line(tmp_path, flags, message):
   proc = launch(tmp_path, *flags)
@@ -55,6 +62,46 @@ def _build_config(*flags):
     return train.build_config()
   finally:
     absl_flags.FLAGS.unparse_flags()
+
+
+def test_every_config_field_is_a_flag_with_its_default_and_docstring():
+  """The flags are generated from RunConfig's and LearnerConfig's fields; train.RENAMED and
+  train.SKIPPED list the exceptions."""
+  from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
+  from experiments import cli, train  # pylint: disable=import-outside-toplevel
+  for cls in (config.RunConfig, config.LearnerConfig):
+    docs = cli.field_docs(cls)
+    for field in dataclasses.fields(cls):
+      assert docs.get(field.name), f"{cls.__name__}.{field.name} has no docstring"
+      if field.name in train.SKIPPED or dataclasses.is_dataclass(field.default_factory):
+        continue
+      flag = absl_flags.FLAGS[train.RENAMED.get(field.name, field.name)]
+      default = (field.default if field.default_factory is dataclasses.MISSING
+                 else field.default_factory())
+      assert flag.default == (json.dumps(default) if isinstance(default, dict) else default)
+      assert docs[field.name] in flag.help
+      if field.name in config.CHOICES:
+        assert flag.parser.enum_values == list(config.CHOICES[field.name])
+
+
+def test_learner_flags_reach_the_config():
+  cfg = _build_config("--rmsprop_eps=0.01", "--loss_reduction=sum", "--bootstrap_truncation",
+                      "--lr=3e-4", "--env_kwargs={\"repeat_action_probability\": 0.25}",
+                      "--eval_every=100", "--stop_at_return=195")
+  assert cfg.learner.rmsprop_eps == 0.01 and cfg.learner.loss_reduction == "sum"
+  assert cfg.learner.bootstrap_truncation and cfg.learner.learning_rate == 3e-4
+  assert cfg.env_kwargs == {"repeat_action_probability": 0.25} and cfg.stop_at_return == 195
+  assert _build_config() == config.RunConfig()  # the flags' defaults are the fields'
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_builds(preset):
+  cfg = _build_config(f"--preset={preset}")
+  values = dict(PRESETS[preset])
+  assert values.pop("lr") == cfg.learner.learning_rate
+  assert (cfg.learner.lr_decay_updates == cfg.optimizer_steps) == values.pop("lr_decay", False)
+  for name, value in values.items():
+    assert getattr(cfg.learner if hasattr(cfg.learner, name) else cfg, name) == value, name
 
 
 @pytest.mark.parametrize("mode,expected", [("hts", 200), ("sync", 200), ("async", 800)])

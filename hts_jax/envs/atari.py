@@ -5,9 +5,14 @@ with max-pooling over the last two frames, 84x84 grayscale, FIRE on reset where 
 4 stacked frames as `[84, 84, 4]` uint8; for training only, episodic life (a lost life ends the
 learning episode, not the game) and reward clipping to {-1, 0, 1}.
 
-Raw game scores are what gets reported: `info["episode_return"]` is set on the step where a whole
-game ends, with the unclipped sum over all lives (`RecordRawEpisode` sits below the training
-wrappers).
+Raw game scores are what gets reported: `info["episode_return"]` / `["episode_length"]` are set on
+the step where a whole game ends, with the unclipped sum over all lives (`RecordRawEpisode` sits
+below the training wrappers). A game can also end on a step the wrappers take themselves (the
+no-op that continues a game after a lost life, FIRE and the step after it on reset); its record is
+then handed out on the info of the next step the caller takes (`_HandsOnGameRecords`), so every
+game is reported exactly once, on a step info. `episode_length` counts the frame-skipped (agent-
+level, 4-frame) steps of the game after its no-op start, the wrappers' own steps included; the
+no-op starts themselves are taken inside `AtariPreprocessing.reset`, below the count.
 """
 
 from __future__ import annotations
@@ -56,7 +61,50 @@ class SavableALE(gym.Wrapper):
     self.env.unwrapped.np_random = np_random
 
 
-class EpisodicLife(gym.Wrapper):
+class _HandsOnGameRecords(gym.Wrapper):
+  """Base of the wrappers that take steps of their own (inside `reset`) on top of
+  `RecordRawEpisode`: a whole game can end on such an inner step, and its record (the inner step's
+  `info["episode_return"]` / `["episode_length"]`) would be lost with that step's info (the caller
+  never sees it, and callers discard reset infos). So records from inner steps are queued here and
+  handed out on the infos of this wrapper's own `step`s, oldest first, one per step (a step whose
+  game also ends while an older record waits hands out the older one and queues its own). Every
+  finished game thus reaches the caller exactly once, on a step info, possibly a step or a few
+  late; a record still queued when the caller stops stepping is not reported. The queue is a plain
+  list of `(return, length)` tuples, so it pickles with the env (checkpoints)."""
+
+  def __init__(self, env):
+    super().__init__(env)
+    self._records = []  # [(raw return, length)] of games that ended on inner steps, oldest first
+
+  def __setstate__(self, d):  # envs pickled before the queue existed have none waiting
+    d.setdefault("_records", [])
+    self.__dict__.update(d)
+
+  def _take_record(self, info):
+    if "episode_return" in info:
+      self._records.append((info["episode_return"], info["episode_length"]))
+      info = {k: v for k, v in info.items() if k not in ("episode_return", "episode_length")}
+    return info
+
+  def _inner_step(self, action):
+    """A step this wrapper takes itself: any game record on it is queued, not passed up."""
+    obs, reward, terminated, truncated, info = self.env.step(action)
+    return obs, reward, terminated, truncated, self._take_record(info)
+
+  def _hand_out(self, info):
+    """The info of a step returned to the caller, with the oldest queued record on it."""
+    info = self._take_record(info)
+    if self._records:
+      ret, length = self._records.pop(0)
+      info = dict(info, episode_return=ret, episode_length=length)
+    return info
+
+  def step(self, action):
+    obs, reward, terminated, truncated, info = self.env.step(action)
+    return obs, reward, terminated, truncated, self._hand_out(info)
+
+
+class EpisodicLife(_HandsOnGameRecords):
   """A lost life ends the (learning) episode; reset then continues the same game (baselines)."""
 
   def __init__(self, env):
@@ -71,13 +119,13 @@ class EpisodicLife(gym.Wrapper):
     if 0 < lives < self._lives:
       terminated = True
     self._lives = lives
-    return obs, reward, terminated, truncated, info
+    return obs, reward, terminated, truncated, self._hand_out(info)
 
   def reset(self, **kwargs):
     if self._game_over:
       obs, info = self.env.reset(**kwargs)
-    else:  # continue the game after a lost life with a no-op step
-      obs, _, terminated, truncated, info = self.env.step(0)
+    else:  # continue the game after a lost life with a no-op step (it may end the game)
+      obs, _, terminated, truncated, info = self._inner_step(0)
       if terminated or truncated:
         obs, info = self.env.reset(**kwargs)
     self._lives = self.env.unwrapped.ale.lives()
@@ -85,15 +133,16 @@ class EpisodicLife(gym.Wrapper):
     return obs, info
 
 
-class FireReset(gym.Wrapper):
-  """Presses FIRE after reset for games that wait for it (baselines' FireResetEnv)."""
+class FireReset(_HandsOnGameRecords):
+  """Presses FIRE after reset for games that wait for it (baselines' FireResetEnv). Either inner
+  step may end the game; its record is handed out on a later `step` (`_HandsOnGameRecords`)."""
 
   def reset(self, **kwargs):
     self.env.reset(**kwargs)
-    obs, _, terminated, truncated, info = self.env.step(1)
+    obs, _, terminated, truncated, info = self._inner_step(1)
     if terminated or truncated:
       obs, info = self.env.reset(**kwargs)
-    obs2, _, terminated, truncated, info = self.env.step(2)
+    obs2, _, terminated, truncated, info = self._inner_step(2)
     if terminated or truncated:
       obs2, info = self.env.reset(**kwargs)
     return obs2, info

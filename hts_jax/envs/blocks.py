@@ -57,9 +57,12 @@ class GymBlock:
       out[i * a:(i + 1) * a] = np.reshape(obs, (a,) + out.shape[1:])
 
   def step(self, actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray,
-           next_obs: np.ndarray, finished: List[Finished]) -> None:
-    """Steps every env with its action(s); writes rewards, dones and next observations (the
-    reset's after an episode ends) into the given storage views; appends finished episodes."""
+           truncations: np.ndarray, next_obs: np.ndarray, final_obs: Optional[np.ndarray],
+           finished: List[Finished]) -> None:
+    """Steps every env with its action(s); writes rewards, dones, time-limit truncations and next
+    observations (the reset's after an episode ends) into the given storage views, and where
+    `final_obs` is given the observation a truncated episode ended on; appends finished
+    episodes."""
     a = self.agents
     acts = actions.tolist()
     for i, env in enumerate(self.envs):
@@ -69,14 +72,19 @@ class GymBlock:
       if "episode_return" in info:  # raw score of a finished episode (a whole game on Atari)
         finished.append((e, float(info["episode_return"]), int(info["episode_length"])))
       done = terminated or truncated
+      cut = bool(truncated and not terminated)
+      rows = slice(i * a, (i + 1) * a)
+      truncations[rows] = float(cut)
+      if cut and final_obs is not None:
+        final_obs[rows] = np.reshape(obs, (a,) + final_obs.shape[1:])
       if done:
         obs, _ = env.reset()
       if a == 1:
         rewards[i], dones[i], next_obs[i] = reward, done, obs
       else:
-        rewards[i * a:(i + 1) * a] = np.reshape(reward, a)
-        dones[i * a:(i + 1) * a] = float(done)
-        next_obs[i * a:(i + 1) * a] = np.reshape(obs, (a,) + next_obs.shape[1:])
+        rewards[rows] = np.reshape(reward, a)
+        dones[rows] = float(done)
+        next_obs[rows] = np.reshape(obs, (a,) + next_obs.shape[1:])
       self.last_obs[i] = obs
     self.where["env_id"] = None
 
@@ -134,11 +142,13 @@ class CartPoleBlock:
     out[:] = self.state  # float64 -> float32, as gymnasium's `np.array(state, dtype=np.float32)`
 
   def step(self, actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray,
-           next_obs: np.ndarray, finished: List[Finished]) -> None:
+           truncations: np.ndarray, next_obs: np.ndarray, final_obs: Optional[np.ndarray],
+           finished: List[Finished]) -> None:
+    """As `GymBlock.step`."""
     self.synced = False
     g, mp_, tm, length, pml, fm, tau, xt, tt = self.consts
     cos, sin = math.cos, math.sin
-    rew, done_out = [], []
+    rew, done_out, cut_out = [], [], []
     for i, a in enumerate(actions.tolist()):
       if a != 0 and a != 1:
         raise AssertionError(f"{a!r} is not a CartPole action")
@@ -161,7 +171,10 @@ class CartPoleBlock:
       self.elapsed[i] += 1
       self.len[i] += 1
       self.ret[i] += r  # RecordRawEpisode
-      done = terminated or self.elapsed[i] >= self.max_steps[i]  # TimeLimit
+      cut = not terminated and self.elapsed[i] >= self.max_steps[i]  # TimeLimit
+      done = terminated or cut
+      if cut and final_obs is not None:
+        final_obs[i] = s
       if done:  # then the executor's reset
         finished.append((self.env_ids[i], self.ret[i], self.len[i]))
         s[:] = self.rngs[i].uniform(low=-0.05, high=0.05, size=(4,)).tolist()
@@ -169,8 +182,10 @@ class CartPoleBlock:
         self.ret[i] = 0.0
       rew.append(r)
       done_out.append(done)
+      cut_out.append(cut)
     rewards[:] = rew
     dones[:] = done_out
+    truncations[:] = cut_out
     next_obs[:] = self.state
 
   def replicas(self) -> Dict[int, Tuple[gym.Env, Any]]:

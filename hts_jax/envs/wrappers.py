@@ -6,7 +6,11 @@ import gymnasium as gym
 
 
 class RecordRawEpisode(gym.Wrapper):
-  """Sets `info["episode_return"]` (raw score) and `info["episode_length"]` when a game ends."""
+  """Sets `info["episode_return"]` (raw score) and `info["episode_length"]` when a game ends.
+
+  Counts every step taken through it: the caller's and, for the Atari chain, those the wrappers
+  above take themselves (the post-life-loss no-op, FIRE on reset); a game ending on such an inner
+  step has its record handed to the caller by those wrappers (`atari._HandsOnGameRecords`)."""
 
   def reset(self, **kwargs):
     self._return, self._length = 0.0, 0

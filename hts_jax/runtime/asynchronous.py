@@ -25,7 +25,7 @@ from hts_jax.config import ConfigError
 from hts_jax.runtime import reporting, supervisor
 from hts_jax.runtime.actor import ActorStats, ParamsBox
 from hts_jax.runtime.buffers import Done, Started
-from hts_jax.runtime.learner_worker import LearnResult, check_finite
+from hts_jax.runtime.learner_worker import LearnResult, check_finite, segment_of
 from hts_jax.runtime.runner import Mode, local_devices
 from hts_jax.types import Unroll
 
@@ -88,8 +88,7 @@ def _learner_input(runner, segment):
   """Zeros in the learner's batch shape (for compiling ahead): unrolls x rows per actor."""
   cols = runner.config.async_unrolls_per_update * _policy_rows(runner)
   z = lambda x: np.zeros(x.shape[:1] + (cols,) + x.shape[2:], x.dtype)
-  return Unroll(obs=z(segment.obs), actions=z(segment.actions), rewards=z(segment.rewards),
-                dones=z(segment.dones), behaviour_log_probs=z(segment.rewards))
+  return Unroll(segment=jax.tree.map(z, segment), behaviour_log_probs=z(segment.rewards))
 
 
 class _Async:
@@ -146,8 +145,7 @@ class _Async:
       returns: Dict[int, List[float]] = {}
       for k in my_execs:
         returns.update(sup.wait_message(k, Done).returns)
-      unroll = Unroll(obs=st.obs[:, rows].copy(), actions=st.actions[:, rows].copy(),
-                      rewards=st.rewards[:, rows].copy(), dones=st.dones[:, rows].copy(),
+      unroll = Unroll(segment=jax.tree.map(lambda x: x[:, rows].copy(), segment_of(st)),
                       behaviour_log_probs=logp)
       if not self.unrolls.put(lambda: _Queued(version, unroll, returns,
                                               self.runner.learner.version)):

@@ -42,7 +42,9 @@ class Controller:
     self.runner = runner
     cfg = self.config = runner.config
     self.storages = Storages(StorageSpec(cfg.alpha, cfg.num_envs, runner.info.obs_shape,
-                                         runner.info.obs_dtype, runner.num_agents), create=True)
+                                         runner.info.obs_dtype, runner.num_agents,
+                                         final_obs=cfg.learner.bootstrap_truncation),
+                             create=True)
     self.supervisor = Supervisor(cfg.env_ids_of_executor)
     restored = runner.restored
     self.book = (Book.new(cfg.num_envs, cfg.eval_every) if restored is None else

@@ -13,14 +13,17 @@ actor batch), so the result does not depend on `--num_actors`.
 
 Differences from the ale-py executors: envpool's own Atari pipeline (same protocol: 30 no-ops,
 frame skip 4 with max-pooling, 84x84 grayscale, 4 stacked frames, episodic life, reward clipping)
-and its auto-reset convention: after an episode ends, the env's next step is a reset (its action is
-ignored, reward 0). Env states cannot be checkpointed: a resumed run restarts envpool envs.
+and its auto-reset convention: after an episode ends (a lost life included), the env's next step
+is a reset (its action is ignored, reward 0, `elapsed_step` does not advance). That step is stored
+with `valid` 0: every loss leaves it out and episode lengths do not count it
+(`tests/test_atari.py` checks this against envpool's own counters and the ale-py path). Env
+states cannot be checkpointed: a resumed run restarts envpool envs.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -28,6 +31,76 @@ from hts_jax import seeding
 from hts_jax.runtime import buffers
 from hts_jax.runtime.actor import ActorStats, BlockBatcher
 from hts_jax.runtime.buffers import Done, EnvStates, Started
+
+
+def make_pool(cfg, index: int, m: int):
+  """The envpool instance of group `index` (`m` envs, seeds `base + index * m + i`)."""
+  import envpool  # pylint: disable=import-outside-toplevel
+  # The same env_kwargs as the ale-py path (validated there), in envpool's names.
+  kw = dict(cfg.env_kwargs)
+  extra = {}
+  if "max_num_frames_per_episode" in kw:
+    extra["max_episode_steps"] = int(kw["max_num_frames_per_episode"]) // 4
+  threads = max(1, cfg.num_executors // cfg.num_actors)
+  return envpool.make(
+      f"{cfg.env.split(':', 1)[1]}-v5", env_type="gymnasium", num_envs=m, batch_size=m,
+      num_threads=threads, seed=seeding.envpool_base_seed(cfg.seed) + index * m,
+      episodic_life=True, reward_clip=True, noop_max=kw.get("noop_max", 30),
+      stack_num=kw.get("frame_stack", 4), img_height=84, img_width=84, frame_skip=4,
+      repeat_action_probability=0.25 if kw.get("sticky", False) else 0.0, **extra)
+
+
+class StepRecorder:
+  """Writes envpool's step results for the envs with global ids `env_ids` into a storage and
+  keeps their episode books.
+
+  envpool resets an env on its step *after* an episode ends: that step ignores its action, pays 0
+  and does not count (`elapsed_step` stays). It is stored (the layout is fixed) with `valid` 0,
+  so no loss learns from it and no episode's length counts it.
+  """
+
+  def __init__(self, env_ids: np.ndarray):
+    self.rows = env_ids
+    m = len(env_ids)
+    self.last_obs: Optional[np.ndarray] = None
+    self.after_done = np.zeros(m, bool)
+    self.ep_return = np.zeros(m)
+    self.ep_length = np.zeros(m, np.int64)
+    self.new_report()
+
+  def new_report(self) -> None:
+    self.returns: Dict[int, List[float]] = {int(e): [] for e in self.rows}
+    self.lengths: Dict[int, List[int]] = {int(e): [] for e in self.rows}
+
+  def reset(self, obs, info) -> None:
+    """Takes the observations of the pool's first reset."""
+    self.last_obs = np.empty((len(self.rows),) + obs.shape[2:] + obs.shape[1:2], obs.dtype)
+    self.last_obs[info["env_id"]] = np.moveaxis(obs, 1, -1)  # [k, 84, 84] -> [84, 84, k]
+
+  def record(self, st, t: int, obs, reward, terminated, truncated, info) -> None:
+    """Writes step `t`'s results (`recv()`'s) into storage `st` and the episode books."""
+    local = info["env_id"]
+    g_rows = self.rows[local]
+    real = ~self.after_done[local]
+    done = np.logical_or(terminated, truncated)
+    self.after_done[local] = done
+    st.rewards[t, g_rows] = reward
+    st.dones[t, g_rows] = done
+    st.valid[t, g_rows] = real
+    st.truncated[t, g_rows] = np.logical_and(truncated, ~np.asarray(terminated, bool))
+    frames = np.moveaxis(obs, 1, -1)
+    st.obs[t + 1, g_rows] = frames
+    if st.final_obs is not None:  # envpool's obs at a cut is the episode's last one
+      st.final_obs[t, g_rows] = frames
+    self.last_obs[local] = frames
+    self.ep_return[local] += info["reward"]  # raw score
+    self.ep_length[local] += real
+    game_over = np.logical_or(info["terminated"].astype(bool), truncated)
+    for i in np.flatnonzero(game_over):
+      j = local[i]
+      self.returns[int(self.rows[j])].append(float(self.ep_return[j]))
+      self.lengths[int(self.rows[j])].append(int(self.ep_length[j]))
+      self.ep_return[j], self.ep_length[j] = 0.0, 0
 
 
 class EnvpoolGroup:
@@ -48,47 +121,30 @@ class EnvpoolGroup:
     ctl.actor_stats.append(self.stats)
     self.inbox = buffers.ActionBuffer()
     self.ctrl = ctl.supervisor.add_thread_executor(self.inbox).writer
-    import envpool  # pylint: disable=import-outside-toplevel
-    # The same env_kwargs as the ale-py path (validated there), in envpool's names.
-    kw = dict(cfg.env_kwargs)
-    extra = {}
-    if "max_num_frames_per_episode" in kw:
-      extra["max_episode_steps"] = int(kw["max_num_frames_per_episode"]) // 4
-    threads = max(1, cfg.num_executors // cfg.num_actors)
-    self.pool = envpool.make(
-        f"{cfg.env.split(':', 1)[1]}-v5", env_type="gymnasium", num_envs=self.m,
-        batch_size=self.m, num_threads=threads,
-        seed=seeding.envpool_base_seed(cfg.seed) + index * self.m,
-        episodic_life=True, reward_clip=True, noop_max=kw.get("noop_max", 30),
-        stack_num=kw.get("frame_stack", 4), img_height=84, img_width=84, frame_skip=4,
-        repeat_action_probability=0.25 if kw.get("sticky", False) else 0.0, **extra)
+    self.pool = make_pool(cfg, index, self.m)
 
   def run(self) -> None:
     rows = self.env_ids
-    returns: Dict[int, List[float]] = {int(e): [] for e in rows}
-    lengths: Dict[int, List[int]] = {int(e): [] for e in rows}
-    ep_return = np.zeros(self.m)
-    ep_length = np.zeros(self.m, np.int64)
+    rec = StepRecorder(rows)
     self.pool.async_reset()
     obs, _, _, _, info = self.pool.recv()
-    last_obs = np.empty((self.m,) + obs.shape[2:] + obs.shape[1:2], obs.dtype)
-    last_obs[info["env_id"]] = np.moveaxis(obs, 1, -1)  # [k, 84, 84] -> [84, 84, k]
+    rec.reset(obs, info)
     self.ctrl.send(Started(self.index))
     reader = self.inbox.reader
     idle_barrier = 0.0
     try:
       while True:  # the barrier
         t0 = time.perf_counter()
-        rec = reader.read()
+        msg = reader.read()
         idle_barrier += time.perf_counter() - t0
-        if rec is None or rec[0, 0] == buffers.STOP:
+        if msg is None or msg[0, 0] == buffers.STOP:
           return
-        if rec[0, 0] == buffers.SAVE:
+        if msg[0, 0] == buffers.SAVE:
           self.ctrl.send(EnvStates(self.index, None, "envpool env states cannot be saved"))
           continue
-        segment = int(rec[0, 1])
+        segment = int(msg[0, 1])
         st = self.storages.filling(segment)
-        st.obs[0, rows] = last_obs
+        st.obs[0, rows] = rec.last_obs
         busy = 0.0
         for t in range(self.alpha):
           version, params = self.params.current
@@ -98,26 +154,12 @@ class EnvpoolGroup:
             self.stats.calls += 1
           t0 = time.perf_counter()
           self.pool.send(st.actions[t, rows], np.arange(self.m))
-          obs, reward, terminated, truncated, info = self.pool.recv()
+          out = self.pool.recv()
           busy += time.perf_counter() - t0
-          local = info["env_id"]
-          g_rows = rows[local]
-          st.rewards[t, g_rows] = reward
-          st.dones[t, g_rows] = np.logical_or(terminated, truncated)
-          frames = np.moveaxis(obs, 1, -1)
-          st.obs[t + 1, g_rows] = frames
-          last_obs[local] = frames
-          ep_return[local] += info["reward"]  # raw score
-          ep_length[local] += 1
-          game_over = np.logical_or(info["terminated"].astype(bool), truncated)
-          for i in np.flatnonzero(game_over):
-            e = int(rows[local[i]])
-            returns[e].append(float(ep_return[local[i]]))
-            lengths[e].append(int(ep_length[local[i]]))
-            ep_return[local[i]], ep_length[local[i]] = 0.0, 0
-        self.ctrl.send(Done(self.index, segment, returns, lengths, 0.0, idle_barrier, busy))
-        returns = {int(e): [] for e in rows}
-        lengths = {int(e): [] for e in rows}
+          rec.record(st, t, *out)
+        self.ctrl.send(Done(self.index, segment, rec.returns, rec.lengths, 0.0, idle_barrier,
+                            busy))
+        rec.new_report()
         idle_barrier = 0.0
     finally:
       self.pool.close()

@@ -14,7 +14,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from hts_jax import acting, envs, seeding
+from hts_jax import envs, seeding
+from hts_jax.runtime.policy import make_policy_step
 
 # Hard cap on steps per evaluation episode (envs without a time limit).
 MAX_EPISODE_STEPS = 108_000
@@ -30,7 +31,7 @@ class Evaluator:
     self.episodes = episodes
     self.seed = seed
     self.num_agents = num_agents
-    self.policy = acting.make_policy_step(apply_fn, episodes * num_agents, greedy=greedy)
+    self.policy = make_policy_step(apply_fn, episodes * num_agents, greedy=greedy)
     self.results: List[Dict[str, Any]] = list(results or [])
     self._restored = len(self.results)
     self.submitted = 0

@@ -173,7 +173,8 @@ class _Executor:
     spec, rows = self.spec, self.block_rows[b]
     finished: List[env_blocks.Finished] = []
     self.env_blocks[b].step(st.actions[step, rows], st.rewards[step, rows], st.dones[step, rows],
-                            st.obs[step + 1, rows], finished)
+                            st.truncated[step, rows], st.obs[step + 1, rows],
+                            None if st.final_obs is None else st.final_obs[step, rows], finished)
     for e, ret, length in finished:
       self.returns[e].append(ret)
       self.lengths[e].append(length)

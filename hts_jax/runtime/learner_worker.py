@@ -42,6 +42,13 @@ def behaviour_version(storage, segment: int) -> int:
   return int(versions[0])
 
 
+def segment_of(storage) -> Segment:
+  """A storage's learner fields as a (host) Segment; `final_obs` only where the storage has it."""
+  return Segment(obs=storage.obs, actions=storage.actions, rewards=storage.rewards,
+                 dones=storage.dones, valid=storage.valid, truncated=storage.truncated,
+                 final_obs=storage.final_obs)
+
+
 class LearnerWorker:
   """`submit(seg, storage)` queues an update; `result()` waits for the oldest one."""
 
@@ -57,8 +64,7 @@ class LearnerWorker:
 
   def prepare(self, storage) -> Segment:
     """The storage as a Segment on the learner's devices (dispatched, not waited for)."""
-    host = Segment(obs=storage.obs, actions=storage.actions, rewards=storage.rewards,
-                   dones=storage.dones)
+    host = segment_of(storage)
     if self.sharding is None:
       return jax.device_put(host)
     return jax.device_put(host, self.sharding)

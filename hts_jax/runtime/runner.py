@@ -17,11 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from hts_jax import acting, envs, learner, networks, seeding
+from hts_jax import envs, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.runtime import checkpoint
+from hts_jax.runtime import storage as storage_lib
 from hts_jax.runtime.buffers import BlockLayout
-from hts_jax.runtime.learner_worker import LearnerWorker
+from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
+from hts_jax.runtime.policy import make_policy_step
 from hts_jax.types import DATA_AXIS, Segment
 
 # On CPU, XLA runs each call on the calling thread instead of handing it to a dispatch thread and
@@ -91,8 +93,8 @@ class Runner:
         Mesh(np.asarray(learner_devices), (DATA_AXIS,)), P(None, DATA_AXIS))
     self.learner = LearnerWorker(step, state, sharding=sharding, delay_s=config.learner_delay_s)
     self.policy_rows = mode.policy_rows(self)
-    self.policy = acting.make_policy_step(self.network.apply, self.policy_rows,
-                                          devices=self.actor_devices)
+    self.policy = make_policy_step(self.network.apply, self.policy_rows,
+                                   devices=self.actor_devices)
     self._actor_sharding = None if self.actor_devices is None else NamedSharding(
         Mesh(np.asarray(self.actor_devices), (DATA_AXIS,)), P())
     self.compile_s = self._compile()
@@ -114,10 +116,11 @@ class Runner:
     return ckpt
 
   def zeros_segment(self) -> Segment:
-    a, n, info = self.config.alpha, self.num_rows, self.info
-    return Segment(obs=np.zeros((a + 1, n) + info.obs_shape, info.obs_dtype),
-                   actions=np.zeros((a, n), np.int32), rewards=np.zeros((a, n), np.float32),
-                   dones=np.zeros((a, n), np.float32))
+    """A segment of zeros shaped like the storages' (what the learner is compiled for)."""
+    spec = storage_lib.StorageSpec(self.config.alpha, self.config.num_envs, self.info.obs_shape,
+                       self.info.obs_dtype, self.num_agents,
+                       final_obs=self.config.learner.bootstrap_truncation)
+    return segment_of(storage_lib.zeros(spec))
 
   def _compile(self) -> float:
     """Compiles the learner and policy steps with their real input shardings before the clock

@@ -8,6 +8,11 @@ Executors fill one storage while the learner consumes the other; roles swap ever
   version  [alpha, N]         int32, the params version (learner updates) that chose the action
   rewards  [alpha, N]         float32, written by executors
   dones    [alpha, N]         float32, 1 where the episode ended after the step
+  valid    [alpha, N]         float32, 1 for a real transition (0: envpool's auto-reset step)
+  truncated [alpha, N]        float32, 1 where a time limit cut the episode (not terminal)
+  final_obs [alpha, N, ...]   only with `final_obs`: the observation a truncated episode ended on
+                              (obs[t+1] holds the next episode's first one), for
+                              `--bootstrap_truncation`
 
 All arrays of both storages live in one shared-memory block; `StorageSpec` (picklable) lets another
 process attach to it.
@@ -32,6 +37,7 @@ class StorageSpec:
   obs_dtype: str
   num_agents: int = 1
   shm_name: Optional[str] = None
+  final_obs: bool = False
 
   @property
   def num_rows(self) -> int:
@@ -40,9 +46,13 @@ class StorageSpec:
 
   def fields(self) -> List[Tuple[str, Tuple[int, ...], str]]:
     a, n = self.alpha, self.num_rows
-    return [("obs", (a + 1, n) + tuple(self.obs_shape), self.obs_dtype),
-            ("actions", (a, n), "int32"), ("version", (a, n), "int32"),
-            ("rewards", (a, n), "float32"), ("dones", (a, n), "float32")]
+    out = [("obs", (a + 1, n) + tuple(self.obs_shape), self.obs_dtype),
+           ("actions", (a, n), "int32"), ("version", (a, n), "int32"),
+           ("rewards", (a, n), "float32"), ("dones", (a, n), "float32"),
+           ("valid", (a, n), "float32"), ("truncated", (a, n), "float32")]
+    if self.final_obs:
+      out.append(("final_obs", (a, n) + tuple(self.obs_shape), self.obs_dtype))
+    return out
 
   def layout(self):
     """[(storage, field, shape, dtype, offset)], total bytes."""
@@ -71,6 +81,9 @@ class Storages:
     for s, name, shape, dtype, offset in layout:
       views[s][name] = np.ndarray(shape, dtype, buffer=self._shm.buf, offset=offset)
     self._views = [_Storage(**v) for v in views]
+    if create:
+      for st in self._views:
+        st.valid[:] = 1.0  # only envpool's groups write it
 
   def __getitem__(self, s: int) -> "_Storage":
     return self._views[s]
@@ -108,6 +121,14 @@ class _Storage:
   version: np.ndarray
   rewards: np.ndarray
   dones: np.ndarray
+  valid: np.ndarray
+  truncated: np.ndarray
+  final_obs: Optional[np.ndarray] = None
+
+
+def zeros(spec: StorageSpec) -> _Storage:
+  """One storage's arrays as zeros in ordinary memory (for compiling ahead)."""
+  return _Storage(**{name: np.zeros(shape, dtype) for name, shape, dtype in spec.fields()})
 
 
 def _attach(name: str) -> shared_memory.SharedMemory:
