@@ -43,7 +43,7 @@ def main(_):
     mine = [r for r in rows if r["minibatch"] == mode]
     summary[mode] = {
         "final_metric_mean": float(np.mean([r["final_metric"] for r in mine])),
-        "runs_reaching_475": sum(np.isfinite(r["steps_to_475"]) for r in mine),
+        "runs_reaching_475": int(sum(np.isfinite(r["steps_to_475"]) for r in mine)),
         "steps_to_475_median": float(np.median([r["steps_to_475"] for r in mine])),
         "sps_median": float(np.median([r["sps"] for r in mine]))}
   print(json.dumps({"runs": rows, "summary": summary}, indent=1))

@@ -187,3 +187,23 @@ def test_ppo_transition_minibatches_draw_every_env_at_its_own_steps():
   old = np.asarray(learner.minibatch_steps(key, LearnerConfig(
       algo="ppo", ppo_epochs=2, num_minibatches=4, minibatch="time_steps"), t_len, b, 0))
   assert (old == old[:, :, :1]).all()  # all envs of the chosen steps
+
+
+def test_bootstrap_truncation_end_to_end_is_deterministic(tmp_path):
+  """`--bootstrap_truncation` through the runtime (executors record `truncated` and `final_obs`):
+  one `param_sha256` for any executor/actor count, another than the terminal treatment's."""
+  from hts_jax.config import RunConfig
+  from hts_jax.runtime import modes
+
+  def run(name, bootstrap, executors, actors, mode="hts"):
+    return modes.run(RunConfig(
+        env="CartPole-v1", env_kwargs={"max_episode_steps": 20}, mode=mode, alpha=5, num_envs=4,
+        num_executors=executors, num_actors=actors, actor_batch=2, total_steps=4 * 5 * 12,
+        seed=3, logdir=str(tmp_path / name), log_every_s=1e9, eval_episodes=1,
+        learner=LearnerConfig(unroll_length=5, bootstrap_truncation=bootstrap)))
+
+  a, b = run("a", True, 1, 1), run("b", True, 4, 2)
+  plain = run("plain", False, 1, 1)
+  assert a["param_sha256"] == b["param_sha256"] != plain["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]
+  assert run("sync", True, 2, 1, mode="sync")["updates"] == 12
