@@ -200,14 +200,18 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   assert shm_segments() <= before
 
 
-@pytest.mark.parametrize("mode", ["hts", "sync"])
-def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode):
+@pytest.mark.parametrize("mode,bootstrap", [("hts", False), ("sync", False), ("hts", True)])
+def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode, bootstrap):
   """A run checkpointed mid-way and resumed (with more total_steps) ends bit-identical to a run
-  that went straight through, in every checkpointing mode."""
+  that went straight through, in every checkpointing mode; also with `bootstrap_truncation`
+  (the checkpointed storage keeps its truncation flags and final observations)."""
   def cfg(name, segments, **kw):
     base = dict(env="CartPole-v1", mode=mode, alpha=8, num_envs=4, num_executors=2,
                 total_steps=4 * 8 * segments, seed=9, logdir=str(tmp_path / name),
-                log_every_s=1e9, eval_episodes=1, learner=LearnerConfig(algo="a2c", unroll_length=8))
+                log_every_s=1e9, eval_episodes=1,
+                env_kwargs={"max_episode_steps": 6} if bootstrap else {},
+                learner=LearnerConfig(algo="a2c", unroll_length=8,
+                                      bootstrap_truncation=bootstrap))
     return RunConfig(**dict(base, **kw))
   straight = modes.run(cfg("straight", 6))
   modes.run(cfg("split", 4, checkpoint_every=2))

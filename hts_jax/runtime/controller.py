@@ -223,8 +223,7 @@ class Controller:
     env_states = self.collect_env_states()
     st = self.storages.filling(segment)
     # A copy: the writer may still be waiting for evaluations when this storage is refilled.
-    storage = {name: np.array(getattr(st, name)) for name in ("obs", "actions", "version",
-                                                              "rewards", "dones")}
+    storage = {name: np.array(getattr(st, name)) for name, _, _ in self.storages.spec.fields()}
     self.stop_clock()
     book = self.book_totals()
     book.wall_time_s = self.wall()
