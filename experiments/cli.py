@@ -56,7 +56,7 @@ def define_config_flags(cls, renamed=None, skip=()) -> None:
   """Defines a flag for every field of the config dataclass `cls` (a nested config's fields are
   flags of their own), named as the field or `renamed[field name]`, with the field's default and
   its docstring as help. Types: bool, int, float, str (an enum where `hts_config.CHOICES` lists
-  the values), dict (a JSON object). Fields in `skip` get none."""
+  the values), dict (a JSON object), tuple (of ints, comma separated). Fields in `skip` get none."""
   renamed, docs = renamed or {}, field_docs(cls)
   for field, kind in _fields(cls, skip):
     if dataclasses.is_dataclass(kind):
@@ -69,6 +69,8 @@ def define_config_flags(cls, renamed=None, skip=()) -> None:
                else field.default_factory())
     if kind is str and field.name in hts_config.CHOICES:
       flags.DEFINE_enum(name, default, list(hts_config.CHOICES[field.name]), docs[field.name])
+    elif kind is tuple:  # of ints: a comma-separated list
+      flags.DEFINE_list(name, ",".join(str(x) for x in default), docs[field.name])
     elif kind in (bool, int, float, str, dict):
       define = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
                 str: flags.DEFINE_string, dict: flags.DEFINE_string}[kind]
@@ -86,8 +88,21 @@ def config_from_flags(cls, value, renamed=None, skip=()):
       kwargs[field.name] = config_from_flags(kind, value, renamed, skip)
       continue
     name = renamed.get(field.name, field.name)
-    kwargs[field.name] = _json_object(name, value(name)) if kind is dict else value(name)
+    if kind is dict:
+      kwargs[field.name] = _json_object(name, value(name))
+    elif kind is tuple:
+      kwargs[field.name] = _int_tuple(name, value(name))
+    else:
+      kwargs[field.name] = value(name)
   return cls(**kwargs)
+
+
+def _int_tuple(name, items):
+  """A list flag's strings (or a preset's ints) as a tuple of ints."""
+  try:
+    return tuple(int(x) for x in items)
+  except (TypeError, ValueError):
+    raise hts_config.ConfigError(f"--{name} takes comma-separated integers, got {items!r}") from None
 
 
 def _json_object(name, text):

@@ -7,7 +7,7 @@ without paying for JAX. Errors are `ConfigError` with a one-line message meant f
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 ALGOS = ("a2c", "ppo")
 CORRECTIONS = ("delayed", "truncated_is", "none")
@@ -176,10 +176,14 @@ class RunConfig:
   under variable envs)."""
   learner_delay_s: float = 0.0
   """Testing: sleep added to every learner update (tests of the concurrency)."""
-  learner_devices: int = 1
-  """Local devices the learner step is data-parallel over (num_envs must divide evenly)."""
-  actor_devices: int = 1
-  """Local devices the policy step is data-parallel over (num_envs must divide evenly)."""
+  learner_devices: Tuple[int, ...] = (0,)
+  """Indices of the local devices the learner step is data-parallel over (comma separated;
+  num_envs must divide evenly). They may overlap the actor devices or not: e.g. actors on GPU 0,
+  the learner on GPUs 1-7 (`--actor_devices=0 --learner_devices=1,2,3,4,5,6,7`)."""
+  actor_devices: Tuple[int, ...] = (0,)
+  """Indices of the local devices the actors' policy step is data-parallel over and the
+  evaluator runs on (its first); params are copied there once per segment (comma separated; the
+  actor batch must divide evenly)."""
   checkpoint_every: int = 0
   """Learner updates between checkpoints (0: only on SIGINT/SIGTERM)."""
   decorrelate_steps: int = 0
@@ -214,9 +218,14 @@ class RunConfig:
     _check(self.num_actors >= 1, f"num_actors must be >= 1, got {self.num_actors}")
     _check(0 <= self.actor_batch <= self.num_envs,
            f"actor_batch must be in [0, num_envs={self.num_envs}], got {self.actor_batch}")
-    _check(self.actor_batch_envs % self.actor_devices == 0,
-           f"actor_batch ({self.actor_batch_envs} envs) must be divisible by actor_devices "
-           f"({self.actor_devices})")
+    for name in ("learner_devices", "actor_devices"):
+      d = getattr(self, name)
+      _check(isinstance(d, tuple) and len(d) >= 1 and
+             all(isinstance(i, int) and i >= 0 for i in d) and len(set(d)) == len(d),
+             f"{name} must be distinct device indices >= 0, got {d!r}")
+    _check(self.actor_batch_envs % len(self.actor_devices) == 0,
+           f"actor_batch ({self.actor_batch_envs} envs) must be divisible by the number of "
+           f"actor_devices ({len(self.actor_devices)})")
     _check(self.total_steps >= 1, f"total_steps must be >= 1, got {self.total_steps}")
     _check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
     _check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
@@ -227,11 +236,9 @@ class RunConfig:
            f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
     for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s"):
       _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
-    for name in ("learner_devices", "actor_devices"):
-      d = getattr(self, name)
-      _check(d >= 1, f"{name} must be >= 1, got {d}")
-      _check(self.num_envs % d == 0,
-             f"num_envs ({self.num_envs}) must be divisible by {name} ({d})")
+    _check(self.num_envs % len(self.learner_devices) == 0,
+           f"num_envs ({self.num_envs}) must be divisible by the number of learner_devices "
+           f"({len(self.learner_devices)})")
     _check(self.stop_at_return is None or self.eval_every > 0,
            "stop_at_return needs eval_every > 0")
     if self.mode != "hts":

@@ -78,7 +78,11 @@ def test_every_config_field_is_a_flag_with_its_default_and_docstring():
       flag = absl_flags.FLAGS[train.RENAMED.get(field.name, field.name)]
       default = (field.default if field.default_factory is dataclasses.MISSING
                  else field.default_factory())
-      assert flag.default == (json.dumps(default) if isinstance(default, dict) else default)
+      if isinstance(default, dict):
+        default = json.dumps(default)
+      elif isinstance(default, tuple):  # a comma-separated list flag
+        default = [str(x) for x in default]
+      assert flag.default == default
       assert docs[field.name] in flag.help
       if field.name in config.CHOICES:
         assert flag.parser.enum_values == list(config.CHOICES[field.name])

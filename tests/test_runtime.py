@@ -51,7 +51,8 @@ def test_vectorised_cartpole_blocks_change_no_bit(tmp_path, reference):
 def test_data_parallel_runtime_is_deterministic_too(tmp_path):
   """Learner and actors over 2 (forced CPU) devices: one hash for any actor/executor count."""
   runs = [modes.run(small_config(tmp_path, f"dp{a}", num_actors=a, num_executors=e,
-                               learner_devices=2, actor_devices=2, executor_jitter_s=0.002))
+                               learner_devices=(0, 1), actor_devices=(0, 1),
+                               executor_jitter_s=0.002))
           for a, e in [(1, 1), (3, 4)]]
   assert runs[0]["param_sha256"] == runs[1]["param_sha256"]
   assert runs[0]["episode_returns"] == runs[1]["episode_returns"]

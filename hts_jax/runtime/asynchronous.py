@@ -26,7 +26,7 @@ from hts_jax.runtime import reporting, supervisor
 from hts_jax.runtime.actor import ActorStats, ParamsBox
 from hts_jax.runtime.buffers import Done, Started
 from hts_jax.runtime.learner_worker import LearnResult, check_finite, segment_of
-from hts_jax.runtime.runner import Mode, local_devices
+from hts_jax.runtime.runner import Mode
 from hts_jax.types import Unroll
 
 
@@ -79,7 +79,7 @@ def _policy_rows(runner) -> int:
 
 
 def _learner_step(runner, lcfg):
-  if local_devices(runner.config.learner_devices, "learner_devices") is not None:
+  if len(runner.config.learner_devices) > 1:
     raise ConfigError("--mode=async runs its learner on one device")
   return jax.jit(learner_lib.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer))
 
@@ -95,7 +95,8 @@ class _Async:
   def __init__(self, runner, ctl):
     self.runner, self.ctl, self.cfg = runner, ctl, runner.config
     cfg = self.cfg
-    self.params = ParamsBox(runner.learner.version, runner.learner.state.params)
+    self.params = ParamsBox(runner.learner.version,
+                            runner.actor_params(runner.learner.state.params))
     self.unrolls = UnrollQueue(max(cfg.num_actors, cfg.async_unrolls_per_update))
     self.acting = threading.Event()
     self.results: "collections.deque" = collections.deque()
@@ -175,7 +176,7 @@ class _Async:
         time.sleep(cfg.learner_delay_s)
       worker.state = state
       worker.version += 1
-      self.params.publish(worker.version, state.params)
+      self.params.publish(worker.version, self.runner.actor_params(state.params))
       returns: Dict[int, List[float]] = {}
       for q in batch:
         returns.update(q.returns)

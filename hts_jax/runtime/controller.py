@@ -30,6 +30,7 @@ from hts_jax.runtime.buffers import ActionBuffer, Done, EnvStates, StateBuffer, 
 from hts_jax.runtime.evaluation import Evaluator
 from hts_jax.runtime.executor import ExecutorSpec
 from hts_jax.runtime.learner_worker import LearnResult
+from hts_jax.runtime.placement import COMPILES
 from hts_jax.runtime.storage import Storages, StorageSpec
 from hts_jax.runtime.supervisor import Interrupted, RunError, Supervisor, interrupted_message
 
@@ -60,7 +61,10 @@ class Controller:
         None if restored is None else runner.learner.version))
     self.evaluator = Evaluator(cfg.env, cfg.env_kwargs, runner.network.apply, cfg.eval_episodes,
                                cfg.seed, greedy=cfg.eval_greedy, results=self.book.eval,
-                               num_agents=runner.num_agents)
+                               num_agents=runner.num_agents,
+                               sharding=runner.placement.eval_params)
+    self.evaluator.compile(runner.learner.state.params, runner.info.obs_shape,
+                           runner.info.obs_dtype)
     self.inboxes: List[ActionBuffer] = []
     self.state_buffers: List[StateBuffer] = []
     self.actor_stats: List = []  # ActorStats of this session's actors (the mode appends)
@@ -93,6 +97,7 @@ class Controller:
   def start_clock(self) -> None:
     self._t_start = time.perf_counter()
     self._cpu0 = time.process_time()
+    COMPILES.start()  # everything is compiled before; `finish` reports what was not
 
   def book_totals(self) -> Book:
     """A copy of the book with this session's actor and learner counters added."""
@@ -277,6 +282,7 @@ class Controller:
     cfg, runner = self.config, self.runner
     wall = self.wall()
     self.stop_clock()
+    compiled = COMPILES.since_start()
     book = self.book_totals()
     book.wall_time_s = wall
     self.join_checkpoint_writer()
@@ -298,6 +304,8 @@ class Controller:
                   runner.num_agents)
     out["eval"] = [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return", "returns")
                     if k in r} for r in self.evaluator.results]
+    # XLA compilations inside the timed run (functions' names): none is expected.
+    out["compiled_during_run"] = compiled
     reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), out)
     if interrupted is not None:
       raise Interrupted(f"interrupted by {signal.Signals(interrupted).name} during the final "

@@ -12,6 +12,7 @@ import queue
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
+import jax
 import numpy as np
 
 from hts_jax import envs, seeding
@@ -26,12 +27,13 @@ class Evaluator:
 
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
                seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None,
-               num_agents: int = 1):
+               num_agents: int = 1, sharding=None):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
     self.seed = seed
     self.num_agents = num_agents
     self.policy = make_policy_step(apply_fn, episodes * num_agents, greedy=greedy)
+    self.sharding = sharding  # where evaluated params are placed (the first actor device)
     self.results: List[Dict[str, Any]] = list(results or [])
     self._restored = len(self.results)
     self.submitted = 0
@@ -43,7 +45,16 @@ class Evaluator:
 
   def submit(self, env_steps: int, wall_time_s: float, params) -> None:
     self.submitted += 1
-    self._queue.put((env_steps, wall_time_s, params))
+    self._queue.put((env_steps, wall_time_s, self._placed(params)))
+
+  def _placed(self, params):
+    return params if self.sharding is None else jax.device_put(params, self.sharding)
+
+  def compile(self, params, obs_shape, obs_dtype) -> None:
+    """Compiles the policy step for `params` placed as evaluations place them."""
+    rows = self.policy.batch_size
+    self.policy.run_actions(self._placed(params), np.zeros((rows,) + tuple(obs_shape), obs_dtype),
+                            np.zeros((rows, 2), np.uint32))
 
   def finished(self, n: int) -> bool:
     """Whether the first `n` evaluations submitted in this session have finished (in order)."""

@@ -15,7 +15,6 @@ from typing import Any, Callable, Dict, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from hts_jax import envs, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
@@ -23,8 +22,9 @@ from hts_jax.runtime import checkpoint
 from hts_jax.runtime import storage as storage_lib
 from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
+from hts_jax.runtime.placement import Placement
 from hts_jax.runtime.policy import make_policy_step
-from hts_jax.types import DATA_AXIS, Segment
+from hts_jax.types import Segment
 
 # On CPU, XLA runs each call on the calling thread instead of handing it to a dispatch thread and
 # spinning until it is done: an actor's small policy call then costs ~65 us of CPU instead of
@@ -84,19 +84,16 @@ class Runner:
                               config.num_actors if config.envpool else config.num_executors,
                               config.actor_batch_envs, self.num_agents)
     self.streams = seeding.action_streams(config.seed, self.num_rows)
-    self.actor_devices = local_devices(config.actor_devices, "actor_devices")
-    learner_devices = local_devices(config.learner_devices, "learner_devices")
+    self.placement = Placement(config.learner_devices, config.actor_devices)
     step = (mode.learner_step(self, lcfg) if mode.learner_step else learner.make_learner_step(
         lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
-        devices=learner_devices))
-    sharding = None if learner_devices is None else NamedSharding(
-        Mesh(np.asarray(learner_devices), (DATA_AXIS,)), P(None, DATA_AXIS))
-    self.learner = LearnerWorker(step, state, sharding=sharding, delay_s=config.learner_delay_s)
+        devices=self.placement.learner_parallel))
+    state = jax.device_put(state, self.placement.learner_state)
+    self.learner = LearnerWorker(step, state, sharding=self.placement.learner_data,
+                                 delay_s=config.learner_delay_s)
     self.policy_rows = mode.policy_rows(self)
     self.policy = make_policy_step(self.network.apply, self.policy_rows,
-                                   devices=self.actor_devices)
-    self._actor_sharding = None if self.actor_devices is None else NamedSharding(
-        Mesh(np.asarray(self.actor_devices), (DATA_AXIS,)), P())
+                                   devices=self.placement.actor_parallel)
     self.compile_s = self._compile()
 
   def _restore(self, abstract_state) -> Dict[str, Any]:
@@ -143,10 +140,9 @@ class Runner:
     return self.policy.run_actions(params, obs, seeds)
 
   def actor_params(self, params):
-    """Params placed on the actors' devices (replicated over them)."""
-    if self._actor_sharding is None:
-      return params
-    return jax.device_put(params, self._actor_sharding)
+    """A copy of `params` on the actors' devices (replicated over them; no copy where they are
+    the learner's)."""
+    return jax.device_put(params, self.placement.actor_params)
 
   def run(self) -> Dict[str, Any]:
     from hts_jax.runtime.controller import Controller  # pylint: disable=import-outside-toplevel
@@ -155,12 +151,3 @@ class Runner:
       return self.mode.loop(self, ctl)
 
 
-def local_devices(count: int, name: str):
-  """None for one device (plain jit), else the first `count` local devices."""
-  if count == 1:
-    return None
-  devices = jax.local_devices()
-  if count > len(devices):
-    raise ConfigError(f"{name}={count} but only {len(devices)} local devices "
-                      f"({devices[0].platform})")
-  return devices[:count]

@@ -37,6 +37,7 @@ def _executor_rollout(runner, ctl) -> Callable[[int], list]:
   inboxes = [ib.writer for ib in ctl.inboxes]
 
   def rollout(seg: int) -> list:
+    params = runner.actor_params(learner.state.params)  # copied to the actor devices once
     ctl.go(seg)
     for t in range(cfg.alpha):
       t0 = time.perf_counter()
@@ -50,7 +51,7 @@ def _executor_rollout(runner, ctl) -> Callable[[int], list]:
       if not (records[:, 1] == seg).all() or not (records[:, 2] == t).all():
         raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records.tolist()}")
       records = records[np.argsort(records[:, 0])].tolist()
-      stats.ready_rows += batcher.act(records, learner.version, learner.state.params)
+      stats.ready_rows += batcher.act(records, learner.version, params)
       stats.calls += 1
       batcher.post(records, inboxes)
     return ctl.wait_done(seg)
