@@ -34,6 +34,11 @@ from experiments import cli
 
 flags.DEFINE_integer("num_processes", 2, "Processes to start on this machine.")
 flags.DEFINE_float("grace_s", 5.0, "Seconds a process gets to stop after SIGTERM before SIGKILL.")
+flags.DEFINE_string("module", "experiments.train",
+                    "What each process runs (`python -m <module> <flags> --num_processes=N "
+                    "--process_id=i --coordinator_address=...`).")
+flags.DEFINE_bool("pin_cores", False,
+                  "Pin process i (and its executors) to CPU core i mod the core count.")
 FLAGS = flags.FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,25 +78,32 @@ def _stop(procs: List[subprocess.Popen], grace_s: float) -> None:
       p.wait()
 
 
-def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0) -> int:
-  """Runs the processes to the end; returns the exit code (0, or the first failure's)."""
+def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
+           pin_cores: bool = False, module: str = "experiments.train") -> int:
+  """Runs the processes (`python -m <module> <flags> --num_processes ...`) to the end; returns
+  the exit code (0, or the first failure's)."""
   if num_processes < 1:
     cli.fail(f"num_processes must be >= 1, got {num_processes}")
   address = f"127.0.0.1:{free_port()}"
   logs = tempfile.mkdtemp(prefix="hts_launch_")
   procs, errs = [], []
   for i in range(num_processes):
-    cmd = [sys.executable, "-m", "experiments.train", *train_flags,
+    cmd = [sys.executable, "-m", module, *train_flags,
            f"--num_processes={num_processes}", f"--process_id={i}",
            f"--coordinator_address={address}"]
+    pin = None
+    if pin_cores:
+      core = i % os.cpu_count()
+      pin = lambda core=core: os.sched_setaffinity(0, {core})
     if i == 0:  # process 0's output is the run's: shown as it comes
       errs.append(None)
-      procs.append(subprocess.Popen(cmd, cwd=ROOT))
+      procs.append(subprocess.Popen(cmd, cwd=ROOT, preexec_fn=pin))
       continue
     err = os.path.join(logs, f"process-{i}.stderr")
     errs.append(err)
     with open(err, "w") as f:
-      procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=f))
+      procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=f,
+                                    preexec_fn=pin))
 
   forwarded = []
 
@@ -130,7 +142,7 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0) -> 
 
 
 def main(argv):
-  sys.exit(launch(FLAGS.num_processes, argv[1:], FLAGS.grace_s))
+  sys.exit(launch(FLAGS.num_processes, argv[1:], FLAGS.grace_s, FLAGS.pin_cores, FLAGS.module))
 
 
 if __name__ == "__main__":
