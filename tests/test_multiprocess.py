@@ -1,7 +1,8 @@
 """Multi-process HTS on `jax.distributed` (two local processes, CPU collectives over gloo), started
 by `experiments.launch` as a user would: one hash across actor/executor counts and against one
-process with two devices; a killed process stops every process; a signal stops all of them at one
-boundary; no process, executor or shared-memory block is left behind."""
+process with two devices; a killed process stops every process; a signal checkpoints all of them
+at one boundary and `--resume` is bit-exact; no process, executor or shared-memory block is left
+behind."""
 
 import json
 import os
@@ -107,16 +108,33 @@ def test_a_killed_process_stops_every_process(tmp_path):
 
 
 @pytest.mark.slow
-def test_sigterm_stops_both_processes_at_one_boundary(tmp_path):
+def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
+  """SIGTERM to the launcher (forwarded to both processes) stops them at one boundary, each
+  saving its part; `--resume` (with other executor/actor counts) then ends with the bits of a
+  run that went straight through."""
+  flags = ["--total_steps=2560", "--learner_delay_s=0.05", "--num_executors=2"]
+  straight = str(tmp_path / "straight")
+  proc = _launch(straight, *flags)
+  _, err = proc.communicate(timeout=600)
+  assert proc.returncode == 0, err[-2000:]
   logdir = str(tmp_path / "term")
-  proc = _launch(logdir, "--total_steps=2000000", "--num_executors=2")
+  proc = _launch(logdir, *flags)
   _wait_training(logdir)
   proc.send_signal(signal.SIGTERM)
-  _, err = proc.communicate(timeout=60)
+  _, err = proc.communicate(timeout=120)
   assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
-  assert "interrupted by SIGTERM" in err and "every process stopped at this boundary" in err
+  assert "interrupted by SIGTERM at update" in err and "continue with --resume" in err
   time.sleep(1.0)
   assert _left_behind(logdir) == []
+  assert sorted(os.listdir(logdir)) == ["checkpoints", "checkpoints-process-0",
+                                        "checkpoints-process-1", "metrics.csv"]
+  proc = _launch(logdir, "--total_steps=2560", "--num_executors=1", "--num_actors=2", "--resume")
+  _, err = proc.communicate(timeout=600)
+  assert proc.returncode == 0, err[-2000:]
+  resumed, want = _summary(logdir), _summary(straight)
+  assert resumed["resumed_from_update"] > 0
+  assert resumed["param_sha256"] == want["param_sha256"]
+  assert resumed["episode_returns"] == want["episode_returns"]
 
 
 def test_multiprocess_config_errors_are_one_line(tmp_path):

@@ -231,17 +231,12 @@ class Controller:
     have finished) unless a signal asked for it, so the executors do not wait for evaluations."""
     cfg, sup = self.config, self.supervisor
     updates = self.runner.learner.version
-    if cfg.num_processes > 1:  # a signal in any process stops all of them at this boundary
+    signum, multi = sup.signal, cfg.num_processes > 1
+    if multi:  # a signal in any process: every process saves and stops at this boundary
       signals = distributed.allgather_ints([sup.signal or 0])[:, 0]
-      if signals.any():
-        k = int(np.flatnonzero(signals)[0])
-        signum = int(signals[k])
-        raise Interrupted(f"interrupted by {signal.Signals(signum).name} (process {k}) at update "
-                          f"{updates}: every process stopped at this boundary; multi-process "
-                          "runs do not checkpoint yet", signum)
-      return
+      signum = int(signals[np.flatnonzero(signals)[0]]) if signals.any() else None
     due = cfg.checkpoint_every > 0 and updates % cfg.checkpoint_every == 0
-    if not (due or sup.signal is not None) or segment + 1 >= cfg.num_segments:
+    if not (due or signum is not None) or segment + 1 >= cfg.num_segments:
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
     env_states = self.collect_env_states()
     st = self.storages.filling(segment)
@@ -259,7 +254,8 @@ class Controller:
       book.eval = [dict(r) for r in self.evaluator.results_upto(
           n_evals, _wait_plain)]
       host = {"segment": segment, "learned": learned, "book": book.to_json(), "config": host_cfg}
-      checkpoint.save(cfg.logdir, updates, state, storage, env_states, host)
+      checkpoint.save(cfg.logdir, updates, state, storage, env_states, host,
+                      process=cfg.process_id if multi else None)
 
     previous = self._writer
 
@@ -273,9 +269,11 @@ class Controller:
 
     self._writer = threading.Thread(target=guarded, name="checkpoint", daemon=True)
     self._writer.start()
-    if sup.signal is not None:
+    if multi:  # every process writes at this boundary together (orbax's collective save)
       self.join_checkpoint_writer()
-      raise Interrupted(interrupted_message(sup.signal, updates, path), sup.signal)
+    if signum is not None:
+      self.join_checkpoint_writer()
+      raise Interrupted(interrupted_message(signum, updates, path), signum)
 
   def join_checkpoint_writer(self, raise_errors: bool = True) -> None:
     """Waits for the checkpoints being written (at the end, and before a signal's stop)."""

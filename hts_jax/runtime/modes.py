@@ -21,9 +21,6 @@ def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   if config.num_processes > 1:
     if config.mode == "async":
       raise ConfigError("--num_processes > 1 runs --mode=hts or --mode=sync")
-    if resume or config.checkpoint_every:
-      raise ConfigError("multi-process runs do not checkpoint yet: drop --checkpoint_every and "
-                        "--resume")
     if config.envpool:
       raise ConfigError("--envpool runs in one process")
     distributed.initialize(config)

@@ -80,6 +80,7 @@ class Runner:
     params = self.network.init(init_key, jnp.zeros((1,) + self.info.obs_shape,
                                                    self.info.obs_dtype))
     state = learner.init_train_state(params, self.optimizer, state_key)
+    self.placement = Placement(config.learner_devices, config.actor_devices)
     self.restored = self._restore(state) if resume else None
     if self.restored is not None:
       state = self.restored["state"]
@@ -96,7 +97,6 @@ class Runner:
     first_row = config.env_offset * self.num_agents  # action streams keyed by global rows
     self.streams = seeding.action_streams(config.seed, config.num_envs * self.num_agents)[
         first_row:first_row + self.num_rows]
-    self.placement = Placement(config.learner_devices, config.actor_devices)
     step = (mode.learner_step(self, lcfg) if mode.learner_step else learner.make_learner_step(
         lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
         devices=self.placement.learner_parallel))
@@ -112,7 +112,12 @@ class Runner:
     cfg = self.config
     if checkpoint.latest_step(cfg.logdir) is None:
       raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(cfg.logdir)}")
-    ckpt = checkpoint.restore(cfg.logdir, abstract_state)
+    process = None
+    if cfg.num_processes > 1:  # the state is restored straight onto every process's devices
+      process = cfg.process_id
+      abstract_state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(
+          x.shape, x.dtype, sharding=self.placement.learner_state), abstract_state)
+    ckpt = checkpoint.restore(cfg.logdir, abstract_state, process=process)
     changed = checkpoint.incompatible_changes(ckpt["host"]["config"],
                                               json.loads(json.dumps(cfg.to_dict())))
     if changed:
