@@ -129,7 +129,9 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
         return codes[0]
     failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
     if failed:
-      i = failed[0]
+      # Seen together, a process killed by a signal is the cause: its peers then fail in their
+      # collectives.
+      i = min(failed, key=lambda i: (codes[i] > 0, i))
       _stop(procs, grace_s)
       how = (f"killed by {signal.Signals(-codes[i]).name}" if codes[i] < 0
              else f"exit {codes[i]}")
@@ -137,7 +139,7 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
       return codes[i] if codes[i] > 0 else 128 - codes[i]
     if all(c == 0 for c in codes):
       return 0
-    time.sleep(0.2)
+    time.sleep(0.05)
 
 
 

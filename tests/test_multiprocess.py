@@ -101,7 +101,9 @@ def test_a_killed_process_stops_every_process(tmp_path):
   _, err = proc.communicate(timeout=60)
   assert time.monotonic() - t0 < 10
   assert proc.returncode == 128 + signal.SIGKILL
-  assert err.strip().splitlines()[-1].startswith("error: process 1 failed (killed by SIGKILL)")
+  # (process 0's resource tracker may still report the shared memory it cleans up after it)
+  errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+  assert errors[-1].startswith("error: process 1 failed (killed by SIGKILL)"), err[-2000:]
   time.sleep(1.0)
   assert _left_behind(logdir) == []
   assert _shm() <= before
