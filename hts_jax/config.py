@@ -203,6 +203,15 @@ class RunConfig:
   async_batch_unrolls: int = 0
   """--mode=async: actor unrolls per learner update (0: num_actors, i.e. as many samples per
   update as HTS and sync; IMPALA uses a fixed batch whatever the actors)."""
+  num_processes: int = 1
+  """Processes of a multi-process run (`jax.distributed`; `python -m experiments.launch` starts
+  them on one machine): each runs the executors and actors of its slice of the global env ids
+  (num_envs / num_processes envs; num_executors and num_actors are per process), the learner
+  runs over every process's learner devices."""
+  process_id: int = 0
+  """This process's index in a multi-process run (0 writes the outputs and evaluates)."""
+  coordinator_address: str = ""
+  """host:port of the multi-process run's coordinator (process 0's machine)."""
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
   """Learner hyperparameters (on the command line, its fields are flags of their own)."""
 
@@ -210,14 +219,24 @@ class RunConfig:
     _check_choices(self)
     _check(self.alpha >= 1, f"alpha must be >= 1, got {self.alpha}")
     _check(self.num_envs >= 1, f"num_envs must be >= 1, got {self.num_envs}")
+    _check(self.num_processes >= 1, f"num_processes must be >= 1, got {self.num_processes}")
+    _check(0 <= self.process_id < self.num_processes,
+           f"process_id must be in [0, num_processes={self.num_processes}), got {self.process_id}")
+    _check(self.num_envs % self.num_processes == 0,
+           f"num_envs ({self.num_envs}) must be divisible by num_processes ({self.num_processes})")
+    n = self.local_envs
+    where = "" if self.num_processes == 1 else " per process"
     _check(self.num_executors >= 1, f"num_executors must be >= 1, got {self.num_executors}")
-    _check(self.num_executors <= self.num_envs,
-           f"num_executors ({self.num_executors}) must not exceed num_envs ({self.num_envs})")
-    _check(self.num_envs % self.num_executors == 0,
-           f"num_envs ({self.num_envs}) must be divisible by num_executors ({self.num_executors})")
+    _check(self.num_executors <= n,
+           f"num_executors ({self.num_executors}) must not exceed num_envs{where} ({n})")
+    _check(n % self.num_executors == 0,
+           f"num_envs{where} ({n}) must be divisible by num_executors ({self.num_executors})")
     _check(self.num_actors >= 1, f"num_actors must be >= 1, got {self.num_actors}")
-    _check(0 <= self.actor_batch <= self.num_envs,
-           f"actor_batch must be in [0, num_envs={self.num_envs}], got {self.actor_batch}")
+    _check(0 <= self.actor_batch <= n,
+           f"actor_batch must be in [0, num_envs{where}={n}], got {self.actor_batch}")
+    _check(self.actor_batch_envs <= n,
+           f"the actor batch ({self.actor_batch_envs} envs) exceeds num_envs{where} ({n}): "
+           "set --actor_batch")
     for name in ("learner_devices", "actor_devices"):
       d = getattr(self, name)
       _check(isinstance(d, tuple) and len(d) >= 1 and
@@ -236,8 +255,8 @@ class RunConfig:
            f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
     for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s"):
       _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
-    _check(self.num_envs % len(self.learner_devices) == 0,
-           f"num_envs ({self.num_envs}) must be divisible by the number of learner_devices "
+    _check(n % len(self.learner_devices) == 0,
+           f"num_envs{where} ({n}) must be divisible by the number of learner_devices "
            f"({len(self.learner_devices)})")
     _check(self.stop_at_return is None or self.eval_every > 0,
            "stop_at_return needs eval_every > 0")
@@ -257,12 +276,22 @@ class RunConfig:
     if self.envpool:
       _check(self.env.startswith("atari:"),
              f"--envpool is for atari:<Game> envs, not {self.env!r}")
-      _check(self.num_envs % self.num_actors == 0,
-             f"with --envpool, num_envs ({self.num_envs}) must be divisible by num_actors "
+      _check(n % self.num_actors == 0,
+             f"with --envpool, num_envs{where} ({n}) must be divisible by num_actors "
              f"({self.num_actors}): each actor drives one envpool instance")
       _check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
     _check(bool(self.logdir), "logdir must be set")
     self.learner.check_segment_length(self.alpha)
+
+  @property
+  def local_envs(self) -> int:
+    """Envs of this process (all of them in a one-process run)."""
+    return self.num_envs // self.num_processes
+
+  @property
+  def env_offset(self) -> int:
+    """This process's first global env id: its envs are [env_offset, env_offset + local_envs)."""
+    return self.process_id * self.local_envs
 
   @property
   def actor_batch_envs(self) -> int:
@@ -300,8 +329,9 @@ class RunConfig:
     return self.learner_updates * per
 
   def env_ids_of_executor(self, executor: int):
-    per = self.num_envs // self.num_executors
-    return list(range(executor * per, (executor + 1) * per))
+    """The global env ids of this process's executor `executor`."""
+    per = self.local_envs // self.num_executors
+    return list(range(self.env_offset + executor * per, self.env_offset + (executor + 1) * per))
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
-from hts_jax.runtime import buffers, checkpoint, reporting
+from hts_jax.runtime import buffers, checkpoint, distributed, reporting
 from hts_jax.runtime.bookkeeping import Book, summary
 from hts_jax.runtime.buffers import ActionBuffer, Done, EnvStates, StateBuffer, Started
 from hts_jax.runtime.evaluation import Evaluator
@@ -42,7 +42,7 @@ class Controller:
   def __init__(self, runner):
     self.runner = runner
     cfg = self.config = runner.config
-    self.storages = Storages(StorageSpec(cfg.alpha, cfg.num_envs, runner.info.obs_shape,
+    self.storages = Storages(StorageSpec(cfg.alpha, cfg.local_envs, runner.info.obs_shape,
                                          runner.info.obs_dtype, runner.num_agents,
                                          final_obs=cfg.learner.bootstrap_truncation),
                              create=True)
@@ -57,8 +57,10 @@ class Controller:
       st = self.storages.filling(self.first_segment - 1)
       for name, value in restored["storage"].items():
         getattr(st, name)[...] = value
+    # In a multi-process run process 0 writes the outputs and evaluates.
+    self.primary = cfg.process_id == 0
     self.metrics = reporting.MetricsWriter(cfg.logdir, keep_updates=(
-        None if restored is None else runner.learner.version))
+        None if restored is None else runner.learner.version)) if self.primary else None
     self.evaluator = Evaluator(cfg.env, cfg.env_kwargs, runner.network.apply, cfg.eval_episodes,
                                cfg.seed, greedy=cfg.eval_greedy, results=self.book.eval,
                                num_agents=runner.num_agents,
@@ -84,7 +86,8 @@ class Controller:
       self.supervisor.shutdown()
       self.join_checkpoint_writer(raise_errors=False)
     finally:
-      self.metrics.close()
+      if self.metrics is not None:
+        self.metrics.close()
       self.evaluator.close(wait=exc_type is None)
       for sb in self.state_buffers:
         sb.close()
@@ -138,7 +141,7 @@ class Controller:
           index=k, env=cfg.env, env_kwargs=cfg.env_kwargs, seed=cfg.seed, alpha=cfg.alpha,
           storage=self.storages.spec, layout=runner.layout, delay_s=cfg.executor_delay_s,
           jitter_s=cfg.executor_jitter_s, decorrelate_steps=cfg.decorrelate_steps,
-          first_segment=self.first_segment, vectorize=cfg.vector_envs,
+          first_segment=self.first_segment, vectorize=cfg.vector_envs, env_offset=cfg.env_offset,
           env_states=None if saved is None else {e: saved[e] for e in ids}))
     self.supervisor.spawn_executors(specs, self.inboxes,
                                     [self.state_buffers[o].writer for o in owners])
@@ -186,14 +189,16 @@ class Controller:
            "learn_s": result.compute_s, "train_return": reporting.mean_or_none(recent_returns)}
     row.update(extra or {})
     row.update({k: float(v) for k, v in result.metrics.items()})
-    self.metrics.write(row)
+    if self.metrics is not None:
+      self.metrics.write(row)
 
   def evaluate_if_due(self, env_steps: int, params) -> None:
     """Submits an evaluation of `params` when one is due (the final one is `finish`'s)."""
     book = self.book
     if book.next_eval is not None and env_steps >= book.next_eval and \
         env_steps < self.config.num_segments * self.config.steps_per_segment:
-      self.evaluator.submit(env_steps, self.wall(), params)
+      if self.primary:
+        self.evaluator.submit(env_steps, self.wall(), distributed.local_copy(params))
       book.last_eval = env_steps
       while book.next_eval <= env_steps:
         book.next_eval += self.config.eval_every
@@ -203,13 +208,17 @@ class Controller:
     running_averages`) submitted before the current boundary (the
     previous boundary's is waited for if it is still running): a deterministic point."""
     target = self.config.stop_at_return
-    n = self.evaluator.submitted  # this boundary's evaluation is submitted after this call
-    if target is None or not n:
+    if target is None:
       return False
-    results = self.evaluator.results_upto(n, self.supervisor.wait)
-    # The paper's required-time average: the running mean of the 10 most recent evaluations.
-    return any(avg >= target for avg in eval_metrics.running_averages(
-        [r["mean_return"] for r in results]))
+    reached = False
+    n = self.evaluator.submitted  # this boundary's evaluation is submitted after this call
+    if n:
+      results = self.evaluator.results_upto(n, self.supervisor.wait)
+      # The paper's required-time average: the running mean of the 10 most recent evaluations.
+      reached = any(avg >= target for avg in eval_metrics.running_averages(
+          [r["mean_return"] for r in results]))
+    # Multi-process: process 0 evaluates and decides; every process stops at this boundary.
+    return bool(distributed.allgather_ints([int(reached)])[0, 0])
 
   def progress(self, progress: reporting.Progress, env_steps: int) -> None:
     progress.update(env_steps, self.wall(), self.runner.learner.version,
@@ -222,8 +231,12 @@ class Controller:
     have finished) unless a signal asked for it, so the executors do not wait for evaluations."""
     cfg, sup = self.config, self.supervisor
     updates = self.runner.learner.version
+    signum, multi = sup.signal, cfg.num_processes > 1
+    if multi:  # a signal in any process: every process saves and stops at this boundary
+      signals = distributed.allgather_ints([sup.signal or 0])[:, 0]
+      signum = int(signals[np.flatnonzero(signals)[0]]) if signals.any() else None
     due = cfg.checkpoint_every > 0 and updates % cfg.checkpoint_every == 0
-    if not (due or sup.signal is not None) or segment + 1 >= cfg.num_segments:
+    if not (due or signum is not None) or segment + 1 >= cfg.num_segments:
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
     env_states = self.collect_env_states()
     st = self.storages.filling(segment)
@@ -240,7 +253,8 @@ class Controller:
       book.eval = [dict(r) for r in self.evaluator.results_upto(
           n_evals, _wait_plain)]
       host = {"segment": segment, "learned": learned, "book": book.to_json(), "config": host_cfg}
-      checkpoint.save(cfg.logdir, updates, state, storage, env_states, host)
+      checkpoint.save(cfg.logdir, updates, state, storage, env_states, host,
+                      process=cfg.process_id if multi else None)
 
     previous = self._writer
 
@@ -254,9 +268,11 @@ class Controller:
 
     self._writer = threading.Thread(target=guarded, name="checkpoint", daemon=True)
     self._writer.start()
-    if sup.signal is not None:
+    if multi:  # every process writes at this boundary together (orbax's collective save)
       self.join_checkpoint_writer()
-      raise Interrupted(interrupted_message(sup.signal, updates, path), sup.signal)
+    if signum is not None:
+      self.join_checkpoint_writer()
+      raise Interrupted(interrupted_message(signum, updates, path), signum)
 
   def join_checkpoint_writer(self, raise_errors: bool = True) -> None:
     """Waits for the checkpoints being written (at the end, and before a signal's stop)."""
@@ -286,7 +302,12 @@ class Controller:
     book = self.book_totals()
     book.wall_time_s = wall
     self.join_checkpoint_writer()
-    self.evaluator.submit(env_steps, wall, runner.learner.state.params)
+    params = distributed.local_copy(runner.learner.state.params)
+    if cfg.num_processes > 1:  # every env's episodes, from the process that ran it
+      parts = distributed.allgather_json(book.returns)
+      book.returns = [[r for part in parts for r in part[e]] for e in range(cfg.num_envs)]
+    if self.primary:
+      self.evaluator.submit(env_steps, wall, params)
     sup = self.supervisor
     interrupted = None
     try:
@@ -299,14 +320,15 @@ class Controller:
     progress.update(env_steps, wall, runner.learner.version, None, self.evaluator.latest(),
                     force=True)
     out = summary(cfg, book, env_steps, runner.learner.version, wall,
-                  reporting.param_sha256(runner.learner.state.params), runner.network_kind,
+                  reporting.param_sha256(params), runner.network_kind,
                   runner.compile_s, None if runner.restored is None else runner.restored["step"],
                   runner.num_agents)
     out["eval"] = [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return", "returns")
                     if k in r} for r in self.evaluator.results]
     # XLA compilations inside the timed run (functions' names): none is expected.
     out["compiled_during_run"] = compiled
-    reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), out)
+    if self.primary:
+      reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), out)
     if interrupted is not None:
       raise Interrupted(f"interrupted by {signal.Signals(interrupted).name} during the final "
                         f"evaluation; training finished ({runner.learner.version} updates) and "

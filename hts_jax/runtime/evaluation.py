@@ -16,6 +16,7 @@ import jax
 import numpy as np
 
 from hts_jax import envs, seeding
+from hts_jax.runtime import distributed
 from hts_jax.runtime.policy import make_policy_step
 
 # Hard cap on steps per evaluation episode (envs without a time limit).
@@ -48,6 +49,7 @@ class Evaluator:
     self._queue.put((env_steps, wall_time_s, self._placed(params)))
 
   def _placed(self, params):
+    params = distributed.local_copy(params)  # a multi-process learner's replicated params
     return params if self.sharding is None else jax.device_put(params, self.sharding)
 
   def compile(self, params, obs_shape, obs_dtype) -> None:

@@ -51,11 +51,16 @@ class ExecutorSpec:
   env_states: Optional[Dict[int, bytes]] = None
   # Step plain CartPole-v1 blocks in one tight loop (`envs.blocks.CartPoleBlock`; same bits).
   vectorize: bool = True
+  # The process's first global env id (multi-process runs): the layout and the storage rows are
+  # the process's own; env ids (seeds, reports) are global.
+  env_offset: int = 0
 
   @property
   def env_ids(self) -> List[int]:
+    """This executor's global env ids."""
     per = self.layout.envs_per_executor
-    return list(range(self.index * per, (self.index + 1) * per))
+    return list(range(self.env_offset + self.index * per,
+                      self.env_offset + (self.index + 1) * per))
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -89,7 +94,8 @@ class _Executor:
     self.agents = spec.storage.num_agents
     layout = spec.layout
     self.blocks = layout.blocks_of_executor(spec.index)
-    self.block_envs = {b: list(range(layout.blocks[b][0], sum(layout.blocks[b])))
+    self.block_envs = {b: list(range(spec.env_offset + layout.blocks[b][0],
+                                     spec.env_offset + sum(layout.blocks[b])))
                        for b in self.blocks}
     self.block_rows = {b: layout.rows(b) for b in self.blocks}
     replicas: Dict[int, Any] = {}

@@ -67,6 +67,9 @@ class LearnerWorker:
     host = segment_of(storage)
     if self.sharding is None:
       return jax.device_put(host)
+    if not self.sharding.is_fully_addressable:  # this process's columns of the global batch
+      return jax.tree.map(
+          lambda x: jax.make_array_from_process_local_data(self.sharding, x), host)
     return jax.device_put(host, self.sharding)
 
   def submit(self, segment: int, storage) -> None:

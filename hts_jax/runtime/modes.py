@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import asynchronous, hts, sync
+from hts_jax.runtime import asynchronous, distributed, hts, sync
 from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.supervisor import Interrupted, RunError  # pylint: disable=unused-import
 
@@ -18,6 +18,12 @@ def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   if config.mode == "async" and (resume or config.checkpoint_every):
     raise ConfigError("--mode=async does not checkpoint (unrolls in flight have no consistent "
                       "boundary); use --mode=hts or sync")
+  if config.num_processes > 1:
+    if config.mode == "async":
+      raise ConfigError("--num_processes > 1 runs --mode=hts or --mode=sync")
+    if config.envpool:
+      raise ConfigError("--envpool runs in one process")
+    distributed.initialize(config)
   return Runner(config, MODES[config.mode], resume=resume)
 
 

@@ -6,7 +6,8 @@ env axis (`DATA_AXIS`); the actors' params are a copy replicated over the actor 
 once per segment when the controller publishes them (versioned), so a policy call never touches
 a learner device; the evaluator runs on the first actor device. The two sets may be the same
 devices (the default: device 0 for both), overlap, or be disjoint (Sebulba's split: actors on
-GPU 0, the learner on GPUs 1-7).
+GPU 0, the learner on GPUs 1-7). In a multi-process run (`distributed.py`) the learner's mesh
+holds the learner devices of every process, in process order.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ class Placement:
   """The learner's and the actors' devices, meshes and shardings."""
 
   def __init__(self, learner_devices: Sequence[int], actor_devices: Sequence[int]):
-    self.learner = _pick(learner_devices, "learner_devices")
+    _pick(learner_devices, "learner_devices")  # checks the indices
+    # The learner spans the learner devices of every process (process-major: process p's
+    # storage columns are the p-th block of the global batch); actors stay local.
+    self.learner = [jax.local_devices(process_index=p)[i]
+                    for p in range(jax.process_count()) for i in learner_devices]
     self.actor = _pick(actor_devices, "actor_devices")
     learner_mesh = Mesh(np.asarray(self.learner), (DATA_AXIS,))
     actor_mesh = Mesh(np.asarray(self.actor), (DATA_AXIS,))

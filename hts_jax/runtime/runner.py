@@ -18,7 +18,7 @@ import numpy as np
 
 from hts_jax import envs, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import checkpoint
+from hts_jax.runtime import checkpoint, distributed
 from hts_jax.runtime import storage as storage_lib
 from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
@@ -49,6 +49,15 @@ class Mode:
   correction: Optional[str] = None  # forced learner correction ("none" for the baselines)
 
 
+def place_replicated(tree, sharding):
+  """`tree` (the same value in every process) replicated with `sharding`, which may span the
+  devices of several processes."""
+  if sharding.is_fully_addressable:
+    return jax.device_put(tree, sharding)
+  return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)),
+                      distributed.local_copy(tree))
+
+
 class Runner:
   """Builds the parts for `config`, compiles the hot steps, then `run()` runs the mode's loop and
   writes `<logdir>/{metrics.csv,summary.json}`. With `resume=True` it continues from the newest
@@ -71,6 +80,7 @@ class Runner:
     params = self.network.init(init_key, jnp.zeros((1,) + self.info.obs_shape,
                                                    self.info.obs_dtype))
     state = learner.init_train_state(params, self.optimizer, state_key)
+    self.placement = Placement(config.learner_devices, config.actor_devices)
     self.restored = self._restore(state) if resume else None
     if self.restored is not None:
       state = self.restored["state"]
@@ -78,17 +88,19 @@ class Runner:
       raise ConfigError(f"{checkpoint.directory(config.logdir)} holds a checkpoint: pass --resume "
                         "to continue that run, or choose another --logdir")
     self.num_agents = self.info.num_agents
-    self.num_rows = config.num_envs * self.num_agents  # storage rows: env_id * agents + agent
+    # Storage rows of this process: (env_id - env_offset) * agents + agent.
+    self.num_rows = config.local_envs * self.num_agents
     # envpool: one group of envs per actor thread plays the executor (envpool_group.py).
-    self.layout = BlockLayout(config.num_envs,
+    self.layout = BlockLayout(config.local_envs,
                               config.num_actors if config.envpool else config.num_executors,
                               config.actor_batch_envs, self.num_agents)
-    self.streams = seeding.action_streams(config.seed, self.num_rows)
-    self.placement = Placement(config.learner_devices, config.actor_devices)
+    first_row = config.env_offset * self.num_agents  # action streams keyed by global rows
+    self.streams = seeding.action_streams(config.seed, config.num_envs * self.num_agents)[
+        first_row:first_row + self.num_rows]
     step = (mode.learner_step(self, lcfg) if mode.learner_step else learner.make_learner_step(
         lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
         devices=self.placement.learner_parallel))
-    state = jax.device_put(state, self.placement.learner_state)
+    state = place_replicated(state, self.placement.learner_state)
     self.learner = LearnerWorker(step, state, sharding=self.placement.learner_data,
                                  delay_s=config.learner_delay_s)
     self.policy_rows = mode.policy_rows(self)
@@ -100,7 +112,12 @@ class Runner:
     cfg = self.config
     if checkpoint.latest_step(cfg.logdir) is None:
       raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(cfg.logdir)}")
-    ckpt = checkpoint.restore(cfg.logdir, abstract_state)
+    process = None
+    if cfg.num_processes > 1:  # the state is restored straight onto every process's devices
+      process = cfg.process_id
+      abstract_state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(
+          x.shape, x.dtype, sharding=self.placement.learner_state), abstract_state)
+    ckpt = checkpoint.restore(cfg.logdir, abstract_state, process=process)
     changed = checkpoint.incompatible_changes(ckpt["host"]["config"],
                                               json.loads(json.dumps(cfg.to_dict())))
     if changed:
@@ -114,9 +131,10 @@ class Runner:
 
   def zeros_segment(self) -> Segment:
     """A segment of zeros shaped like the storages' (what the learner is compiled for)."""
-    spec = storage_lib.StorageSpec(self.config.alpha, self.config.num_envs, self.info.obs_shape,
-                       self.info.obs_dtype, self.num_agents,
-                       final_obs=self.config.learner.bootstrap_truncation)
+    cfg = self.config
+    spec = storage_lib.StorageSpec(cfg.alpha, cfg.local_envs, self.info.obs_shape,
+                                   self.info.obs_dtype, self.num_agents,
+                                   final_obs=cfg.learner.bootstrap_truncation)
     return segment_of(storage_lib.zeros(spec))
 
   def _compile(self) -> float:
@@ -131,6 +149,7 @@ class Runner:
     jax.block_until_ready(self.learner.step_fn(self.learner.state, example))
     self.act(self.actor_params(self.learner.state.params), zeros.obs[0, :self.policy_rows],
              np.zeros((self.policy_rows, 2), np.uint32))
+    distributed.allgather_ints([0])  # the boundary's agreement (a collective: compiled too)
     return time.perf_counter() - t0
 
   def act(self, params, obs, seeds):
@@ -142,7 +161,7 @@ class Runner:
   def actor_params(self, params):
     """A copy of `params` on the actors' devices (replicated over them; no copy where they are
     the learner's)."""
-    return jax.device_put(params, self.placement.actor_params)
+    return jax.device_put(distributed.local_copy(params), self.placement.actor_params)
 
   def run(self) -> Dict[str, Any]:
     from hts_jax.runtime.controller import Controller  # pylint: disable=import-outside-toplevel
