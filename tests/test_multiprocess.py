@@ -110,6 +110,31 @@ def test_a_killed_process_stops_every_process(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_killed_executor_stops_both_processes(tmp_path):
+  """Process 1's executor dies: process 1 stops with its one line (executor index and envs), the
+  launcher stops process 0 and names process 1; nothing is left behind."""
+  logdir = str(tmp_path / "exec")
+  before = _shm()
+  proc = _launch(logdir, "--total_steps=2000000", "--num_executors=2")
+  _wait_training(logdir)
+  trainer = subprocess.run(["pgrep", "-f", f"logdir={logdir}.*process_id=1"], capture_output=True,
+                           text=True, check=False).stdout.split()[0]
+  children = subprocess.run(["pgrep", "-a", "-P", trainer], capture_output=True, text=True,
+                            check=False).stdout.splitlines()
+  executor = [ln.split()[0] for ln in children if "spawn_main" in ln][0]
+  os.kill(int(executor), signal.SIGKILL)
+  t0 = time.monotonic()
+  _, err = proc.communicate(timeout=60)
+  assert time.monotonic() - t0 < 10
+  assert proc.returncode == 1, err[-2000:]
+  errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+  assert errors[-1].startswith("error: process 1 failed (exit 1): executor"), err[-2000:]
+  time.sleep(1.0)
+  assert _left_behind(logdir) == []
+  assert _shm() <= before
+
+
+@pytest.mark.slow
 def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
   """SIGTERM to the launcher (forwarded to both processes) stops them at one boundary, each
   saving its part; `--resume` (with other executor/actor counts) then ends with the bits of a
