@@ -19,6 +19,7 @@ On several machines, run `python -m experiments.train ... --num_processes=N --pr
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -84,8 +85,15 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
   the exit code (0, or the first failure's)."""
   if num_processes < 1:
     cli.fail(f"num_processes must be >= 1, got {num_processes}")
+  logs = tempfile.mkdtemp(prefix="hts_launch_")  # the other processes' stderr
+  try:
+    return _run(num_processes, train_flags, grace_s, pin_cores, module, logs)
+  finally:
+    shutil.rmtree(logs, ignore_errors=True)
+
+
+def _run(num_processes, train_flags, grace_s, pin_cores, module, logs) -> int:
   address = f"127.0.0.1:{free_port()}"
-  logs = tempfile.mkdtemp(prefix="hts_launch_")
   procs, errs = [], []
   for i in range(num_processes):
     cmd = [sys.executable, "-m", module, *train_flags,
@@ -97,13 +105,13 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
       pin = lambda core=core: os.sched_setaffinity(0, {core})
     if i == 0:  # process 0's output is the run's: shown as it comes
       errs.append(None)
-      procs.append(subprocess.Popen(cmd, cwd=ROOT, preexec_fn=pin))
+      procs.append(subprocess.Popen(cmd, cwd=ROOT, preexec_fn=pin, start_new_session=True))
       continue
     err = os.path.join(logs, f"process-{i}.stderr")
     errs.append(err)
     with open(err, "w") as f:
       procs.append(subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=f,
-                                    preexec_fn=pin))
+                                    preexec_fn=pin, start_new_session=True))
 
   forwarded = []
 

@@ -124,7 +124,8 @@ class LearnerConfig:
     else:
       _check(segment_length % self.num_minibatches == 0,
              f"alpha (segment length {segment_length}) must be a multiple of "
-             f"num_minibatches ({self.num_minibatches}): PPO minibatches are sets of time steps")
+             f"num_minibatches ({self.num_minibatches}): every PPO minibatch takes alpha / "
+             "num_minibatches steps of each env")
 
 
 @dataclasses.dataclass(frozen=True)

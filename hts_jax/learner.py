@@ -104,18 +104,19 @@ def params_finite(params) -> chex.Array:
 
 
 def _shard_weighted(loss, metrics, mask, reduction: str, axis_name: Optional[str]):
-  """Weights one device's loss so that the `pmean` over devices is the reduction over the
-  global batch: with masks a device's mean is over its own masked-in samples, so it is weighted
-  by its share of them (1 when every device has as many, e.g. no masked samples); a sum is
-  multiplied by the device count. Identity on one device."""
+  """Weights one device's loss and metrics so that their `pmean` over devices is the reduction
+  over the global batch: a device's mean is over its own masked-in samples, so it is weighted by
+  its share of them (1 when every device has as many, e.g. no masked samples); a sum (the loss
+  terms with `reduction="sum"`) is multiplied by the device count. Identity on one device."""
   if axis_name is None:
     return loss, metrics
-  if reduction == "sum":
-    w = jax.lax.psum(1.0, axis_name)
-  else:
-    count = jnp.sum(mask)
-    w = count / jax.lax.pmean(count, axis_name)
-  return loss * w, jax.tree.map(lambda x: x * w, metrics)
+  count = jnp.sum(mask)
+  share = count / jnp.maximum(jax.lax.pmean(count, axis_name), 1e-8)
+  if reduction == "mean":
+    return loss * share, jax.tree.map(lambda x: x * share, metrics)
+  devices = jax.lax.psum(1.0, axis_name)
+  return loss * devices, {k: v * (devices if k in losses.REDUCED_METRICS else share)
+                          for k, v in metrics.items()}
 
 
 def sgd_step(optimizer: optax.GradientTransformation, loss_fn, params, opt_state, batch,
@@ -164,7 +165,8 @@ class _Weighted:
 
 
 # Segment fields with one entry per step `[T, B, ...]` (obs has T+1).
-_PER_STEP_FIELDS = ("actions", "rewards", "dones", "valid", "truncated", "final_obs")
+_STEP_FLAGS = ("actions", "rewards", "dones", "valid", "truncated")  # [T, B]
+_PER_STEP_FIELDS = _STEP_FLAGS + ("final_obs",)
 
 
 def complete_segment(segment: Segment) -> Segment:
@@ -198,7 +200,7 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
   """
   n = config.unroll_length
 
-  def loss_fn(params, chunk: Segment):
+  def loss_fn(params, chunk: _Weighted):
     weights = chunk.weights
     chunk = chunk.segment
     logits, values = _apply_tb(apply_fn, params, chunk.obs[:-1])
@@ -298,8 +300,7 @@ ALGORITHMS = {"a2c": build_a2c_update, "ppo": build_ppo_update}
 
 
 def _check_segment(segment: Segment) -> None:
-  per_step = [getattr(segment, f) for f in _PER_STEP_FIELDS[:-1]
-              if getattr(segment, f) is not None]
+  per_step = [getattr(segment, f) for f in _STEP_FLAGS if getattr(segment, f) is not None]
   chex.assert_rank(per_step, 2)
   chex.assert_equal_shape(per_step)
   chex.assert_equal(segment.obs.shape[:2],
@@ -369,8 +370,8 @@ def make_learner_step(config: LearnerConfig, apply_fn: ApplyFn,
   With `devices=None` it is `jax.jit`ed for the default device. With a list of devices it is
   data-parallel over them (`jax.shard_map`, the successor of `pmap`): the state is replicated, the
   segment `[T, B, ...]` is split along B (B divisible by the device count), gradients, metrics and
-  advantage statistics are `pmean`ed over `DATA_AXIS`. Inputs and outputs keep the single-device
-  layout either way.
+  advantage statistics are averaged over `DATA_AXIS` as over the global batch. Inputs and outputs
+  keep the single-device layout either way.
   """
   if devices is None:
     return jax.jit(build_learner_update(config, apply_fn, optimizer, unroll=unroll))

@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 import rlax
 
+from hts_jax import config
+
 Metrics = Dict[str, chex.Array]
 
 
@@ -88,7 +90,8 @@ def gae(rewards: chex.Array, dones: chex.Array, values: chex.Array, gamma: float
   return adv, jax.lax.stop_gradient(adv + values[:-1])
 
 
-REDUCTIONS = ("mean", "sum")
+# The metrics that follow `reduction` (the rest, such as clip_frac and mean_rho, are means).
+REDUCED_METRICS = ("loss", "pg_loss", "value_loss", "entropy")
 
 
 def _flat(x: chex.Array) -> chex.Array:
@@ -113,6 +116,9 @@ def _reduce(x: chex.Array, mask: Optional[chex.Array], reduction: str) -> chex.A
   if mask is None:
     return jnp.mean(x) if reduction == "mean" else jnp.sum(x)
   return jnp.mean(x * mask) * _scale(x.size, mask, reduction)
+
+
+REDUCTIONS = config.REDUCTIONS
 
 
 def _check_reduction(reduction: str) -> None:

@@ -32,7 +32,8 @@ class Segment:
     actions: `[T, B]` int32 actions taken at `obs[t]`.
     rewards: `[T, B]` float32 rewards received after `actions[t]`.
     dones: `[T, B]` float32, 1 where the episode ended after `actions[t]` (terminated or truncated);
-      `obs[t+1]` is then the first observation of the next episode.
+      `obs[t+1]` is then the first observation of the next episode (with envpool: the episode's
+      last one, and the next step, its reset, has `valid` 0).
     valid: optional `[T, B]` float32, 1 for a real transition, 0 for a step every loss leaves out
       (envpool's auto-reset step after an episode ends: its action is ignored, its reward is 0).
       None: every transition is real.

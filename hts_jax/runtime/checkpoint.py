@@ -80,10 +80,11 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
     _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state), **own,
           host=ocp.args.JsonSave(host))
   else:
-    _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state),
-          host=ocp.args.JsonSave({k: host[k] for k in SHARED_HOST}))
+    # Each process's own part first: a step the shared manager lists is complete everywhere.
     _save_own(logdir, process, step, storage, envs,
               {k: v for k, v in host.items() if k not in SHARED_HOST})
+    _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state),
+          host=ocp.args.JsonSave({k: host[k] for k in SHARED_HOST}))
   return os.path.join(directory(logdir), str(step))
 
 

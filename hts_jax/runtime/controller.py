@@ -65,8 +65,9 @@ class Controller:
                                cfg.seed, greedy=cfg.eval_greedy, results=self.book.eval,
                                num_agents=runner.num_agents,
                                sharding=runner.placement.eval_params)
-    self.evaluator.compile(runner.learner.state.params, runner.info.obs_shape,
-                           runner.info.obs_dtype)
+    if self.primary:  # the one that evaluates
+      self.evaluator.compile(runner.learner.state.params, runner.info.obs_shape,
+                             runner.info.obs_dtype)
     self.inboxes: List[ActionBuffer] = []
     self.state_buffers: List[StateBuffer] = []
     self.actor_stats: List = []  # ActorStats of this session's actors (the mode appends)
@@ -198,7 +199,7 @@ class Controller:
     if book.next_eval is not None and env_steps >= book.next_eval and \
         env_steps < self.config.num_segments * self.config.steps_per_segment:
       if self.primary:
-        self.evaluator.submit(env_steps, self.wall(), distributed.local_copy(params))
+        self.evaluator.submit(env_steps, self.wall(), params)
       book.last_eval = env_steps
       while book.next_eval <= env_steps:
         book.next_eval += self.config.eval_every
@@ -268,10 +269,9 @@ class Controller:
 
     self._writer = threading.Thread(target=guarded, name="checkpoint", daemon=True)
     self._writer.start()
-    if multi:  # every process writes at this boundary together (orbax's collective save)
+    if multi or signum is not None:  # multi: every process writes now, together (orbax)
       self.join_checkpoint_writer()
     if signum is not None:
-      self.join_checkpoint_writer()
       raise Interrupted(interrupted_message(signum, updates, path), signum)
 
   def join_checkpoint_writer(self, raise_errors: bool = True) -> None:

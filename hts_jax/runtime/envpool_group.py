@@ -87,11 +87,12 @@ class StepRecorder:
     st.rewards[t, g_rows] = reward
     st.dones[t, g_rows] = done
     st.valid[t, g_rows] = real
-    st.truncated[t, g_rows] = np.logical_and(truncated, ~np.asarray(terminated, bool))
+    cut = np.logical_and(truncated, ~np.asarray(terminated, bool))
+    st.truncated[t, g_rows] = cut
     frames = np.moveaxis(obs, 1, -1)
     st.obs[t + 1, g_rows] = frames
-    if st.final_obs is not None:  # envpool's obs at a cut is the episode's last one
-      st.final_obs[t, g_rows] = frames
+    if st.final_obs is not None and cut.any():  # envpool's obs at a cut is the episode's last
+      st.final_obs[t, g_rows[cut]] = frames[cut]
     self.last_obs[local] = frames
     self.ep_return[local] += info["reward"]  # raw score
     self.ep_length[local] += real

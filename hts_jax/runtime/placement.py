@@ -16,10 +16,10 @@ import threading
 from typing import List, Optional, Sequence
 
 import jax
-import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 from hts_jax.config import ConfigError
+from hts_jax.learner import data_mesh
 from hts_jax.types import DATA_AXIS
 
 
@@ -42,12 +42,11 @@ class Placement:
     self.learner = [jax.local_devices(process_index=p)[i]
                     for p in range(jax.process_count()) for i in learner_devices]
     self.actor = _pick(actor_devices, "actor_devices")
-    learner_mesh = Mesh(np.asarray(self.learner), (DATA_AXIS,))
-    actor_mesh = Mesh(np.asarray(self.actor), (DATA_AXIS,))
+    learner_mesh, actor_mesh = data_mesh(self.learner), data_mesh(self.actor)
     self.learner_state = NamedSharding(learner_mesh, P())          # replicated
     self.learner_data = NamedSharding(learner_mesh, P(None, DATA_AXIS))  # [T, B]: B split
     self.actor_params = NamedSharding(actor_mesh, P())              # replicated
-    self.eval_params = NamedSharding(Mesh(np.asarray(self.actor[:1]), (DATA_AXIS,)), P())
+    self.eval_params = NamedSharding(data_mesh(self.actor[:1]), P())
 
   @property
   def learner_parallel(self) -> Optional[List[jax.Device]]:

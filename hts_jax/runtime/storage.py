@@ -11,7 +11,8 @@ Executors fill one storage while the learner consumes the other; roles swap ever
   valid    [alpha, N]         float32, 1 for a real transition (0: envpool's auto-reset step)
   truncated [alpha, N]        float32, 1 where a time limit cut the episode (not terminal)
   final_obs [alpha, N, ...]   only with `final_obs`: the observation a truncated episode ended on
-                              (obs[t+1] holds the next episode's first one), for
+                              (obs[t+1] holds the next episode's first one; envpool's
+                              obs[t+1] is the last one itself), for
                               `--bootstrap_truncation`
 
 All arrays of both storages live in one shared-memory block; `StorageSpec` (picklable) lets another
