@@ -5,6 +5,7 @@ import ast
 import dataclasses
 import inspect
 import json
+import os
 import sys
 import textwrap
 import typing
@@ -20,6 +21,13 @@ flags.disclaim_key_flags()
 def fail(message: str, code: int = 2):
   print(f"error: {message}", file=sys.stderr)
   sys.exit(code)
+
+
+def fail_now(message: str, code: int):
+  """`fail` without the interpreter's exit handlers (they may wait for other processes)."""
+  print(f"error: {message}", file=sys.stderr, flush=True)
+  sys.stdout.flush()
+  os._exit(code)
 
 
 def parse_flags(argv):

@@ -74,14 +74,18 @@ def main(argv):
     runner = modes.make_runner(cfg, resume=FLAGS.resume)
   except hts_config.ConfigError as e:
     cli.fail(str(e), 2)
+  # A failed process of a multi-process run exits at once: jax.distributed's shutdown barrier
+  # would wait for the peers, which are still running (the launcher or the coordination service
+  # stops them). Its own children and shared memory are cleaned up before that.
+  fail = cli.fail if cfg.num_processes == 1 else cli.fail_now
   try:
     summary = runner.run()
   except modes.RunError as e:
-    cli.fail(str(e), 1)
+    fail(str(e), 1)
   except modes.Interrupted as e:
-    cli.fail(str(e), 128 + e.signum)
+    fail(str(e), 128 + e.signum)
   except KeyboardInterrupt:
-    cli.fail("interrupted (second SIGINT): stopped without a new checkpoint", 130)
+    fail("interrupted (second SIGINT): stopped without a new checkpoint", 130)
   final = summary["eval"][-1]["mean_return"] if summary["eval"] else float("nan")
   print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s "
         f"({summary['sps']:,.0f} sps), {summary['updates']} updates, final eval return "
