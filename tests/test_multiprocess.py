@@ -34,11 +34,31 @@ def _summary(logdir):
     return json.load(f)
 
 
+def _processes():
+  """{pid: (parent pid, command line)} of the live processes (from /proc: no procps needed)."""
+  out = {}
+  for d in os.listdir("/proc"):
+    if not d.isdigit():
+      continue
+    try:
+      with open(f"/proc/{d}/cmdline", "rb") as f:
+        cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+      with open(f"/proc/{d}/stat") as f:
+        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+      continue  # gone meanwhile
+    out[int(d)] = (ppid, cmd)
+  return out
+
+
+def _pids(*parts):
+  """Processes whose command line holds every one of `parts`."""
+  return [p for p, (_, cmd) in _processes().items() if all(x in cmd for x in parts)]
+
+
 def _left_behind(logdir):
-  """Processes of the run (trainers, executors) still alive."""
-  out = subprocess.run(["pgrep", "-f", f"logdir={logdir}"], capture_output=True, text=True,
-                       check=False).stdout.split()
-  return [int(p) for p in out]
+  """Processes of the run (trainers) still alive."""
+  return _pids(f"logdir={logdir}")
 
 
 def _shm():
@@ -94,9 +114,8 @@ def test_a_killed_process_stops_every_process(tmp_path):
   before = _shm()
   proc = _launch(logdir, "--total_steps=2000000", "--num_executors=2")
   _wait_training(logdir)
-  pids = subprocess.run(["pgrep", "-f", f"logdir={logdir}.*process_id=1"], capture_output=True,
-                        text=True, check=False).stdout.split()
-  os.kill(int(pids[0]), signal.SIGKILL)
+  pids = _pids(f"logdir={logdir}", "process_id=1")
+  os.kill(pids[0], signal.SIGKILL)
   t0 = time.monotonic()
   _, err = proc.communicate(timeout=60)
   assert time.monotonic() - t0 < 10
@@ -117,12 +136,10 @@ def test_a_killed_executor_stops_both_processes(tmp_path):
   before = _shm()
   proc = _launch(logdir, "--total_steps=2000000", "--num_executors=2")
   _wait_training(logdir)
-  trainer = subprocess.run(["pgrep", "-f", f"logdir={logdir}.*process_id=1"], capture_output=True,
-                           text=True, check=False).stdout.split()[0]
-  children = subprocess.run(["pgrep", "-a", "-P", trainer], capture_output=True, text=True,
-                            check=False).stdout.splitlines()
-  executor = [ln.split()[0] for ln in children if "spawn_main" in ln][0]
-  os.kill(int(executor), signal.SIGKILL)
+  trainer = _pids(f"logdir={logdir}", "process_id=1")[0]
+  executor = [p for p, (ppid, cmd) in _processes().items()
+              if ppid == trainer and "spawn_main" in cmd][0]
+  os.kill(executor, signal.SIGKILL)
   t0 = time.monotonic()
   _, err = proc.communicate(timeout=60)
   assert time.monotonic() - t0 < 10
