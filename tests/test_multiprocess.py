@@ -108,6 +108,22 @@ def test_two_processes_give_one_hash_across_counts_and_topologies(tmp_path):
   assert len(a["eval"]) == 1  # process 0 evaluates
 
 
+def _assert_all_stop_after_killing(pid, proc, logdir, shm_before, code, error_line):
+  """SIGKILLs `pid`; the launcher `proc` must end within 10 s with `code`, its last `error:` line
+  starting with `error_line`, and leave no process or shared memory behind."""
+  os.kill(pid, signal.SIGKILL)
+  t0 = time.monotonic()
+  _, err = proc.communicate(timeout=60)
+  assert time.monotonic() - t0 < 10
+  assert proc.returncode == code, err[-2000:]
+  # (process 0's resource tracker may still report the shared memory it cleans up after it)
+  errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+  assert errors[-1].startswith(error_line), err[-2000:]
+  time.sleep(1.0)
+  assert _left_behind(logdir) == []
+  assert _shm() <= shm_before
+
+
 @pytest.mark.slow
 def test_a_killed_process_stops_every_process(tmp_path):
   logdir = str(tmp_path / "kill")
@@ -115,17 +131,8 @@ def test_a_killed_process_stops_every_process(tmp_path):
   proc = _launch(logdir, "--total_steps=2000000", "--num_executors=2")
   _wait_training(logdir)
   pids = _pids(f"logdir={logdir}", "process_id=1")
-  os.kill(pids[0], signal.SIGKILL)
-  t0 = time.monotonic()
-  _, err = proc.communicate(timeout=60)
-  assert time.monotonic() - t0 < 10
-  assert proc.returncode == 128 + signal.SIGKILL
-  # (process 0's resource tracker may still report the shared memory it cleans up after it)
-  errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
-  assert errors[-1].startswith("error: process 1 failed (killed by SIGKILL)"), err[-2000:]
-  time.sleep(1.0)
-  assert _left_behind(logdir) == []
-  assert _shm() <= before
+  _assert_all_stop_after_killing(pids[0], proc, logdir, before, 128 + signal.SIGKILL,
+                                 "error: process 1 failed (killed by SIGKILL)")
 
 
 @pytest.mark.slow
@@ -139,16 +146,8 @@ def test_a_killed_executor_stops_both_processes(tmp_path):
   trainer = _pids(f"logdir={logdir}", "process_id=1")[0]
   executor = [p for p, (ppid, cmd) in _processes().items()
               if ppid == trainer and "spawn_main" in cmd][0]
-  os.kill(executor, signal.SIGKILL)
-  t0 = time.monotonic()
-  _, err = proc.communicate(timeout=60)
-  assert time.monotonic() - t0 < 10
-  assert proc.returncode == 1, err[-2000:]
-  errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
-  assert errors[-1].startswith("error: process 1 failed (exit 1): executor"), err[-2000:]
-  time.sleep(1.0)
-  assert _left_behind(logdir) == []
-  assert _shm() <= before
+  _assert_all_stop_after_killing(executor, proc, logdir, before, 1,
+                                 "error: process 1 failed (exit 1): executor")
 
 
 @pytest.mark.slow
