@@ -7,6 +7,7 @@ without paying for JAX. Errors are `ConfigError` with a one-line message meant f
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from typing import Any, Dict, Optional, Tuple
 
 ALGOS = ("a2c", "ppo")
@@ -128,6 +129,9 @@ class LearnerConfig:
              "num_minibatches steps of each env")
 
 
+WANDB_MODES = ("online", "offline")  # --wandb_mode
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
   """One training run of the HTS-RL runtime (what `python -m experiments.train` builds from flags).
@@ -170,6 +174,24 @@ class RunConfig:
   """Evaluate the greedy (argmax) policy."""
   log_every_s: float = 5.0
   """Seconds between progress lines."""
+  tensorboard: bool = True
+  """Write TensorBoard event files into logdir (every learner update's row, evaluations, idle and
+  efficiency figures, the config, videos): `tensorboard --logdir runs`."""
+  video_every: int = 0
+  """Env steps between recorded evaluation episodes (0: none): one episode of the current params
+  (the first evaluation episode: same seed and policy), saved as <logdir>/videos/eval-<env
+  steps>.mp4 (a GIF where no encoder is available) and sent to TensorBoard and W&B. It runs in the
+  evaluator's thread on an env of its own: training results do not change."""
+  video_final: bool = False
+  """Also record an episode of the final params (as video_every does)."""
+  wandb_project: str = ""
+  """Also log to this Weights & Biases project (the scalars, config and videos TensorBoard gets;
+  the W&B files go to <logdir>/wandb). Empty: no W&B."""
+  wandb_entity: str = ""
+  """W&B entity (user or team) of --wandb_project (empty: your default)."""
+  wandb_mode: str = "online"
+  """W&B mode: online, or offline (no network: the run is written to <logdir>/wandb and
+  `wandb sync` uploads it later)."""
   executor_delay_s: float = 0.0
   """Testing: sleep added to every env step (the runtime under slow envs)."""
   executor_jitter_s: float = 0.0
@@ -249,6 +271,14 @@ class RunConfig:
     _check(self.total_steps >= 1, f"total_steps must be >= 1, got {self.total_steps}")
     _check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
     _check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
+    _check(self.video_every >= 0, f"video_every must be >= 0 (0: no videos), got "
+           f"{self.video_every}")
+    _check(self.wandb_mode in WANDB_MODES,
+           f"wandb_mode must be one of {WANDB_MODES}, got {self.wandb_mode!r}")
+    for flag, module, wanted in (("tensorboard", "tensorboardX", self.tensorboard),
+                                 ("wandb_project", "wandb", bool(self.wandb_project))):
+      _check(not wanted or importlib.util.find_spec(module) is not None,
+             f"--{flag} needs the {module} package (pip install -r requirements.txt)")
     _check(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
     _check(self.decorrelate_steps >= 0,
            f"decorrelate_steps must be >= 0, got {self.decorrelate_steps}")

@@ -39,28 +39,37 @@ class EnvInfo:
   num_agents: int = 1
 
 
-def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.Env:
+def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
+             render: bool = False) -> gym.Env:
   """Builds one env replica. `train=False` gives the evaluation variant (same for gymnasium ids).
+  `render=True`: `render()` returns RGB frames `[H, W, 3]` uint8 (gymnasium's `rgb_array`, the
+  Atari emulator's screen, GFootball's renderer, which needs an X display); the dynamics do not
+  change.
 
   Raises ConfigError (one line) for unknown names or unsupported spaces.
   """
+  render_mode = {"render_mode": "rgb_array"} if render else {}
   if name.startswith("atari:"):
     from hts_jax.envs import atari  # pylint: disable=import-outside-toplevel
     game = name.split(":", 1)[1]
     try:
-      return atari.make_atari(game, train=train, **atari.parse_kwargs(env_kwargs))
+      return atari.make_atari(game, train=train, **atari.parse_kwargs(env_kwargs), **render_mode)
     except gym.error.Error as e:
       raise ConfigError(f"unknown env {name!r}: {e}") from None
   if name.startswith("gfootball:"):
     from hts_jax.envs import gfootball  # pylint: disable=import-outside-toplevel
-    return gfootball.make_gfootball(name.split(":", 1)[1], env_kwargs, train=train)
+    return gfootball.make_gfootball(name.split(":", 1)[1], env_kwargs, train=train,
+                                    render=render)
   if name == "vstep":
+    if render:
+      raise ConfigError("vstep renders no frames: videos need a gymnasium env with rgb_array "
+                        "rendering, atari:<Game> or gfootball:<scenario>")
     try:
       return RecordRawEpisode(gym.wrappers.PassiveEnvChecker(vstep.VStepEnv(**env_kwargs)))
     except TypeError as e:
       raise ConfigError(f"bad env_kwargs for 'vstep': {e}") from None
   try:
-    env = gym.make(name, **env_kwargs)
+    env = gym.make(name, **env_kwargs, **render_mode)
   except gym.error.Error as e:
     raise ConfigError(f"unknown env {name!r}: {e}") from None
   except TypeError as e:

@@ -8,6 +8,8 @@
   rewards         'scoring,checkpoints' (default) or 'scoring'
   num_agents      left players controlled (default 1). Each is an agent slot sharing the policy:
                   observations `[num_agents, ...]`, rewards `[num_agents]`, actions a list.
+`render=True` (evaluation videos, not an env_kwarg): `render()` returns the game's 640x360 RGB
+frame (OpenGL: needs an X display, e.g. Xvfb).
 The reported episode return (`info["episode_return"]`) is the score (sum of `score_reward`, goals
 for minus against), without checkpoint rewards. The engine is seeded with the reset seed
 (`game_engine_random_seed`). Env states cannot be checkpointed: a resumed run restarts GFootball
@@ -39,10 +41,10 @@ def _config_error(message: str):
 
 
 class GFootballEnv(gym.Env):
-  metadata = {"render_modes": []}
+  metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
 
   def __init__(self, scenario: str, representation: str = "extracted", stacked: bool = True,
-               rewards: str = "scoring,checkpoints", num_agents: int = 1):
+               rewards: str = "scoring,checkpoints", num_agents: int = 1, render: bool = False):
     if importlib.util.find_spec("gfootball") is None:
       raise _config_error("gfootball is not installed (bash .ci/setup.sh builds it)")
     if scenario not in SCENARIOS and importlib.util.find_spec(
@@ -58,6 +60,7 @@ class GFootballEnv(gym.Env):
       raise _config_error(f"gfootball num_agents must be >= 1, got {num_agents}")
     self.scenario, self.representation, self.stacked = scenario, representation, stacked
     self.rewards, self.num_agents = rewards, int(num_agents)
+    self.render_mode = "rgb_array" if render else None
     self._env = None
     self._seed: Optional[int] = None
     self._make(0)
@@ -79,15 +82,18 @@ class GFootballEnv(gym.Env):
       import gfootball.env as football  # pylint: disable=import-outside-toplevel
     from absl import logging  # pylint: disable=import-outside-toplevel
     logging.set_verbosity(logging.WARNING)  # GFootball logs every episode end at INFO
-    render = self.representation.startswith("pixels")
+    pixels = self.representation.startswith("pixels")
+    render = pixels or self.render_mode is not None
     if render and "DISPLAY" not in os.environ and "SDL_VIDEODRIVER" not in os.environ:
-      raise _config_error("gfootball pixel representations render with OpenGL: run under a "
-                          "display (e.g. xvfb-run -a python -m experiments.train ...)")
+      raise _config_error("gfootball pixel representations and videos render with OpenGL: run "
+                          "under a display (e.g. xvfb-run -a python -m experiments.train ...)")
+    options = {"game_engine_random_seed": int(seed) % 2_000_000_000}
+    if render and not pixels:  # video frames only: a smaller render than the default 1280x720
+      options.update(render_resolution_x=640, render_resolution_y=360)
     self._env = football.create_environment(
         env_name=self.scenario, representation=self.representation, stacked=self.stacked,
         rewards=self.rewards, render=render,
-        number_of_left_players_agent_controls=self.num_agents,
-        other_config_options={"game_engine_random_seed": int(seed) % 2_000_000_000})
+        number_of_left_players_agent_controls=self.num_agents, other_config_options=options)
     self._seed = seed
 
   def reset(self, *, seed: Optional[int] = None, options=None):
@@ -110,6 +116,14 @@ class GFootballEnv(gym.Env):
   def _obs(self, obs):
     return np.asarray(obs, self.observation_space.dtype)
 
+  def render(self):
+    """The game's RGB frame `[H, W, 3]` uint8 (render=True), else None."""
+    if self.render_mode is None or self._env is None:
+      return None
+    with warnings.catch_warnings():  # gym 0.25's deprecation of render(mode=...)
+      warnings.simplefilter("ignore")
+      return np.asarray(self._env.render(mode="rgb_array"), np.uint8)
+
   def close(self):
     if self._env is not None:
       self._env.close()
@@ -119,11 +133,12 @@ class GFootballEnv(gym.Env):
     raise TypeError("GFootball env states cannot be checkpointed (its engine is not picklable)")
 
 
-def make_gfootball(scenario: str, env_kwargs: Dict[str, Any], train: bool = True) -> gym.Env:
+def make_gfootball(scenario: str, env_kwargs: Dict[str, Any], train: bool = True,
+                   render: bool = False) -> gym.Env:
   del train  # same env for training and evaluation (rewards stay as configured)
   allowed = {"representation", "stacked", "rewards", "num_agents"}
   unknown = set(env_kwargs) - allowed
   if unknown:
     raise _config_error(f"unknown gfootball env_kwargs {sorted(unknown)}; allowed: "
                         f"{sorted(allowed)}")
-  return GFootballEnv(scenario, **env_kwargs)
+  return GFootballEnv(scenario, **env_kwargs, render=render)

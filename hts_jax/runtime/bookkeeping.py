@@ -70,13 +70,26 @@ class Book:
             "main_cpu_s_per_1k_env_steps": 1000.0 * self.main_cpu_s / steps}
 
 
+def idle(book: Book) -> Dict[str, float]:
+  """Seconds executors, actors and the learner spent waiting (summary.json's `idle`)."""
+  return {"executors": book.exec_idle_actions + book.exec_idle_barrier,
+          "executors_waiting_for_actions": book.exec_idle_actions,
+          "executors_at_barrier": book.exec_idle_barrier,
+          "actors": book.actor_idle, "learner": book.learner_idle}
+
+
+def efficiency(book: Book, env_steps: int, num_agents: int = 1) -> Dict[str, Any]:
+  """summary.json's `efficiency`: `Book.efficiency` with ready envs (not rows) per actor call."""
+  eff = book.efficiency(env_steps)
+  # Ready envs per call: rows over agent slots (a multi-agent env has several rows).
+  eff["mean_ready_envs_per_actor_call"] = eff.pop("ready_rows_per_actor_call") / num_agents
+  return eff
+
+
 def summary(config, book: Book, env_steps: int, updates: int, wall: float, params_sha: str,
             network_kind: str, compile_s: float, resumed_from: Optional[int],
             num_agents: int = 1) -> Dict[str, Any]:
   """The summary.json contract."""
-  eff = book.efficiency(env_steps)
-  # Ready envs per call: rows over agent slots (a multi-agent env has several rows).
-  eff["mean_ready_envs_per_actor_call"] = eff.pop("ready_rows_per_actor_call") / num_agents
   return {
       "env_steps": env_steps, "updates": updates, "wall_time_s": wall,
       "sps": env_steps / wall, "mode": config.mode, "algo": config.learner.algo,
@@ -88,11 +101,8 @@ def summary(config, book: Book, env_steps: int, updates: int, wall: float, param
       "param_sha256": params_sha,
       "episode_returns": book.returns,
       "policy_lag": reporting.lag_summary(book.lags),
-      "idle": {"executors": book.exec_idle_actions + book.exec_idle_barrier,
-               "executors_waiting_for_actions": book.exec_idle_actions,
-               "executors_at_barrier": book.exec_idle_barrier,
-               "actors": book.actor_idle, "learner": book.learner_idle},
-      "efficiency": eff,
+      "idle": idle(book),
+      "efficiency": efficiency(book, env_steps, num_agents),
       "timing": {"rollout_s": book.rollout_s, "learn_s": book.learn_s,
                  "env_busy_s": book.env_busy_s, "actor_calls": book.actor_calls,
                  "compile_s": compile_s, "main_cpu_s": book.main_cpu_s},

@@ -34,6 +34,9 @@ import orbax.checkpoint as ocp
 RESUMABLE_CHANGES = {"total_steps", "logdir", "num_actors", "num_executors", "log_every_s",
                      "eval_every", "eval_episodes", "checkpoint_every", "executor_delay_s",
                      "executor_jitter_s", "learner_delay_s",
+                     # outputs only: TensorBoard, videos, W&B
+                     "tensorboard", "video_every", "video_final", "wandb_project", "wandb_entity",
+                     "wandb_mode",
                      # the same topology on another port; each process compares with process 0's
                      "coordinator_address", "process_id"}
 

@@ -14,6 +14,7 @@ and never by thread timing:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
-from hts_jax.runtime import buffers, checkpoint, distributed, reporting
+from hts_jax.runtime import bookkeeping, buffers, checkpoint, distributed, reporting, tracking
 from hts_jax.runtime.bookkeeping import Book, summary
 from hts_jax.runtime.buffers import ActionBuffer, Done, EnvStates, StateBuffer, Started
 from hts_jax.runtime.evaluation import Evaluator
@@ -42,12 +43,25 @@ class Controller:
   def __init__(self, runner):
     self.runner = runner
     cfg = self.config = runner.config
+    restored = runner.restored
+    # In a multi-process run process 0 writes the outputs and evaluates.
+    self.primary = cfg.process_id == 0
+    self.metrics: Optional[reporting.MetricsWriter] = None
+    self.tracker: Optional[tracking.Tracker] = None
+    if self.primary:  # first: a tracker that cannot start (W&B) stops the run before the rest
+      self.metrics = reporting.MetricsWriter(cfg.logdir, keep_updates=(
+          None if restored is None else runner.learner.version))
+      try:
+        self.tracker = tracking.open_tracker(cfg, purge_step=(
+            None if restored is None else self.metrics.last_env_steps + 1))
+      except BaseException:
+        self.metrics.close()
+        raise
     self.storages = Storages(StorageSpec(cfg.alpha, cfg.local_envs, runner.info.obs_shape,
                                          runner.info.obs_dtype, runner.num_agents,
                                          final_obs=cfg.learner.bootstrap_truncation),
                              create=True)
     self.supervisor = Supervisor(cfg.env_ids_of_executor)
-    restored = runner.restored
     self.book = (Book.new(cfg.num_envs, cfg.eval_every) if restored is None else
                  Book.from_json(restored["host"]["book"]))
     self.first_segment = 0 if restored is None else restored["host"]["segment"] + 1
@@ -57,14 +71,15 @@ class Controller:
       st = self.storages.filling(self.first_segment - 1)
       for name, value in restored["storage"].items():
         getattr(st, name)[...] = value
-    # In a multi-process run process 0 writes the outputs and evaluates.
-    self.primary = cfg.process_id == 0
-    self.metrics = reporting.MetricsWriter(cfg.logdir, keep_updates=(
-        None if restored is None else runner.learner.version)) if self.primary else None
     self.evaluator = Evaluator(cfg.env, cfg.env_kwargs, runner.network.apply, cfg.eval_episodes,
                                cfg.seed, greedy=cfg.eval_greedy, results=self.book.eval,
                                num_agents=runner.num_agents,
-                               sharding=runner.placement.eval_params)
+                               sharding=runner.placement.eval_params, tracker=self.tracker,
+                               video_dir=os.path.join(cfg.logdir, "videos"))
+    # Videos: one each time the env steps pass a multiple of video_every (counted from the
+    # steps a resumed run starts at).
+    self._videos_done = (self.first_segment * cfg.steps_per_segment // cfg.video_every
+                         if cfg.video_every else 0)
     if self.primary:  # the one that evaluates
       self.evaluator.compile(runner.learner.state.params, runner.info.obs_shape,
                              runner.info.obs_dtype)
@@ -87,9 +102,11 @@ class Controller:
       self.supervisor.shutdown()
       self.join_checkpoint_writer(raise_errors=False)
     finally:
+      self.evaluator.close(wait=exc_type is None)  # before the tracker it writes to
+      if self.tracker is not None:
+        self.tracker.close()
       if self.metrics is not None:
         self.metrics.close()
-      self.evaluator.close(wait=exc_type is None)
       for sb in self.state_buffers:
         sb.close()
       self.storages.close()
@@ -103,12 +120,12 @@ class Controller:
     self._cpu0 = time.process_time()
     COMPILES.start()  # everything is compiled before; `finish` reports what was not
 
-  def book_totals(self) -> Book:
-    """A copy of the book with this session's actor and learner counters added."""
-    book = Book.from_json(json.loads(json.dumps(self.book.to_json())))
-    for k, v in self.session_stats().items():
-      setattr(book, k, getattr(book, k) + v)
-    return book
+  def book_totals(self, copy: bool = True) -> Book:
+    """The book with this session's actor and learner counters added: a copy, or with
+    `copy=False` one that shares the book's lists (to read at once, not to keep)."""
+    book = dataclasses.replace(self.book, **{k: getattr(self.book, k) + v
+                                             for k, v in self.session_stats().items()})
+    return Book.from_json(json.loads(json.dumps(book.to_json()))) if copy else book
 
   def session_stats(self) -> Dict[str, float]:
     """This session's counters that live in the parts (actors, learner) rather than the book."""
@@ -189,12 +206,34 @@ class Controller:
            "sps": env_steps / wall, "segment": result.segment, "lag": result.lag,
            "learn_s": result.compute_s, "train_return": reporting.mean_or_none(recent_returns)}
     row.update(extra or {})
-    row.update({k: float(v) for k, v in result.metrics.items()})
+    learner_metrics = {k: float(v) for k, v in result.metrics.items()}
+    row.update(learner_metrics)
     if self.metrics is not None:
       self.metrics.write(row)
+    if self.tracker is not None:
+      tags = {f"train/{k}": v for k, v in row.items()
+              if k != "env_steps" and k not in learner_metrics}
+      tags.update({f"learner/{k}": v for k, v in learner_metrics.items()})
+      tags.update(self.figures(env_steps))
+      self.tracker.scalars(tags, env_steps)
+
+  def figures(self, env_steps: int) -> Dict[str, float]:
+    """summary.json's idle and efficiency figures so far, as tracker tags."""
+    book = self.book_totals(copy=False)
+    out = {f"idle/{k}": v for k, v in bookkeeping.idle(book).items()}
+    out.update({f"efficiency/{k}": v for k, v in bookkeeping.efficiency(
+        book, env_steps, self.runner.num_agents).items()})
+    return out
 
   def evaluate_if_due(self, env_steps: int, params) -> None:
-    """Submits an evaluation of `params` when one is due (the final one is `finish`'s)."""
+    """Submits an evaluation of `params` when one is due, and a video (the final ones are
+    `finish`'s)."""
+    cfg = self.config
+    if cfg.video_every and env_steps // cfg.video_every > self._videos_done and \
+        env_steps < cfg.num_segments * cfg.steps_per_segment:
+      self._videos_done = env_steps // cfg.video_every
+      if self.primary:
+        self.evaluator.submit_video(env_steps, params)
     book = self.book
     if book.next_eval is not None and env_steps >= book.next_eval and \
         env_steps < self.config.num_segments * self.config.steps_per_segment:
@@ -308,11 +347,14 @@ class Controller:
       book.returns = [[r for part in parts for r in part[e]] for e in range(cfg.num_envs)]
     if self.primary:
       self.evaluator.submit(env_steps, wall, params)
+      if cfg.video_final:
+        self.evaluator.submit_video(env_steps, params, final=True)
     sup = self.supervisor
     interrupted = None
+    wait = lambda p: sup.wait(lambda: p() or sup.signal is not None)
     try:
-      self.evaluator.results_upto(self.evaluator.submitted, lambda p: sup.wait(
-          lambda: p() or sup.signal is not None))
+      self.evaluator.results_upto(self.evaluator.submitted, wait)
+      self.evaluator.wait_videos(wait)
     except RuntimeError as e:
       raise RunError(str(e)) from e
     if not self.evaluator.finished(self.evaluator.submitted):
@@ -327,6 +369,10 @@ class Controller:
                     if k in r} for r in self.evaluator.results]
     # XLA compilations inside the timed run (functions' names): none is expected.
     out["compiled_during_run"] = compiled
+    if self.evaluator.videos:
+      out["videos"] = [dict(v) for v in self.evaluator.videos]
+    if self.tracker is not None:
+      self.tracker.scalars(self.figures(env_steps), env_steps)
     if self.primary:
       reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), out)
     if interrupted is not None:

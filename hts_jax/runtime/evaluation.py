@@ -4,11 +4,17 @@ It takes a snapshot of the params (immutable JAX arrays) and its own env replica
 `seeding.eval_env_seed`, and shares no random stream, storage or queue with training: it cannot
 perturb training, not even its determinism (tests check the hash with and without evaluation).
 Episodes run in lockstep, batched through one fixed-shape policy step.
+
+Videos (`submit_video`) run in the same thread: the first evaluation episode (its seed, its row of
+the same fixed-shape policy step, so the same actions) replayed on a recording env
+(`hts_jax.runtime.video`), saved to `<video_dir>/eval-<env steps>.mp4`.
 """
 
 from __future__ import annotations
 
+import os
 import queue
+import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
@@ -17,6 +23,7 @@ import numpy as np
 
 from hts_jax import envs, seeding
 from hts_jax.runtime import distributed
+from hts_jax.runtime import video as video_lib
 from hts_jax.runtime.policy import make_policy_step
 
 # Hard cap on steps per evaluation episode (envs without a time limit).
@@ -24,11 +31,13 @@ MAX_EPISODE_STEPS = 108_000
 
 
 class Evaluator:
-  """`submit(env_steps, wall_time_s, params)` queues an evaluation; `results` collects them."""
+  """`submit(env_steps, wall_time_s, params)` queues an evaluation; `results` collects them.
+  `submit_video(env_steps, params)` queues a recorded episode; `videos` collects them. Both go to
+  `tracker` (`hts_jax.runtime.tracking`) where one is given."""
 
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
                seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None,
-               num_agents: int = 1, sharding=None):
+               num_agents: int = 1, sharding=None, tracker=None, video_dir: Optional[str] = None):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
     self.seed = seed
@@ -38,6 +47,9 @@ class Evaluator:
     self.results: List[Dict[str, Any]] = list(results or [])
     self._restored = len(self.results)
     self.submitted = 0
+    self.tracker, self.video_dir = tracker, video_dir
+    self.videos: List[Dict[str, Any]] = []
+    self.videos_submitted = 0
     self.error: Optional[str] = None
     self._queue: "queue.Queue" = queue.Queue()
     self._cancel = threading.Event()
@@ -46,7 +58,12 @@ class Evaluator:
 
   def submit(self, env_steps: int, wall_time_s: float, params) -> None:
     self.submitted += 1
-    self._queue.put((env_steps, wall_time_s, self._placed(params)))
+    self._queue.put((self._evaluate, env_steps, wall_time_s, self._placed(params)))
+
+  def submit_video(self, env_steps: int, params, final: bool = False) -> None:
+    """Queues the recording of one episode of `params` (into `video_dir`)."""
+    self.videos_submitted += 1
+    self._queue.put((self._record, env_steps, final, self._placed(params)))
 
   def _placed(self, params):
     params = distributed.local_copy(params)  # a multi-process learner's replicated params
@@ -61,6 +78,12 @@ class Evaluator:
   def finished(self, n: int) -> bool:
     """Whether the first `n` evaluations submitted in this session have finished (in order)."""
     return self.error is not None or len(self.results) - self._restored >= n
+
+  def wait_videos(self, wait) -> List[Dict[str, Any]]:
+    """Every video submitted, waited for with `wait(predicate)` (a failed recording is an entry
+    with its `error`; it does not stop the run)."""
+    wait(lambda: self.error is not None or len(self.videos) >= self.videos_submitted)
+    return self.videos
 
   def results_upto(self, n: int, wait) -> List[Dict[str, Any]]:
     """Every result up to the `n`-th evaluation submitted in this session, waiting for them with
@@ -89,15 +112,9 @@ class Evaluator:
         try:
           if item is None:
             return
-          env_steps, wall, params = item
-          if self._cancel.is_set():
-            continue
-          returns = self.evaluate(params)
-          if self._cancel.is_set():
-            continue  # abandoned part-way: not a result
-          self.results.append({"env_steps": int(env_steps), "wall_time_s": float(wall),
-                               "mean_return": float(np.mean(returns)),
-                               "returns": [float(r) for r in returns]})
+          job, *args = item
+          if not self._cancel.is_set():
+            job(*args)
         finally:
           self._queue.task_done()
     except Exception as e:  # pylint: disable=broad-except
@@ -108,37 +125,92 @@ class Evaluator:
         if item is None:
           return
 
+  def _evaluate(self, env_steps: int, wall: float, params) -> None:
+    returns = self.evaluate(params)
+    if self._cancel.is_set():
+      return  # abandoned part-way: not a result
+    result = {"env_steps": int(env_steps), "wall_time_s": float(wall),
+              "mean_return": float(np.mean(returns)), "returns": [float(r) for r in returns]}
+    self.results.append(result)
+    if self.tracker is not None:
+      self.tracker.scalars({"eval/mean_return": result["mean_return"],
+                            "eval/min_return": min(returns), "eval/max_return": max(returns),
+                            "eval/wall_time_s": wall}, env_steps)
+
+  def _record(self, env_steps: int, final: bool, params) -> None:
+    entry: Dict[str, Any] = {"env_steps": int(env_steps), "final": final}
+    try:
+      entry.update(self.record(params, env_steps))
+    except Exception as e:  # pylint: disable=broad-except
+      entry["error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+      print(f"warning: the video at {env_steps:,} env steps failed: {entry['error']}",
+            file=sys.stderr, flush=True)
+    self.videos.append(entry)
+
   def evaluate(self, params) -> List[float]:
     """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`); returns the raw
     episode returns the envs report (`info["episode_return"]`)."""
-    n, a = self.episodes, self.num_agents
-    replicas = [envs.make_env(self.env_name, self.env_kwargs, train=False) for _ in range(n)]
+    replicas = [envs.make_env(self.env_name, self.env_kwargs, train=False)
+                for _ in range(self.episodes)]
     try:
-      first = [env.reset(seed=seeding.eval_env_seed(self.seed, i))[0] for i, env in
-               enumerate(replicas)]
-      shape = np.shape(first[0])[1:] if a > 1 else np.shape(first[0])
-      obs = np.zeros((n * a,) + shape, np.asarray(first[0]).dtype)
-      obs[:] = np.reshape(first, (n * a,) + shape)
-      streams = np.array([seeding.eval_env_seed(self.seed, r) for r in range(n * a)], np.uint32)
-      returns = np.zeros(n)
-      running = np.ones(n, bool)
-      for t in range(MAX_EPISODE_STEPS):
-        if self._cancel.is_set():
-          break
-        actions = self.policy.run_actions(params, obs,
-                                          seeding.row_seeds(streams, np.full(n * a, t)))
-        for i in np.flatnonzero(running):
-          act = actions[i * a:(i + 1) * a]
-          o, _, terminated, truncated, info = replicas[i].step(
-              int(act[0]) if a == 1 else act.tolist())
-          obs[i * a:(i + 1) * a] = np.reshape(o, (a,) + shape)
-          if "episode_return" in info:
-            returns[i] = info["episode_return"]
-          if terminated or truncated:
-            running[i] = False
-        if not running.any():
-          break
-      return returns.tolist()
+      return self._play(params, replicas)
     finally:
       for env in replicas:
         env.close()
+
+  def record(self, params, env_steps: int) -> Dict[str, Any]:
+    """Plays evaluation episode 0 on a recording env, its frames (after the reset and after every
+    step, at most `video.MAX_FRAMES`) into `<video_dir>/eval-<env_steps>.mp4` (or `.gif`);
+    reports its file, frame count and return, and sends it to the tracker."""
+    env = video_lib.make_recording_env(self.env_name, self.env_kwargs)
+    out = video_lib.VideoFile(os.path.join(self.video_dir, f"eval-{env_steps:012d}"),
+                              video_lib.fps(self.env_name, env))
+    try:
+      returns = self._play(params, [env], on_frame=out.add, max_frames=video_lib.MAX_FRAMES)
+    finally:
+      env.close()
+      recording = out.close()
+    if self.tracker is not None and not self._cancel.is_set():
+      self.tracker.video("eval/video", recording, env_steps)
+    return {"path": recording.path, "frames": recording.frames, "return": returns[0]}
+
+  def _play(self, params, replicas, on_frame=None, max_frames: int = 0) -> List[float]:
+    """Episodes on `replicas` (at most `episodes`; replica i reset with `eval_env_seed(seed, i)`,
+    its rows of the fixed-shape policy step those of evaluation episode i) in lockstep;
+    `on_frame(replica 0's render())` after the reset and every step of replica 0, which stops
+    after `max_frames` frames where that is > 0. Returns the raw episode returns."""
+    n, a = len(replicas), self.num_agents
+    first = [env.reset(seed=seeding.eval_env_seed(self.seed, i))[0] for i, env in
+             enumerate(replicas)]
+    shape = np.shape(first[0])[1:] if a > 1 else np.shape(first[0])
+    rows = self.policy.batch_size  # episodes * agents; rows past n * a stay zero
+    obs = np.zeros((rows,) + shape, np.asarray(first[0]).dtype)
+    obs[:n * a] = np.reshape(first, (n * a,) + shape)
+    streams = np.array([seeding.eval_env_seed(self.seed, r) for r in range(rows)], np.uint32)
+    returns = np.zeros(n)
+    running = np.ones(n, bool)
+    frames = 0
+    if on_frame is not None:
+      on_frame(replicas[0].render())
+      frames = 1
+    for t in range(MAX_EPISODE_STEPS):
+      if self._cancel.is_set():
+        break
+      actions = self.policy.run_actions(params, obs, seeding.row_seeds(streams, np.full(rows, t)))
+      for i in np.flatnonzero(running):
+        act = actions[i * a:(i + 1) * a]
+        o, _, terminated, truncated, info = replicas[i].step(
+            int(act[0]) if a == 1 else act.tolist())
+        obs[i * a:(i + 1) * a] = np.reshape(o, (a,) + shape)
+        if "episode_return" in info:
+          returns[i] = info["episode_return"]
+        if terminated or truncated:
+          running[i] = False
+        if i == 0 and on_frame is not None:
+          on_frame(replicas[0].render())
+          frames += 1
+          if frames == max_frames:
+            running[0] = False  # cut: its return so far is not reported
+      if not running.any():
+        break
+    return returns.tolist()

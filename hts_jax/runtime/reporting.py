@@ -1,5 +1,5 @@
-"""Run outputs (host side): metrics.csv (+ TensorBoard if installed), summary.json, progress lines,
-and the parameter hash that determinism is judged by."""
+"""Run outputs (host side): metrics.csv, summary.json, progress lines, and the parameter hash that
+determinism is judged by. TensorBoard and W&B: `hts_jax.runtime.tracking`."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def _to_builtin(x):
 
 
 class MetricsWriter:
-  """Appends one row per learner update to `<logdir>/metrics.csv`; mirrors to TensorBoard when
-  `tensorboardX` is installed. Columns are fixed by the first row."""
+  """Appends one row per learner update to `<logdir>/metrics.csv`. Columns are fixed by the first
+  row."""
 
   def __init__(self, logdir: str, keep_updates: Optional[int] = None):
     """`keep_updates`: resuming, keep the existing rows up to this many updates and append."""
@@ -51,18 +51,14 @@ class MetricsWriter:
     if keep_updates is not None and os.path.exists(self.path):
       with open(self.path, newline="") as f:
         kept = [r for r in csv.DictReader(f) if int(r["updates"]) <= keep_updates]
+    # The env steps of the last row kept (0: none): a resumed TensorBoard log purges what follows.
+    self.last_env_steps = max([int(float(r["env_steps"])) for r in kept], default=0)
     self._file = open(self.path, "w", newline="")
     self._writer: Optional[csv.DictWriter] = None
     if kept:
       self._writer = csv.DictWriter(self._file, fieldnames=list(kept[0]), extrasaction="ignore")
       self._writer.writeheader()
       self._writer.writerows(kept)
-    self._tb = None
-    try:
-      from tensorboardX import SummaryWriter  # pylint: disable=import-outside-toplevel
-      self._tb = SummaryWriter(logdir)
-    except ImportError:
-      pass
 
   def write(self, row: Dict[str, Any]) -> None:
     if self._writer is None:
@@ -70,16 +66,9 @@ class MetricsWriter:
       self._writer.writeheader()
     self._writer.writerow({k: _fmt(v) for k, v in row.items()})
     self._file.flush()
-    if self._tb is not None:
-      step = int(row.get("env_steps", 0))
-      for k, v in row.items():
-        if isinstance(v, (int, float, np.floating, np.integer)) and k != "env_steps":
-          self._tb.add_scalar(k, float(v), step)
 
   def close(self) -> None:
     self._file.close()
-    if self._tb is not None:
-      self._tb.close()
 
 
 def _fmt(v):

@@ -18,7 +18,7 @@ import numpy as np
 
 from hts_jax import envs, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import checkpoint, distributed
+from hts_jax.runtime import checkpoint, distributed, video
 from hts_jax.runtime import storage as storage_lib
 from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
@@ -66,6 +66,8 @@ class Runner:
   def __init__(self, config: RunConfig, mode: Mode, resume: bool = False):
     self.config, self.mode = config, mode
     self.info = envs.env_info(config.env, config.env_kwargs)
+    if (config.video_every or config.video_final) and config.process_id == 0:
+      video.check_recordable(config.env, config.env_kwargs)  # process 0 records
     kind = config.network
     if kind == "auto":
       kind = networks.default_network_for(self.info.obs_shape)
