@@ -14,6 +14,7 @@ import os
 import queue
 import sys
 import threading
+import uuid
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -69,7 +70,8 @@ class WandbSink:
     root = os.path.join(os.path.abspath(logdir), "wandb")
     os.makedirs(root, exist_ok=True)
     id_path = os.path.join(root, "run_id")
-    run_id = open(id_path).read().strip() if os.path.exists(id_path) else wandb.util.generate_id()
+    run_id = (open(id_path).read().strip() if os.path.exists(id_path) else
+              uuid.uuid4().hex[:12])
     # console="off": W&B does not wrap stdout/stderr, which the runtime's threads and processes
     # share; the progress lines stay the launcher's.
     self._run = wandb.init(project=project, entity=entity or None, dir=os.path.dirname(root),

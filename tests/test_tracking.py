@@ -1,0 +1,286 @@
+"""Run outputs around training: TensorBoard event files, evaluation videos, offline W&B, the
+installable package."""
+
+import csv
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hts_jax import config as hts_config
+from hts_jax.config import ConfigError, LearnerConfig, RunConfig
+from hts_jax.runtime import checkpoint, modes, tracking, video
+from hts_jax.runtime.evaluation import Evaluator
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cartpole(tmp_path, name, **kw):
+  base = dict(env="CartPole-v1", alpha=16, num_envs=8, num_executors=2, total_steps=8 * 16 * 6,
+              seed=3, logdir=str(tmp_path / name), eval_episodes=2, eval_every=256,
+              log_every_s=1e9, learner=LearnerConfig(algo="ppo", num_minibatches=4, ppo_epochs=2,
+                                                     optimizer="adam", learning_rate=1e-3))
+  base.update(kw)
+  return RunConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+  """The same CartPole run twice: plain (TensorBoard on, the default) and recording videos every
+  300 env steps and at the end, logging to an offline W&B run too."""
+  tmp = tmp_path_factory.mktemp("tracking")
+  plain = modes.run(cartpole(tmp, "plain"))
+  os.environ["WANDB_MODE"] = "offline"  # belt and braces: no network, whatever the flag says
+  try:
+    recorded = modes.run(cartpole(tmp, "video", video_every=300, video_final=True,
+                                  wandb_project="hts-jax-tests", wandb_mode="offline"))
+  finally:
+    del os.environ["WANDB_MODE"]
+  return tmp, plain, recorded
+
+
+def _events(logdir):
+  from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # pylint: disable=import-outside-toplevel
+  acc = EventAccumulator(logdir, size_guidance={"scalars": 0, "images": 0, "tensors": 0})
+  acc.Reload()
+  return acc
+
+
+def _frames(path):
+  """An mp4's frames `[T, H, W, 3]`, decoded by imageio-ffmpeg's ffmpeg."""
+  import imageio_ffmpeg  # pylint: disable=import-outside-toplevel
+  gen = imageio_ffmpeg.read_frames(path)
+  w, h = next(gen)["size"]
+  return np.stack([np.frombuffer(f, np.uint8).reshape(h, w, 3) for f in gen])
+
+
+def test_tensorboard_event_files_hold_every_figure(runs):
+  tmp, plain, _ = runs
+  logdir = str(tmp / "plain")
+  assert glob.glob(os.path.join(logdir, "events.out.tfevents.*"))
+  acc = _events(logdir)
+  tags = set(acc.Tags()["scalars"])
+  for tag in ("train/sps", "train/lag", "train/train_return", "train/updates", "learner/loss",
+              "learner/entropy", "learner/grad_norm", "eval/mean_return", "idle/executors",
+              "idle/learner", "idle/actors", "efficiency/policy_rows_per_env_step",
+              "efficiency/mean_ready_envs_per_actor_call"):
+    assert tag in tags, tag
+  assert "config/text_summary" in acc.Tags()["tensors"]  # the run's config as text
+  evals = [(e.step, e.value) for e in acc.Scalars("eval/mean_return")]
+  assert evals == [(e["env_steps"], pytest.approx(e["mean_return"])) for e in plain["eval"]]
+  with open(os.path.join(logdir, "metrics.csv")) as f:
+    steps = [int(r["env_steps"]) for r in csv.DictReader(f)]
+  assert [e.step for e in acc.Scalars("train/lag")] == steps and len(steps) == 6  # per update
+  assert "videos" not in plain and not os.path.exists(os.path.join(logdir, "videos"))
+
+
+def test_videos_do_not_change_training(runs):
+  _, plain, recorded = runs
+  assert recorded["param_sha256"] == plain["param_sha256"]
+  assert recorded["episode_returns"] == plain["episode_returns"]
+  assert len(recorded["eval"]) == len(plain["eval"]) == 3
+  assert recorded["eval"] == [dict(e, wall_time_s=r["wall_time_s"])
+                              for e, r in zip(plain["eval"], recorded["eval"])]
+
+
+def test_cartpole_videos_have_one_frame_per_step(runs):
+  tmp, _, recorded = runs
+  videos = recorded["videos"]
+  assert [(v["env_steps"], v["final"]) for v in videos] == [(384, False), (640, False),
+                                                            (768, True)]
+  for v in videos:
+    assert os.path.dirname(v["path"]) == str(tmp / "video" / "videos")
+    frames = _frames(v["path"])
+    # CartPole: reward 1 per step, so the return is the episode length; a frame after the reset
+    # and after every step.
+    assert len(frames) == v["frames"] == int(v["return"]) + 1
+    assert frames.shape[1:] == (400, 600, 3)
+    assert np.abs(np.diff(frames.astype(np.int16), axis=0)).max() > 0  # the pole moves
+  # The final video replays the final evaluation's first episode.
+  assert videos[-1]["return"] == recorded["eval"][-1]["returns"][0]
+  acc = _events(str(tmp / "video"))
+  assert [e.step for e in acc.Images("eval/video")] == [384, 640, 768]
+  gif = acc.Images("eval/video")[0]
+  assert gif.encoded_image_string[:6] == b"GIF89a" and gif.width == 200
+
+
+def test_offline_wandb_run_is_written(runs):
+  tmp, _, _ = runs
+  root = tmp / "video" / "wandb"
+  [run_dir] = glob.glob(str(root / "offline-run-*"))
+  [log] = glob.glob(os.path.join(run_dir, "run-*.wandb"))
+  data = open(log, "rb").read()
+  for key in (b"train/sps", b"learner/loss", b"eval/mean_return", b"idle/executors",
+              b"env_steps", b"video_every", b"hts-jax-tests"):
+    assert key in data, key
+  assert glob.glob(os.path.join(run_dir, "files", "media", "videos", "eval", "*.mp4"))
+  assert open(root / "run_id").read().strip() in os.path.basename(run_dir)
+
+
+def _cnn_evaluator(env, tmp_path, **kw):
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  from hts_jax import envs, networks  # pylint: disable=import-outside-toplevel
+  info = envs.env_info(env, {})
+  net = networks.make_network("cnn", info.num_actions)
+  params = net.init(jax.random.PRNGKey(0), jnp.zeros((1,) + info.obs_shape, info.obs_dtype))
+  ev = Evaluator(env, {}, net.apply, 1, seed=0, video_dir=str(tmp_path), **kw)
+  return ev, params
+
+
+def test_breakout_video_shows_the_emulator_screen(tmp_path, monkeypatch):
+  monkeypatch.setattr(video, "MAX_FRAMES", 120)  # the episode is cut there
+  ev, params = _cnn_evaluator("atari:Breakout", tmp_path, greedy=False)
+  try:
+    out = ev.record(params, 1000)
+  finally:
+    ev.close()
+  assert out["path"] == str(tmp_path / "eval-000000001000.mp4") and out["frames"] == 120
+  frames = _frames(out["path"])
+  assert frames.shape == (120, 210, 160, 3)
+  assert len({f.tobytes() for f in frames}) > 10  # the ball and the paddle move
+  assert frames[0].std() > 10  # walls, bricks and the score on black
+
+
+def test_gif_where_no_encoder_runs(tmp_path, monkeypatch):
+  monkeypatch.setattr(video, "ffmpeg_exe", lambda: None)
+  out = video.VideoFile(str(tmp_path / "clip"), 25)
+  for t in range(30):
+    out.add(np.full((9, 13, 3), 8 * t, np.uint8))
+  rec = out.close()
+  from PIL import Image  # pylint: disable=import-outside-toplevel
+  with Image.open(rec.path) as gif:
+    assert rec.path.endswith(".gif") and gif.n_frames == rec.frames == 30
+
+
+def test_preview_keeps_every_kth_frame(tmp_path, monkeypatch):
+  monkeypatch.setattr(video, "PREVIEW_FRAMES", 8)
+  monkeypatch.setattr(video, "ffmpeg_exe", lambda: None)
+  out = video.VideoFile(str(tmp_path / "clip"), 40)
+  for t in range(20):
+    out.add(np.full((600, 300, 3), t, np.uint8))
+  assert out._stride == 4 and [int(f[0, 0, 0]) for f in out._preview] == [0, 4, 8, 12, 16]
+  assert out._preview[0].shape == (200, 100, 3)  # every 3rd pixel: at most 256 a side
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is installed by .ci/setup.sh")
+def test_gfootball_video_under_a_virtual_display(tmp_path, monkeypatch):
+  pytest.importorskip("gfootball", reason="built by .ci/setup.sh")
+  old = os.environ.pop("DISPLAY", None)
+  monkeypatch.setattr(video, "MAX_FRAMES", 20)
+  try:
+    ev, params = _cnn_evaluator("gfootball:academy_empty_goal_close", tmp_path)
+    try:
+      out = ev.record(params, 7)
+    finally:
+      ev.close()
+    frames = _frames(out["path"])
+    assert frames.shape == (20, 360, 640, 3) and out["frames"] == 20
+    assert frames[0].std() > 10 and len({f.tobytes() for f in frames}) > 1
+  finally:
+    video.stop_displays()
+    if old is None:
+      os.environ.pop("DISPLAY", None)
+    else:
+      os.environ["DISPLAY"] = old
+
+
+def test_tracker_drops_a_failing_sink_and_goes_on(capsys):
+  class Broken:
+    def scalars(self, values, step):
+      raise OSError("disk full")
+
+  class Kept:
+    def __init__(self):
+      self.rows = []
+
+    def scalars(self, values, step):
+      self.rows.append((step, values))
+
+    def flush(self):
+      pass
+
+    def close(self):
+      self.rows.append("closed")
+
+  kept = Kept()
+  tracker = tracking.Tracker([Broken(), kept])
+  tracker.scalars({"a": 1, "b": None, "c": np.float32(2.5), "d": "text"}, 10)
+  tracker.scalars({"a": 2}, 20)
+  tracker.flush()
+  tracker.close()
+  assert kept.rows == [(10, {"a": 1.0, "c": 2.5}), (20, {"a": 2.0}), "closed"]
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == ["warning: Broken stopped: OSError: disk full"]
+
+
+def test_bad_output_options_fail_with_one_line(monkeypatch):
+  with pytest.raises(ConfigError, match="video_every must be >= 0"):
+    RunConfig(video_every=-1)
+  with pytest.raises(ConfigError, match="wandb_mode must be one of"):
+    RunConfig(wandb_mode="maybe")
+  real = hts_config.importlib.util.find_spec
+  monkeypatch.setattr(hts_config.importlib.util, "find_spec",
+                      lambda name, *a: None if name == "wandb" else real(name, *a))
+  with pytest.raises(ConfigError, match=r"--wandb_project needs the wandb package"):
+    RunConfig(wandb_project="p")
+  RunConfig(wandb_project="")  # not asked for: not needed
+  with pytest.raises(ConfigError, match="vstep renders no frames"):
+    video.check_recordable("vstep", {})
+
+
+def test_output_options_do_not_block_a_resume():
+  saved = json.loads(json.dumps(RunConfig().to_dict()))
+  for name in ("tensorboard", "video_every", "video_final", "wandb_project", "wandb_entity",
+               "wandb_mode"):
+    del saved[name]  # a checkpoint written before these options existed
+  now = RunConfig(tensorboard=False, video_every=1000, video_final=True, wandb_project="p",
+                  wandb_mode="offline")
+  assert checkpoint.incompatible_changes(saved, json.loads(json.dumps(now.to_dict()))) == {}
+
+
+def test_pyproject_dependencies_are_requirements_txt():
+  import tomllib  # pylint: disable=import-outside-toplevel
+  with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+    project = tomllib.load(f)
+  assert "dependencies" in project["project"]["dynamic"]
+  assert project["tool"]["setuptools"]["dynamic"]["dependencies"] == {
+      "file": ["requirements.txt"]}
+
+
+@pytest.mark.slow
+def test_pip_install_e_in_a_fresh_venv(tmp_path):
+  """`pip install -e .` into a new virtualenv, then `import hts_jax` from another directory. The
+  new venv sees this one's packages (a .pth file), so pip installs only hts_jax (offline, no
+  build isolation) and checks that every pinned requirement is met."""
+  import site  # pylint: disable=import-outside-toplevel
+  import sysconfig  # pylint: disable=import-outside-toplevel
+  venv = tmp_path / "venv"
+  subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+  py = str(venv / "bin" / "python")
+  new_site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+  ours = [sysconfig.get_paths()["purelib"]] + site.getsitepackages()
+  with open(os.path.join(new_site, "outer_site.pth"), "w") as f:
+    f.write("\n".join(dict.fromkeys(p for p in ours if p != new_site)) + "\n")
+  pip = [py, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+  p = subprocess.run(pip + ["install", "--no-index", "--no-build-isolation", "-e", ROOT],
+                     capture_output=True, text=True, timeout=600)
+  assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+  elsewhere = tmp_path / "elsewhere"
+  elsewhere.mkdir()
+  code = ("import hts_jax, hts_jax.runtime.tracking, importlib.metadata as m; "
+          "print(hts_jax.__file__); print('\\n'.join(m.requires('hts_jax')))")
+  p = subprocess.run([py, "-c", code], cwd=elsewhere, capture_output=True, text=True,
+                     timeout=300, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+  assert p.returncode == 0, p.stderr[-2000:]
+  lines = p.stdout.strip().splitlines()
+  assert lines[0] == os.path.join(ROOT, "hts_jax", "__init__.py")
+  with open(os.path.join(ROOT, "requirements.txt")) as f:
+    pinned = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+  assert sorted(lines[1:]) == sorted(pinned)
