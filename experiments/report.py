@@ -8,8 +8,9 @@ row (as the paper's Tables 1, 2 and A7-A10). Three tables: the final metric (las
 policies x their evaluation episodes), the final time metric (the same within --time_limit seconds
 of wall time), the required time metric (seconds until the evaluation return first reaches the
 env's target); each cell is the mean over seeds with its 95% bootstrap interval (10,000 resamples).
-Also draws return vs env steps and return vs wall time (paper Fig. 5) into --out, and writes
-report.json there. `--json` prints that JSON instead of the tables.
+Also draws return vs env steps and return vs wall time (paper Fig. 5) and a throughput bar chart
+(SPS per method) into --out, and writes report.json there. It reads summary.json (and nothing
+TensorBoard wrote). `--json` prints that JSON instead of the tables.
 """
 
 import json
@@ -127,7 +128,9 @@ def main(argv):
   report = {"rows": rows, "runs": dirs}
   if FLAGS.out:
     from hts_jax.analysis import plots  # pylint: disable=import-outside-toplevel
-    report["plots"] = plots.learning_curves(FLAGS.out, metrics.group_runs(runs))
+    groups = metrics.group_runs(runs)
+    report["plots"] = plots.learning_curves(FLAGS.out, groups) + [
+        plots.throughput(FLAGS.out, groups)]
     with open(os.path.join(FLAGS.out, "report.json"), "w") as f:
       json.dump(_json_safe(report), f, indent=1)
   if FLAGS.json:

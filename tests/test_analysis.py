@@ -212,7 +212,7 @@ def test_report_cli(tmp_path):
   assert "HTS-RL (A2C)" in p.stdout and "A2C (sync)" in p.stdout
   assert "not reached (0/2)" in p.stdout and "Final time metric" in p.stdout
   assert sorted(os.listdir(out)) == ["report.json", "return_vs_env_steps.png",
-                                     "return_vs_wall_time.png"]
+                                     "return_vs_wall_time.png", "throughput_sps.png"]
   rows = {r["method"]: r for r in json.loads((out / "report.json").read_text())["rows"]}
   assert rows["HTS-RL (A2C)"]["required_time"]["mean"] == 2.0
   assert rows["A2C (sync)"]["required_time"]["mean"] is None  # never reached: null in JSON

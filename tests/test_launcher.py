@@ -34,6 +34,9 @@ def launch(tmp_path, *flags, timeout=300):
     (["--checkpoint_every=-1"], "checkpoint_every must be >= 0"),
     (["--rmsprop_eps=0"], "rmsprop_eps must be > 0"),
     (["--loss_reduction=max"], "value should be one of <mean|sum>"),
+    (["--video_every=-5"], "video_every must be >= 0"),
+    (["--wandb_project=p", "--wandb_mode=maybe"], "wandb_mode must be one of"),
+    (["--env=vstep", "--video_final"], "vstep renders no frames"),
 ])
 def test_bad_input_fails_with_one_line(tmp_path, flags, message):
   proc = launch(tmp_path, *flags)

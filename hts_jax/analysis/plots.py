@@ -152,3 +152,25 @@ def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> Lis
       ax.legend(fontsize=7)
     paths.append(_save(fig, os.path.join(out_dir, f"{name}.png")))
   return paths
+
+
+def throughput(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> str:
+  """Throughput per method: mean SPS over seeds as bars (each seed a dot), one panel per env.
+  Returns the PNG path."""
+  plt = _plt()
+  envs = sorted({k[0] for k in groups})
+  keys = list(groups)
+  fig, axes = plt.subplots(1, len(envs), figsize=(max(4.5, 1.6 * len(keys)) * len(envs), 3.6),
+                           squeeze=False)
+  for ax, env in zip(axes[0], envs):
+    here = [(k, runs) for k, runs in groups.items() if k[0] == env]
+    for i, (key, runs) in enumerate(here):
+      sps = [float(r.summary.get("sps", float("nan"))) for r in runs]
+      ax.bar(i, float(np.mean(sps)), color=f"C{i}", alpha=0.8)
+      ax.plot([i] * len(sps), sps, "k.", ms=4)
+    ax.set_xticks(range(len(here)))
+    ax.set_xticklabels([metrics.method_label(k, keys) for k, _ in here], fontsize=7,
+                       rotation=15, ha="right")
+    ax.set_title(str(env), fontsize=9)
+    ax.set_ylabel("env steps / s (mean over seeds; dots: seeds)")
+  return _save(fig, os.path.join(out_dir, "throughput_sps.png"))
