@@ -122,6 +122,30 @@ def test_offline_wandb_run_is_written(runs):
   assert open(root / "run_id").read().strip() in os.path.basename(run_dir)
 
 
+def test_resumed_run_continues_its_tensorboard_log(tmp_path):
+  """A run checkpointed at update 2 and resumed (now with videos and W&B: output options may
+  change) logs each update once: TensorBoard hides what the first session wrote after the
+  checkpoint, as metrics.csv drops it."""
+  def cfg(name, segments, **kw):
+    return RunConfig(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2,
+                     total_steps=4 * 8 * segments, seed=9, logdir=str(tmp_path / name),
+                     log_every_s=1e9, eval_episodes=1,
+                     learner=LearnerConfig(algo="a2c", unroll_length=8), **kw)
+  straight = modes.run(cfg("straight", 6))
+  modes.run(cfg("split", 4, checkpoint_every=2))
+  resumed = modes.run(cfg("split", 6, video_every=64, wandb_project="hts-jax-tests",
+                          wandb_mode="offline"), resume=True)
+  assert resumed["resumed_from_update"] == 2
+  assert resumed["param_sha256"] == straight["param_sha256"]
+  assert [v["env_steps"] for v in resumed["videos"]] == [128]  # counted from the resume point
+  a, b = _events(str(tmp_path / "straight")), _events(str(tmp_path / "split"))
+  for tag in ("train/lag", "eval/mean_return", "learner/loss"):
+    assert [e.step for e in b.Scalars(tag)] == [e.step for e in a.Scalars(tag)], tag
+  assert [e.value for e in b.Scalars("learner/loss")] == [e.value for e in a.Scalars(
+      "learner/loss")]
+  assert [e.step for e in a.Scalars("train/lag")] == [32, 64, 96, 128, 160, 192]
+
+
 def _cnn_evaluator(env, tmp_path, **kw):
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
