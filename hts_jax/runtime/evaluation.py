@@ -161,7 +161,8 @@ class Evaluator:
   def record(self, params, env_steps: int) -> Dict[str, Any]:
     """Plays evaluation episode 0 on a recording env, its frames (after the reset and after every
     step, at most `video.MAX_FRAMES`) into `<video_dir>/eval-<env_steps>.mp4` (or `.gif`);
-    reports its file, frame count and return, and sends it to the tracker."""
+    reports its file, frame count and return (None for an episode cut at MAX_FRAMES), and sends it
+    to the tracker."""
     env = video_lib.make_recording_env(self.env_name, self.env_kwargs)
     out = video_lib.VideoFile(os.path.join(self.video_dir, f"eval-{env_steps:012d}"),
                               video_lib.fps(self.env_name, env))
@@ -172,7 +173,9 @@ class Evaluator:
       recording = out.close()
     if self.tracker is not None and not self._cancel.is_set():
       self.tracker.video("eval/video", recording, env_steps)
-    return {"path": recording.path, "frames": recording.frames, "return": returns[0]}
+    cut = recording.frames >= video_lib.MAX_FRAMES  # the episode did not end: no return
+    return {"path": recording.path, "frames": recording.frames,
+            "return": None if cut else returns[0]}
 
   def _play(self, params, replicas, on_frame=None, max_frames: int = 0) -> List[float]:
     """Episodes on `replicas` (at most `episodes`; replica i reset with `eval_env_seed(seed, i)`,
