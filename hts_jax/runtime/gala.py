@@ -127,6 +127,13 @@ class Rounds:
   def complete(self, k: int) -> bool:
     return len(self._rounds.get(k, ())) == self.n
 
+  def wait(self, k: int, timeout: float) -> bool:
+    """Waits up to `timeout` s for round k to complete (woken by the agents' `put`)."""
+    with self._cond:
+      if not self.complete(k):
+        self._cond.wait(timeout)
+      return self.complete(k)
+
   def take(self, k: int) -> List[Step]:
     with self._cond:
       steps = self._rounds.pop(k)
@@ -192,7 +199,8 @@ class _Agents:
 
   def wait_round(self, k: int) -> List[Step]:
     sup = self.ctl.supervisor
-    sup.wait(lambda: self.rounds.complete(k) or sup.signal is not None)
+    while not self.rounds.wait(k, supervisor.POLL_S) and sup.signal is None:
+      sup.check()
     if sup.signal is not None:
       raise supervisor.Interrupted(f"interrupted at round {k}; --mode={self.runner.config.mode} "
                                    "does not checkpoint", sup.signal)
