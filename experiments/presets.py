@@ -44,6 +44,17 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   `optim.Adam(lr, eps)`, as Kurach et al.'s PPO does, so we follow the code that produced the
   results; 5M env steps (§5); evaluation every 100k steps with sampled actions (script
   `--eval-every-step 100000`; `evaluation_aug.py` samples `Categorical(logits).sample()`).
+
+- `cartpole_gala`: `cartpole_a2c` as GALA-A2C, 2 agents x 8 envs with the deterministic gossip
+  (not a published setup; the same hyperparameters, as GALA's §5 does with A2C's).
+
+- `atari_gala` / `atari_allreduce`: GALA-A2C and the all-reduce A2C it is compared with, as in
+  Assran et al. 2019 (appendix C.2 and its Table 2, the same for both): 4 learners (agents) x 16
+  envs ("16 environments per learner", the 64-simulator experiments of §5), a 1-peer ring with
+  weights 1/2 (C.2); RMSProp eps 0.01, momentum 0, grad norm 0.5, value coef 0.5, horizon 5,
+  entropy 0.01, gamma 0.99 (Table 2); base learning rate 7e-4 scaled by sqrt(learners): 1.4e-3
+  (Table 2); 30 no-ops at the start (Table 2, our Atari default); 40M steps (Table 1's longest
+  budget); evaluation as `atari_a2c`. Gossip as the paper's (async).
 """
 
 PRESETS = {
@@ -61,6 +72,17 @@ PRESETS = {
         unroll_length=5, total_steps=20_000_000, optimizer="rmsprop", lr=7e-4, rmsprop_eps=1e-5,
         rmsprop_decay=0.99, entropy_coef=0.01, value_coef=0.5, gamma=0.99, max_grad_norm=0.5,
         lr_decay=False, eval_every=250_000, eval_episodes=10, eval_greedy=False),
+    "cartpole_gala": dict(
+        env="CartPole-v1", mode="gala", gala_agents=2, gala_gossip="fixed", algo="a2c",
+        num_envs=16, num_executors=2, num_actors=1, alpha=5, unroll_length=5,
+        total_steps=500_000, optimizer="rmsprop", lr=7e-4, entropy_coef=0.01, gamma=0.99,
+        max_grad_norm=0.5, eval_every=50_000, eval_episodes=10),
+    "atari_gala": dict(
+        env="atari:Breakout", mode="gala", gala_agents=4, algo="a2c", num_envs=64,
+        num_executors=16, num_actors=1, alpha=5, unroll_length=5, total_steps=40_000_000,
+        optimizer="rmsprop", lr=1.4e-3, rmsprop_eps=0.01, rmsprop_decay=0.99,
+        entropy_coef=0.01, value_coef=0.5, gamma=0.99, max_grad_norm=0.5, lr_decay=False,
+        eval_every=250_000, eval_episodes=10, eval_greedy=False),
     "atari_impala": dict(
         env="atari:Breakout", mode="async", algo="a2c", num_envs=16, num_executors=16,
         num_actors=16, alpha=20, unroll_length=20, async_batch_unrolls=32,
@@ -75,3 +97,4 @@ PRESETS = {
         entropy_coef=0.003, value_coef=0.5, gamma=0.993, gae_lambda=0.95, max_grad_norm=0.64,
         eval_every=100_000, eval_episodes=10, eval_greedy=False),
 }
+PRESETS["atari_allreduce"] = dict(PRESETS["atari_gala"], mode="allreduce")

@@ -15,13 +15,14 @@ CORRECTIONS = ("delayed", "truncated_is", "none")
 OPTIMIZERS = ("rmsprop", "adam")
 REDUCTIONS = ("mean", "sum")
 MINIBATCHES = ("transitions", "time_steps")
-MODES = ("hts", "sync", "async")
+MODES = ("hts", "sync", "async", "gala", "allreduce")
+GOSSIP = ("async", "fixed")
 NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
 NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
 # The str fields that take one of a few values (validated here; the launcher's flags are enums).
 CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
            "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS, "mode": MODES,
-           "network": NETWORKS}
+           "network": NETWORKS, "gala_gossip": GOSSIP}
 
 
 class ConfigError(ValueError):
@@ -143,7 +144,9 @@ class RunConfig:
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
   """Keyword arguments for the env constructor (a JSON object on the command line)."""
   mode: str = "hts"
-  """hts (HTS-RL), sync (synchronous A2C/PPO baseline), async (IMPALA, V-trace)."""
+  """hts (HTS-RL), sync (synchronous A2C/PPO baseline), async (IMPALA, V-trace), gala
+  (GALA-A2C: gossiping A2C agents, Assran et al. 2019), allreduce (A2C agents whose gradients
+  are all-reduced: GALA's baseline)."""
   network: str = "auto"
   """auto: CNN for images, MLP for vectors."""
   alpha: int = 5
@@ -235,6 +238,20 @@ class RunConfig:
   """This process's index in a multi-process run (0 writes the outputs and evaluates)."""
   coordinator_address: str = ""
   """host:port of the multi-process run's coordinator (process 0's machine)."""
+  alternating_groups: bool = False
+  """--mode=sync: each executor's envs form two groups that alternate, one stepping while the
+  batched inference for the other runs (Stooke & Abbeel 2018, Section 4.1); same results as
+  plain sync (each group's call keeps sync's [num_envs] shape)."""
+  gala_agents: int = 4
+  """--mode=gala / allreduce: A2C agents (learners), each with num_envs / gala_agents envs and
+  num_executors / gala_agents executors of its own, acting in lockstep over them."""
+  gala_gossip: str = "async"
+  """--mode=gala: async (the paper's: send the params to the out-peer without waiting, mix in the
+  newest message received, if any) or fixed (mix the in-peer's params of exactly gala_staleness
+  updates before, waiting for them: bitwise reproducible)."""
+  gala_staleness: int = 1
+  """--gala_gossip=fixed: agent i's update k mixes its in-peer's params after update
+  k - gala_staleness (0: the same update, a synchronous ring)."""
   learner: LearnerConfig = dataclasses.field(default_factory=LearnerConfig)
   """Learner hyperparameters (on the command line, its fields are flags of their own)."""
 
@@ -304,6 +321,15 @@ class RunConfig:
       _check(self.num_executors % self.num_actors == 0,
              f"--mode=async: num_executors ({self.num_executors}) must be a multiple of "
              f"num_actors ({self.num_actors}): each actor owns whole executors")
+    if self.mode in ("gala", "allreduce"):
+      self._check_agents(n)
+    _check(not self.alternating_groups or self.mode == "sync",
+           "--alternating_groups is an option of --mode=sync")
+    if self.alternating_groups:
+      _check(not self.envpool, "--alternating_groups steps executor envs: not with --envpool")
+      _check((n // self.num_executors) % 2 == 0,
+             f"--alternating_groups splits each executor's envs in two: num_envs{where} ({n}) / "
+             f"num_executors ({self.num_executors}) must be even")
     if self.envpool:
       _check(self.env.startswith("atari:"),
              f"--envpool is for atari:<Game> envs, not {self.env!r}")
@@ -313,6 +339,23 @@ class RunConfig:
       _check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
     _check(bool(self.logdir), "logdir must be set")
     self.learner.check_segment_length(self.alpha)
+
+  def _check_agents(self, n: int) -> None:
+    m, k = self.mode, self.gala_agents
+    _check(k >= (2 if m == "gala" else 1),
+           f"gala_agents must be >= {2 if m == 'gala' else 1} for --mode={m}, got {k}")
+    _check(self.num_processes == 1 and not self.envpool,
+           f"--mode={m} runs in one process over executor envs (no --envpool)")
+    _check(n % k == 0 and self.num_executors % k == 0,
+           f"--mode={m}: num_envs ({n}) and num_executors ({self.num_executors}) must be "
+           f"divisible by gala_agents ({k}): each agent owns whole executors")
+    _check(self.num_actors == 1,
+           f"--mode={m}: each agent acts for its own envs (A2C's lockstep); --num_actors must "
+           f"be 1, got {self.num_actors}")
+    _check(self.gala_staleness >= 0, f"gala_staleness must be >= 0, got {self.gala_staleness}")
+    if m == "gala":
+      _check(len(self.learner_devices) == 1,
+             "--mode=gala: every agent learns on the one learner device")
 
   @property
   def local_envs(self) -> int:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hts_jax.runtime import buffers
-from hts_jax.runtime.buffers import BlockLayout
+from hts_jax.runtime import buffers, supervisor
+from hts_jax.runtime.buffers import BlockLayout, Done
 
 
 @dataclasses.dataclass
@@ -98,6 +98,63 @@ class BlockBatcher:
       by_owner.setdefault(self.owner[r[0]], []).append(r[0])
     for k, blocks in by_owner.items():
       inboxes[k].post_blocks(blocks)
+
+
+class LockstepSampler:
+  """A2C's sampler over whole executors (an IMPALA actor, a GALA or all-reduce agent): per step
+  it waits for every block of its executors, makes one `[rows]` policy call (the runner's fixed
+  shape) for all of them and sends the executors on. Its executors post to their own state
+  buffer `reader`. `rollout` collects one `alpha`-step segment in `storages.filling(segment)`."""
+
+  def __init__(self, runner, ctl, executors: Sequence[int], reader: buffers.RecordReader,
+               stats: ActorStats):
+    self.runner, self.ctl, self.executors, self.reader, self.stats = (runner, ctl,
+                                                                      list(executors), reader,
+                                                                      stats)
+    layout = runner.layout
+    self.blocks = [b for k in self.executors for b in layout.blocks_of_executor(k)]
+    self.span = (layout.rows(self.blocks[0]).start, layout.rows(self.blocks[-1]).stop)
+    self.rows = np.arange(*self.span)
+    self.obs = np.zeros((len(self.rows),) + runner.info.obs_shape, runner.info.obs_dtype)
+    self.seeds = np.zeros((len(self.rows), 2), np.uint32)
+    self.seeds[:, 0] = runner.streams[self.rows]
+
+  def rollout(self, segment: int, version: int, params,
+              stopped: Callable[[], bool] = lambda: False) -> Optional[np.ndarray]:
+    """Collects `segment` with `params` (version `version`); returns the behaviour log-probs
+    `[alpha, rows]` (zeros unless the mode acts with extras), None if `stopped()` became true."""
+    runner, ctl, stats, alpha = self.runner, self.ctl, self.stats, self.runner.config.alpha
+    sup, lo, hi = ctl.supervisor, self.span[0], self.span[1]
+    ctl.go(segment, self.executors)
+    st = ctl.storages.filling(segment)
+    logp = np.zeros((alpha, len(self.rows)), np.float32)
+    for t in range(alpha):
+      t0 = time.perf_counter()
+      ready = 0
+      while ready < len(self.blocks):
+        while not self.reader.ready(supervisor.POLL_S):
+          if stopped():
+            return None
+          sup.check()
+        ready += len(self.reader.read())
+      stats.idle_s += time.perf_counter() - t0
+      self.obs[:] = st.obs[t, lo:hi]
+      self.seeds[:, 1] = segment * alpha + t
+      out = runner.act(params, self.obs, self.seeds)
+      if runner.mode.acts_with_extras:
+        out, extras = out
+        logp[t] = extras["log_prob"]
+      st.actions[t, lo:hi] = out
+      st.version[t, lo:hi] = version
+      stats.calls += 1
+      stats.ready_rows += len(self.rows)
+      for k in self.executors:
+        ctl.inboxes[k].writer.post_blocks(self.runner.layout.blocks_of_executor(k))
+    return logp
+
+  def wait_done(self) -> List[Done]:
+    """The executors' reports of the segment just collected."""
+    return [self.ctl.supervisor.wait_message(k, Done) for k in self.executors]
 
 
 def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,

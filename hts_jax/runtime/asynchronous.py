@@ -23,8 +23,8 @@ import numpy as np
 from hts_jax import learner as learner_lib
 from hts_jax.config import ConfigError
 from hts_jax.runtime import reporting, supervisor
-from hts_jax.runtime.actor import ActorStats, ParamsBox
-from hts_jax.runtime.buffers import Done, Started
+from hts_jax.runtime.actor import ActorStats, LockstepSampler, ParamsBox
+from hts_jax.runtime.buffers import Started
 from hts_jax.runtime.learner_worker import LearnResult, check_finite, segment_of
 from hts_jax.runtime.runner import Mode
 from hts_jax.types import Unroll
@@ -105,48 +105,24 @@ class _Async:
     self.per_actor = cfg.num_executors // cfg.num_actors
 
   def actor(self, index: int, stats: ActorStats) -> None:
-    runner, ctl, cfg = self.runner, self.ctl, self.cfg
-    sup, layout = ctl.supervisor, runner.layout
+    ctl = self.ctl
     my_execs = list(range(index * self.per_actor, (index + 1) * self.per_actor))
-    blocks = [b for k in my_execs for b in layout.blocks_of_executor(k)]
-    rows = np.arange(layout.rows(blocks[0]).start, layout.rows(blocks[-1]).stop)
-    reader = ctl.state_buffers[index].reader
-    obs = np.zeros((len(rows),) + runner.info.obs_shape, runner.info.obs_dtype)
-    seeds = np.zeros((len(rows), 2), np.uint32)
-    seeds[:, 0] = runner.streams[rows]
+    sampler = LockstepSampler(self.runner, ctl, my_execs, ctl.state_buffers[index].reader, stats)
     for k in my_execs:
-      sup.wait_message(k, Started)
+      ctl.supervisor.wait_message(k, Started)
     seg = 0
     while not self.unrolls.closed:
       version, params = self.params.current  # whatever the learner published last
-      ctl.go(seg, my_execs)
-      st = ctl.storages.filling(seg)
-      logp = np.zeros((cfg.alpha, len(rows)), np.float32)
-      for t in range(cfg.alpha):
-        t0 = time.perf_counter()
-        ready = 0
-        while ready < len(blocks):
-          while not reader.ready(supervisor.POLL_S):
-            if self.unrolls.closed:
-              return
-            sup.check()
-          ready += len(reader.read())
-        stats.idle_s += time.perf_counter() - t0
-        obs[:] = st.obs[t, rows]
-        seeds[:, 1] = seg * cfg.alpha + t
-        actions, extras = runner.act(params, obs, seeds)
-        st.actions[t, rows] = actions
-        st.version[t, rows] = version
-        logp[t] = extras["log_prob"]
-        stats.calls += 1
-        stats.ready_rows += len(rows)
-        self.acting.set()
-        for k in my_execs:
-          ctl.inboxes[k].writer.post_blocks(layout.blocks_of_executor(k))
+      self.acting.set()  # the executors have started: the clock may run
+      logp = sampler.rollout(seg, version, params, stopped=lambda: self.unrolls.closed)
+      if logp is None:
+        return
       returns: Dict[int, List[float]] = {}
-      for k in my_execs:
-        returns.update(sup.wait_message(k, Done).returns)
-      unroll = Unroll(segment=jax.tree.map(lambda x: x[:, rows].copy(), segment_of(st)),
+      for done in sampler.wait_done():
+        returns.update(done.returns)
+      rows = sampler.rows
+      unroll = Unroll(segment=jax.tree.map(lambda x: x[:, rows].copy(),
+                                           segment_of(ctl.storages.filling(seg))),
                       behaviour_log_probs=logp)
       if not self.unrolls.put(lambda: _Queued(version, unroll, returns,
                                               self.runner.learner.version)):

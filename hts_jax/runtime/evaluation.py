@@ -69,6 +69,10 @@ class Evaluator:
     params = distributed.local_copy(params)  # a multi-process learner's replicated params
     return params if self.sharding is None else jax.device_put(params, self.sharding)
 
+  def evaluate_now(self, params) -> List[float]:
+    """Evaluates `params` in the calling thread (not a result of the run's schedule)."""
+    return self.evaluate(self._placed(params))
+
   def compile(self, params, obs_shape, obs_dtype) -> None:
     """Compiles the policy step for `params` placed as evaluations place them."""
     rows = self.policy.batch_size

@@ -1,16 +1,17 @@
 """The modes and the entry points: `make_runner(config)` builds (and compiles) a run, `run(config)`
-runs it. `--mode`: hts (HTS-RL), sync (synchronous A2C/PPO), async (IMPALA with V-trace)."""
+runs it. `--mode`: hts (HTS-RL), sync (synchronous A2C/PPO), async (IMPALA with V-trace), gala (GALA-A2C)
+and allreduce (its all-reduce A2C baseline)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict
 
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import asynchronous, distributed, hts, sync
+from hts_jax.runtime import asynchronous, distributed, gala, hts, sync
 from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.supervisor import Interrupted, RunError  # pylint: disable=unused-import
 
-MODES = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE)}
+MODES = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE, gala.GALA, gala.ALLREDUCE)}
 
 
 def make_runner(config: RunConfig, resume: bool = False) -> Runner:
@@ -18,6 +19,9 @@ def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   if config.mode == "async" and (resume or config.checkpoint_every):
     raise ConfigError("--mode=async does not checkpoint (unrolls in flight have no consistent "
                       "boundary); use --mode=hts or sync")
+  if config.mode in ("gala", "allreduce") and (resume or config.checkpoint_every):
+    raise ConfigError(f"--mode={config.mode} does not checkpoint (its agents keep their own "
+                      "params and storages); use --mode=hts or sync")
   if config.num_processes > 1:
     if config.mode == "async":
       raise ConfigError("--num_processes > 1 runs --mode=hts or --mode=sync")

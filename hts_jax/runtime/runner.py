@@ -93,9 +93,12 @@ class Runner:
     # Storage rows of this process: (env_id - env_offset) * agents + agent.
     self.num_rows = config.local_envs * self.num_agents
     # envpool: one group of envs per actor thread plays the executor (envpool_group.py).
+    # --alternating_groups: each executor's envs in two blocks, one per group (sync.py).
+    block_envs = (config.local_envs // config.num_executors // 2 if config.alternating_groups
+                  else config.actor_batch_envs)
     self.layout = BlockLayout(config.local_envs,
                               config.num_actors if config.envpool else config.num_executors,
-                              config.actor_batch_envs, self.num_agents)
+                              block_envs, self.num_agents)
     first_row = config.env_offset * self.num_agents  # action streams keyed by global rows
     self.streams = seeding.action_streams(config.seed, config.num_envs * self.num_agents)[
         first_row:first_row + self.num_rows]

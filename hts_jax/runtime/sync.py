@@ -2,16 +2,16 @@
 composed of the same parts as HTS: the envs (stepped in blocks by executor processes) step in
 lockstep, with one batched inference per step for all of them on a fixed `[num_rows]` shape;
 after `alpha` steps the learner updates while the rollout waits; no delayed gradient (policy lag
-0). Deterministic like HTS. With `--envpool` the envpool groups of the HTS fast path collect the
-segment instead (same env engine as HTS-with-envpool; `--num_actors=1` is one lockstep pool).
+0). Deterministic like HTS. `--alternating_groups` alternates two groups of envs per executor
+(Stooke & Abbeel 2018, Section 4.1): one steps while the other's inference runs. With
+`--envpool` the envpool groups of the HTS fast path collect the segment instead (same env engine
+as HTS-with-envpool; `--num_actors=1` is one lockstep pool).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict
-
-import numpy as np
+from typing import Any, Callable, Dict, List
 
 from hts_jax.runtime import reporting, supervisor
 from hts_jax.runtime.actor import ActorStats, BlockBatcher, ParamsBox
@@ -23,13 +23,27 @@ def _policy_rows(runner) -> int:
   return runner.num_rows
 
 
+def _groups(runner) -> List[List[int]]:
+  """The blocks stepped together: all of them, or with --alternating_groups each executor's
+  first block (group 0) and second block (group 1)."""
+  layout = runner.layout
+  if not runner.config.alternating_groups:
+    return [list(range(len(layout.blocks)))]
+  per = [layout.blocks_of_executor(k) for k in range(layout.num_executors)]
+  return [[b[g] for b in per] for g in (0, 1)]
+
+
 def _executor_rollout(runner, ctl) -> Callable[[int], list]:
-  """Executor processes in lockstep: per step, wait for every block (the slowest env decides),
-  then one batched inference for all of them."""
+  """Executor processes in lockstep: per step and group, wait for every block of the group (the
+  slowest env decides), then one batched inference for all of them. With two groups (Stooke &
+  Abbeel's alternation) one group's envs step while the other's actions are computed; each call
+  keeps the [num_rows] shape (the other group's rows computed and ignored), so a row's action
+  has the same bits as in plain sync."""
   cfg, learner, sup = runner.config, runner.learner, ctl.supervisor
   ctl.spawn_executors()
   reader = ctl.state_buffers[0].reader
-  num_blocks = len(runner.layout.blocks)
+  groups = _groups(runner)
+  group_of = {b: g for g, blocks in enumerate(groups) for b in blocks}
   batcher = BlockBatcher(runner.layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
                          runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
   stats = ActorStats()
@@ -39,21 +53,23 @@ def _executor_rollout(runner, ctl) -> Callable[[int], list]:
   def rollout(seg: int) -> list:
     params = runner.actor_params(learner.state.params)  # copied to the actor devices once
     ctl.go(seg)
+    waiting: List[list] = [[] for _ in groups]  # records read, by group
     for t in range(cfg.alpha):
-      t0 = time.perf_counter()
-      got = []
-      while sum(len(r) for r in got) < num_blocks:
-        while not reader.ready(supervisor.POLL_S):
-          sup.check()
-        got.append(reader.read())
-      records = np.concatenate(got)
-      stats.idle_s += time.perf_counter() - t0
-      if not (records[:, 1] == seg).all() or not (records[:, 2] == t).all():
-        raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records.tolist()}")
-      records = records[np.argsort(records[:, 0])].tolist()
-      stats.ready_rows += batcher.act(records, learner.version, params)
-      stats.calls += 1
-      batcher.post(records, inboxes)
+      for g, blocks in enumerate(groups):
+        t0 = time.perf_counter()
+        while len(waiting[g]) < len(blocks):
+          while not reader.ready(supervisor.POLL_S):
+            sup.check()
+          for r in reader.read().tolist():
+            waiting[group_of[r[0]]].append(r)
+        stats.idle_s += time.perf_counter() - t0
+        records = sorted(waiting[g])
+        waiting[g] = []
+        if any(r[1] != seg or r[2] != t for r in records):
+          raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records}")
+        stats.ready_rows += batcher.act(records, learner.version, params)
+        stats.calls += 1
+        batcher.post(records, inboxes)
     return ctl.wait_done(seg)
 
   return rollout

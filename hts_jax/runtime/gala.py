@@ -1,0 +1,372 @@
+"""`--mode=gala`: GALA-A2C (Assran et al., NeurIPS 2019) and `--mode=allreduce`: the all-reduce A2C
+it is compared with, composed of the same parts as the other modes.
+
+Both run `gala_agents` agents. Agent i owns executors [i E/n, (i+1) E/n) (their own state buffer)
+and acts A2C-style for their envs: per step one `[rows/n]` policy call when all its envs have
+stepped (`actor.LockstepSampler`), `alpha` steps per iteration, in a thread of its own.
+
+- gala: each agent is a whole A2C learner with its own params and optimizer state (all start from
+  the run's one init). Iteration k: collect a segment with its params, take its A2C update on it
+  (lag 0), send the new params to its out-peer in the directed ring, then mix in what its in-peer
+  sent (`hts_jax.gala.mix`, Eq. 6): with `--gala_gossip=async` the newest message waiting, if any
+  (the paper's non-blocking gossip: timing-dependent), with `--gala_gossip=fixed` the in-peer's
+  params after its update k - gala_staleness, waited for (bitwise reproducible). Agents never
+  wait for each other otherwise (up to `MAX_LEAD` iterations apart, a memory bound).
+- allreduce: the agents collect concurrently; after every agent's segment k the learner takes one
+  update on all of them (the mean loss over every agent's samples: the all-reduced gradient of n
+  equal learners, GALA's footnote 2) and every agent continues with the new params. Lag 0,
+  deterministic; agents wait for each other once per iteration, not per step like --mode=sync.
+
+The main thread takes the agents' iterations round by round (round k: every agent's k-th), in
+order: it books returns, writes one metrics.csv row per round, measures the epsilon-ball (each
+agent's distance to the agents' average, the paper's Proposition 2) and evaluates the average of
+the round's params. summary.json's `gala` holds the epsilon-ball, the measured gossip staleness
+and the final params and evaluation of every agent; its `param_sha256` is of the final average.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import jax
+import numpy as np
+
+from hts_jax import gala
+from hts_jax.runtime import reporting, supervisor
+from hts_jax.runtime.actor import ActorStats, LockstepSampler
+from hts_jax.runtime.buffers import Done
+from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
+from hts_jax.runtime.runner import Mode
+
+MAX_LEAD = 16  # iterations an agent may run ahead of the slowest one (holds their params)
+
+
+class Ring:
+  """The agents' gossip mailboxes (the paper's receive buffers, appendix B): `send(i, k, params)`
+  never waits; `receive(i, k)` gives (k', params, time sent) sent by i's in-peer at its
+  iteration k', or None (nothing new: the agent does not gossip this iteration, Eq. 5).
+
+  async: one slot per receiver, a newer message overwrites an unread one. fixed: the in-peer's
+  message of iteration k - staleness exactly, waited for (None before iteration `staleness`)."""
+
+  def __init__(self, n: int, gossip: str, staleness: int = 1):
+    self.n, self.gossip, self.staleness = n, gossip, staleness
+    self._cond = threading.Condition()
+    self._latest: List[Optional[Tuple[int, Any, float]]] = [None] * n
+    self._box: List[Dict[int, Tuple[Any, float]]] = [{} for _ in range(n)]
+    self.closed = False
+    self.sent = 0
+    self.overwritten = 0  # async: messages replaced before their receiver read them
+
+  def send(self, i: int, k: int, params) -> None:
+    j = gala.out_peer(i, self.n)
+    with self._cond:
+      if self.gossip == "async":
+        self.overwritten += self._latest[j] is not None
+        self._latest[j] = (k, params, time.perf_counter())
+      else:
+        self._box[j][k] = (params, time.perf_counter())
+      self.sent += 1
+      self._cond.notify_all()
+
+  def receive(self, i: int, k: int,
+              check: Callable[[], None] = lambda: None) -> Optional[Tuple[int, Any, float]]:
+    """`check()` is called while waiting (raises to abandon the wait)."""
+    with self._cond:
+      if self.gossip == "async":
+        msg, self._latest[i] = self._latest[i], None
+        return msg
+      want = k - self.staleness
+      if want < 0:
+        return None
+      while want not in self._box[i]:
+        if self.closed:
+          return None
+        self._cond.wait(supervisor.POLL_S)
+        check()
+      return (want,) + self._box[i].pop(want)
+
+  def close(self) -> None:
+    with self._cond:
+      self.closed = True
+      self._cond.notify_all()
+
+
+class Step(NamedTuple):
+  """One agent's iteration as the main thread sees it."""
+  params: Any                  # after the iteration (gala: mixed)
+  result: Optional[LearnResult]  # gala: the agent's update; allreduce: None (the main thread's)
+  reports: List[Done]
+  staleness: Optional[int]     # gala: iterations between the mixed-in message and now
+  age_s: Optional[float]       # gala: seconds between its sending and its mixing
+  rollout_s: float
+
+
+class Rounds:
+  """Round k: every agent's k-th `Step`. Agents `put` (waiting while more than `lead` rounds
+  ahead of the oldest one not taken); the main thread `take`s complete rounds in order."""
+
+  def __init__(self, n: int, first: int = 0, lead: int = MAX_LEAD):
+    self.n, self.lead = n, lead
+    self.next = first
+    self._rounds: Dict[int, Dict[int, Step]] = {}
+    self._cond = threading.Condition()
+    self.closed = False
+
+  def put(self, i: int, k: int, step: Step) -> bool:
+    with self._cond:
+      while k >= self.next + self.lead and not self.closed:
+        self._cond.wait()
+      self._rounds.setdefault(k, {})[i] = step
+      self._cond.notify_all()
+      return not self.closed
+
+  def complete(self, k: int) -> bool:
+    return len(self._rounds.get(k, ())) == self.n
+
+  def wait(self, k: int, timeout: float) -> bool:
+    """Waits up to `timeout` s for round k to complete (woken by the agents' `put`)."""
+    with self._cond:
+      if not self.complete(k):
+        self._cond.wait(timeout)
+      return self.complete(k)
+
+  def take(self, k: int) -> List[Step]:
+    with self._cond:
+      steps = self._rounds.pop(k)
+      self.next = k + 1
+      self._cond.notify_all()
+    return [steps[i] for i in range(self.n)]
+
+  def close(self) -> None:
+    with self._cond:
+      self.closed = True
+      self._cond.notify_all()
+
+
+def _policy_rows(runner) -> int:
+  return runner.num_rows // runner.config.gala_agents
+
+
+def _agent_input(runner, segment):
+  """An agent's columns of the segment (what each GALA agent's update is compiled for)."""
+  cols = _policy_rows(runner)
+  return jax.device_put(jax.tree.map(lambda x: x[:, :cols], segment))
+
+
+class _Agents:
+  """The agents' samplers, threads and rounds; `body(i)` is an agent thread's loop."""
+
+  def __init__(self, runner, ctl):
+    self.runner, self.ctl, cfg = runner, ctl, runner.config
+    self.n = n = cfg.gala_agents
+    per = cfg.num_executors // n
+    ctl.spawn_executors(state_buffer_of=[k // per for k in range(cfg.num_executors)])
+    self.samplers = []
+    for i in range(n):
+      stats = ActorStats()
+      ctl.actor_stats.append(stats)
+      self.samplers.append(LockstepSampler(runner, ctl, range(i * per, (i + 1) * per),
+                                           ctl.state_buffers[i].reader, stats))
+    self.rounds = Rounds(n)
+    self.ring = Ring(n, cfg.gala_gossip, cfg.gala_staleness)
+    self.stopping = threading.Event()
+    ctl.supervisor.on_shutdown(self.close)
+
+  def close(self) -> None:
+    self.stopping.set()
+    self.rounds.close()
+    self.ring.close()
+
+  def collect(self, i: int, k: int, version: int, params) -> Optional[Tuple[List[Done], float]]:
+    """Agent i's segment k with `params`: (its executors' reports, seconds), None if stopping."""
+    t0 = time.perf_counter()
+    sampler = self.samplers[i]
+    if sampler.rollout(k, version, self.runner.actor_params(params),
+                       stopped=self.stopping.is_set) is None:
+      return None
+    return sampler.wait_done(), time.perf_counter() - t0
+
+  def start(self, body: Callable[[int], None]) -> None:
+    ctl = self.ctl
+    ctl.wait_started()
+    for i in range(self.n):
+      ctl.supervisor.start_thread(body, f"agent-{i}", i)
+    ctl.start_clock()
+
+  def wait_round(self, k: int) -> List[Step]:
+    sup = self.ctl.supervisor
+    while not self.rounds.wait(k, supervisor.POLL_S) and sup.signal is None:
+      sup.check()
+    if sup.signal is not None:
+      raise supervisor.Interrupted(f"interrupted at round {k}; --mode={self.runner.config.mode} "
+                                   "does not checkpoint", sup.signal)
+    return self.rounds.take(k)
+
+
+class _Gala(_Agents):
+
+  def __init__(self, runner, ctl):
+    super().__init__(runner, ctl)
+    learner = runner.learner
+    self.workers = [LearnerWorker(learner.step_fn, learner.state) for _ in range(self.n)]
+    self.no_gossip = 0
+
+  def agent(self, i: int) -> None:
+    worker, sampler, ctl = self.workers[i], self.samplers[i], self.ctl
+    lo, hi = sampler.span
+    for k in range(self.runner.config.num_segments):
+      got = self.collect(i, k, worker.version, worker.state.params)
+      if got is None:
+        return
+      reports, rollout_s = got
+      data = jax.device_put(jax.tree.map(lambda x: x[:, lo:hi],
+                                         segment_of(ctl.storages.filling(k))))
+      result = worker.learn(k, data, worker.version)  # lag 0: these params collected it
+      local = worker.state.params
+      self.ring.send(i, k, local)
+      msg = self.ring.receive(i, k, ctl.supervisor.check)
+      staleness = age = None
+      if msg is not None:
+        worker.state = worker.state.replace(params=gala.mix(local, msg[1]))
+        staleness, age = k - msg[0], time.perf_counter() - msg[2]
+      elif self.ring.closed:
+        return
+      if not self.rounds.put(i, k, Step(worker.state.params, result, reports, staleness,
+                                        age, rollout_s)):
+        return
+
+
+class _AllReduce(_Agents):
+
+  def __init__(self, runner, ctl):
+    super().__init__(runner, ctl)
+    self.jobs: List["queue.Queue"] = [queue.Queue() for _ in range(self.n)]
+
+  def agent(self, i: int) -> None:
+    for k in range(self.runner.config.num_segments):
+      job = None
+      while job is None and not self.stopping.is_set():
+        try:
+          job = self.jobs[i].get(timeout=supervisor.POLL_S)
+        except queue.Empty:
+          pass
+      if job is None:
+        return
+      version, params = job
+      got = self.collect(i, k, version, params)
+      if got is None or not self.rounds.put(i, k, Step(None, None, got[0], None, None, got[1])):
+        return
+
+  def publish(self, version: int, params) -> None:
+    for q in self.jobs:
+      q.put((version, params))
+
+
+def _mean_metrics(results: List[LearnResult]) -> LearnResult:
+  metrics = {k: float(np.mean([r.metrics[k] for r in results])) for k in results[0].metrics}
+  return LearnResult(results[0].segment, metrics, 0,
+                     float(np.mean([r.compute_s for r in results])))
+
+
+def _run(runner, ctl, agents: _Agents) -> Dict[str, Any]:
+  cfg, book, learner = runner.config, ctl.book, runner.learner
+  n_seg, per_seg = cfg.num_segments, cfg.steps_per_segment
+  progress = reporting.Progress(n_seg * per_seg, cfg.log_every_s, cfg.mode)
+  is_gala = isinstance(agents, _Gala)
+  if not is_gala:
+    agents.publish(learner.version, learner.state.params)
+  agents.start(agents.agent)
+  dists_max, dists_mean, staleness, ages = [], [], [], []
+  final: List[Any] = []
+  steps = 0
+  for k in range(n_seg):
+    steps_k = agents.wait_round(k)
+    recent = book.record_done([r for s in steps_k for r in s.reports])
+    book.rollout_s += max(s.rollout_s for s in steps_k)
+    steps = (k + 1) * per_seg
+    extra: Dict[str, Any] = {}
+    if is_gala:
+      final = [s.params for s in steps_k]
+      mean, dists = gala.consensus(final)
+      dists = np.asarray(dists)
+      dists_max.append(float(dists.max()))
+      dists_mean.append(float(dists.mean()))
+      st = [s.staleness for s in steps_k if s.staleness is not None]
+      staleness.extend(st)
+      ages.extend(s.age_s for s in steps_k if s.age_s is not None)
+      agents.no_gossip += len(steps_k) - len(st)
+      learner.state = learner.state.replace(params=mean)
+      learner.version += 1
+      result = _mean_metrics([s.result for s in steps_k])
+      extra = {"eps_max": dists_max[-1], "eps_mean": dists_mean[-1],
+               "gossip_staleness": float(np.mean(st)) if st else None}
+    else:  # one update on every agent's segment: the all-reduced gradient
+      result = learner.learn_now(k, ctl.storages.learning(k))
+      if k + 1 < n_seg:
+        agents.publish(learner.version, learner.state.params)
+    ctl.log_update(result, recent, steps, extra=extra)
+    stop = ctl.target_reached()
+    if not stop:
+      ctl.evaluate_if_due(steps, learner.state.params)
+    ctl.progress(progress, steps)
+    if stop:
+      break
+  agents.close()
+  out = ctl.finish(steps, progress)
+  if is_gala:
+    out["gala"] = _gala_summary(agents, ctl, final, dists_max, dists_mean, staleness, ages)
+    reporting.write_json_atomic(f"{cfg.logdir}/summary.json", out)
+  return out
+
+
+def _gala_summary(agents: _Gala, ctl, final, dists_max, dists_mean, staleness,
+                  ages) -> Dict[str, Any]:
+  """The epsilon-ball, the gossip's staleness and every agent's final params and evaluation."""
+  mean, dists = gala.consensus(final)
+  scale = float(gala.norm(mean))
+  lag = reporting.lag_summary(staleness)
+  return {
+      "agents": agents.n, "gossip": ctl.config.gala_gossip,
+      "staleness": ctl.config.gala_staleness if ctl.config.gala_gossip == "fixed" else None,
+      "epsilon_ball": {"max": max(dists_max), "mean": float(np.mean(dists_mean)),
+                       "final": np.asarray(dists).tolist(), "params_norm": scale,
+                       "max_relative": max(dists_max) / scale if scale else None,
+                       "per_round_max": dists_max},
+      # Iterations between the mixed-in params and the receiver's update (negative: the in-peer
+      # was ahead), and the messages' age in seconds when mixed.
+      "gossip_staleness": {k: lag[k] for k in ("min", "mean", "max", "histogram")},
+      "gossip_age_s": {"mean": float(np.mean(ages)) if ages else None,
+                       "max": float(np.max(ages)) if ages else None},
+      "iterations_without_gossip": agents.no_gossip,
+      "messages_sent": agents.ring.sent, "messages_overwritten": agents.ring.overwritten,
+      "agent_param_sha256": [reporting.param_sha256(p) for p in final],
+      "agent_updates": [w.version for w in agents.workers],
+      "agent_eval": [float(np.mean(ctl.evaluator.evaluate_now(p))) for p in final],
+  }
+
+
+def _compile_gala(runner) -> None:
+  """The gossip's mixing and the epsilon-ball, compiled before the clock like the steps."""
+  params = runner.learner.state.params
+  jax.block_until_ready(gala.mix(params, params))
+  jax.block_until_ready(gala.consensus([params] * runner.config.gala_agents))
+  jax.block_until_ready(gala.norm(params))
+
+
+def run_gala(runner, ctl) -> Dict[str, Any]:
+  _compile_gala(runner)
+  return _run(runner, ctl, _Gala(runner, ctl))
+
+
+def run_allreduce(runner, ctl) -> Dict[str, Any]:
+  return _run(runner, ctl, _AllReduce(runner, ctl))
+
+
+GALA = Mode(name="gala", policy_rows=_policy_rows, loop=run_gala, learner_input=_agent_input,
+            correction="none")
+ALLREDUCE = Mode(name="allreduce", policy_rows=_policy_rows, loop=run_allreduce,
+                 correction="none")
