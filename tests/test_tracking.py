@@ -195,28 +195,38 @@ def test_preview_keeps_every_kth_frame(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # GFootball's OpenGL renders in software here: ~0.3-0.5 s a frame on 2 cores
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is installed by .ci/setup.sh")
-def test_gfootball_video_under_a_virtual_display(tmp_path, monkeypatch):
-  """Without $DISPLAY the recording starts an Xvfb display of its own (and stops it)."""
+def test_gfootball_video_under_a_virtual_display(tmp_path):
+  """Without $DISPLAY the recording starts an Xvfb display of its own (and stops it). In a fresh
+  interpreter, as in a run: GFootball's renderer binds its process to the first X display it
+  rendered on (an in-process env rendered earlier on a display since stopped, as
+  test_gfootball's pixels test does, makes the engine exit(1))."""
   pytest.importorskip("gfootball", reason="built by .ci/setup.sh")
-  old = os.environ.pop("DISPLAY", None)
-  monkeypatch.setattr(video, "MAX_FRAMES", 8)
-  try:
-    ev, params = _cnn_evaluator("gfootball:academy_empty_goal_close", tmp_path)
-    try:
-      out = ev.record(params, 7)
-    finally:
-      ev.close()
-    frames = _frames(out["path"])
-    assert frames.shape == (8, 360, 640, 3) and out["frames"] == 8
-    assert frames[0].std() > 10 and len({f.tobytes() for f in frames}) > 1
-    [xvfb] = video._XVFB  # pylint: disable=protected-access
-  finally:
-    video.stop_displays()
-    if old is None:
-      os.environ.pop("DISPLAY", None)
-    else:
-      os.environ["DISPLAY"] = old
-  assert xvfb.poll() is not None  # stopped
+  code = f"""
+import json
+from hts_jax.runtime import video
+from tests.test_tracking import _cnn_evaluator, _frames
+video.MAX_FRAMES = 8
+ev, params = _cnn_evaluator("gfootball:academy_empty_goal_close", {str(tmp_path)!r})
+try:
+  out = ev.record(params, 7)
+finally:
+  ev.close()
+frames = _frames(out["path"])
+[xvfb] = video._XVFB
+video.stop_displays()
+print(json.dumps({{"shape": list(frames.shape), "frames": out["frames"],
+                  "std": float(frames[0].std()), "distinct": len({{f.tobytes() for f in frames}}),
+                  "stopped": xvfb.poll() is not None}}))
+"""
+  env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+  env["PYTHONPATH"] = ROOT
+  p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                     text=True, timeout=600)
+  assert p.returncode == 0, p.stderr[-2000:]
+  out = json.loads(p.stdout.strip().splitlines()[-1])
+  assert out["shape"] == [8, 360, 640, 3] and out["frames"] == 8
+  assert out["std"] > 10 and out["distinct"] > 1
+  assert out["stopped"]
 
 
 def test_tracker_drops_a_failing_sink_and_goes_on(capsys):

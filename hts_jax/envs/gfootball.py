@@ -84,7 +84,12 @@ class GFootballEnv(gym.Env):
     logging.set_verbosity(logging.WARNING)  # GFootball logs every episode end at INFO
     pixels = self.representation.startswith("pixels")
     render = pixels or self.render_mode is not None
-    if render and "DISPLAY" not in os.environ and "SDL_VIDEODRIVER" not in os.environ:
+    # SDL's dummy driver (pygame's videos set it where there is no display) cannot give
+    # GFootball an OpenGL context: its engine would exit(1) the whole process.
+    if render and os.environ.get("SDL_VIDEODRIVER") == "dummy" and "DISPLAY" in os.environ:
+      del os.environ["SDL_VIDEODRIVER"]
+    if render and "DISPLAY" not in os.environ and \
+        os.environ.get("SDL_VIDEODRIVER", "dummy") == "dummy":
       raise _config_error("gfootball pixel representations and videos render with OpenGL: run "
                           "under a display (e.g. xvfb-run -a python -m experiments.train ...)")
     options = {"game_engine_random_seed": int(seed) % 2_000_000_000}

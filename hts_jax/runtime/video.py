@@ -49,26 +49,19 @@ def fps(env_name: str, env) -> float:
 def make_recording_env(env_name: str, env_kwargs: Dict[str, Any]):
   """An evaluation env whose `render()` returns RGB frames (an X display is started for
   GFootball where there is none). Raises ConfigError (one line) for envs that render none."""
-  _sdl_video_driver(gfootball=env_name.startswith("gfootball:"))
   if env_name.startswith("gfootball:"):
     ensure_display()
+  else:
+    _sdl_video_driver()
   return envs.make_env(env_name, env_kwargs, train=False, render=True)
 
 
-_SDL_DUMMY_SET = []  # [True] once this module has set SDL_VIDEODRIVER=dummy
-
-
-def _sdl_video_driver(gfootball: bool) -> None:
+def _sdl_video_driver() -> None:
   """pygame's rgb_array frames need no display, but without one SDL prints an `error:` line for
-  every env: SDL's dummy video driver then. GFootball's OpenGL needs SDL's X11 driver: the dummy
-  one is taken back (if this module set it)."""
-  if gfootball:
-    if _SDL_DUMMY_SET:
-      os.environ.pop("SDL_VIDEODRIVER", None)
-      _SDL_DUMMY_SET.clear()
-  elif not os.environ.get("DISPLAY") and "SDL_VIDEODRIVER" not in os.environ:
+  every env: SDL's dummy video driver then (GFootball's env drops it again: its OpenGL needs
+  SDL's X11 driver, `hts_jax.envs.gfootball`)."""
+  if not os.environ.get("DISPLAY") and "SDL_VIDEODRIVER" not in os.environ:
     os.environ["SDL_VIDEODRIVER"] = "dummy"
-    _SDL_DUMMY_SET.append(True)
 
 
 @contextlib.contextmanager
