@@ -25,7 +25,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
-from hts_jax.runtime import bookkeeping, buffers, checkpoint, distributed, reporting, tracking
+from hts_jax.runtime import (backend, bookkeeping, buffers, checkpoint, distributed, reporting,
+                             tracking)
 from hts_jax.runtime.bookkeeping import Book, summary
 from hts_jax.runtime.buffers import ActionBuffer, Done, EnvStates, StateBuffer, Started
 from hts_jax.runtime.evaluation import Evaluator
@@ -365,6 +366,7 @@ class Controller:
                   reporting.param_sha256(params), runner.network_kind,
                   runner.compile_s, None if runner.restored is None else runner.restored["step"],
                   runner.num_agents)
+    out["backend"] = backend.describe(runner.placement.learner, runner.placement.actor)
     out["eval"] = [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return", "returns")
                     if k in r} for r in self.evaluator.results]
     # XLA compilations inside the timed run (functions' names): none is expected.
