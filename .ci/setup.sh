@@ -26,12 +26,15 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
+# GPU=1: requirements-gpu.txt (requirements.txt plus JAX's CUDA 12 wheels) instead.
+REQUIREMENTS=requirements.txt
+[ "${GPU:-0}" = "1" ] && REQUIREMENTS=requirements-gpu.txt
 stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+want=$(cat "$REQUIREMENTS" requirements.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: pip install -r requirements.txt"
+  echo "setup: pip install -r $REQUIREMENTS"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r requirements.txt
+  .venv/bin/python -m pip install -q -r "$REQUIREMENTS"
   echo "$want" > "$stamp"
 fi
 
@@ -40,4 +43,4 @@ if ! .venv/bin/python -c "import gfootball.env" >/dev/null 2>&1; then
   PATH="$PWD/.venv/bin:$PATH" .venv/bin/python -m pip install -q --no-build-isolation \
     "gfootball==$GFOOTBALL_VERSION"
 fi
-echo "setup: ok ($(.venv/bin/python -c 'import jax; print("jax", jax.__version__)' 2>/dev/null))"
+echo "setup: ok ($(.venv/bin/python -c 'import jax; print("jax", jax.__version__, jax.default_backend())' 2>/dev/null))"

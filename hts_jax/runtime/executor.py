@@ -70,6 +70,9 @@ def executor_main(spec: ExecutorSpec, inbox: buffers.RecordReader, state: buffer
                   ctrl) -> None:
   """Process entry point. Any exception is reported to the controller as one line (`Failed`)."""
   os.setpgrp()
+  # Executors step envs only; should anything here touch JAX, it must not claim the accelerator
+  # (sixteen processes each preallocating most of a GPU's memory).
+  os.environ["JAX_PLATFORMS"] = "cpu"
   for s in SIGNALS:
     signal.signal(s, signal.SIG_IGN)  # discards a signal pending since start-up
   signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
