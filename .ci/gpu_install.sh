@@ -22,17 +22,20 @@ REBUILD="bash .ci/gpu_wheels.sh"
 fail() { echo "gpu_install: $*" >&2; exit 1; }
 
 for f in requirements.txt SHA256SUMS PYTHON_VERSION; do
-  [ -f "$DIR/$f" ] || fail "no $DIR/$f: carry the folder '$REBUILD' makes (on a machine with network) to $DIR"
+  [ -f "$DIR/$f" ] \
+    || fail "no $DIR/$f: carry the folder '$REBUILD' makes (with network) to $DIR"
 done
 want=$(cat "$DIR/PYTHON_VERSION")
 have=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) \
   || fail "cannot run $PYTHON (set PYTHON to this machine's Python)"
-[ "$want" = "$have" ] || fail "the wheels in $DIR are for Python $want, $PYTHON is $have: rebuild them with '$REBUILD $have'"
+[ "$want" = "$have" ] || fail "the wheels in $DIR are for Python $want, $PYTHON is $have:" \
+                              "rebuild them with '$REBUILD $have'"
 "$PYTHON" -m pip --version >/dev/null 2>&1 || fail "$PYTHON has no pip"
 n=0
 while read -r sum file; do
   file="${file#\*}"
-  [ -f "$DIR/$file" ] || fail "wheel $DIR/$file is missing: carry the whole folder again (or rebuild it with '$REBUILD $want')"
+  [ -f "$DIR/$file" ] || fail "wheel $DIR/$file is missing: carry the whole folder again" \
+                              "(or rebuild it with '$REBUILD $want')"
   [ "$(sha256sum < "$DIR/$file" | cut -d' ' -f1)" = "$sum" ] \
     || fail "wheel $DIR/$file is damaged (sha256 differs from SHA256SUMS): carry it again"
   n=$((n + 1))
@@ -44,10 +47,12 @@ echo "gpu_install: $PYTHON -m pip install --no-index --find-links $DIR -r $DIR/r
 if ! "$PYTHON" -m pip install --no-index --find-links "$DIR" -r "$DIR/requirements.txt" "$@" 2>&1 \
     | tee "$log"; then
   if grep -q "externally-managed-environment" "$log"; then
-    fail "$PYTHON's packages are managed by the OS (PEP 668): rerun with --break-system-packages, or use a venv made with --system-site-packages"
+    fail "$PYTHON's packages are managed by the OS (PEP 668): rerun with" \
+         "--break-system-packages, or use a venv made with --system-site-packages"
   fi
   missing=$(sed -nE 's/.*No matching distribution found for ([^ ]+).*/\1/p' "$log" | head -1)
-  [ -z "$missing" ] || fail "'$missing' is neither installed here nor among the wheels in $DIR: install it, or add it to DEPS in .ci/gpu_wheels.sh and rebuild"
+  [ -z "$missing" ] || fail "'$missing' is neither installed here nor among the wheels in" \
+                            "$DIR: install it, or add it to DEPS in .ci/gpu_wheels.sh and rebuild"
   fail "pip install from $DIR failed (its messages are above)"
 fi
 

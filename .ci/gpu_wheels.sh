@@ -32,14 +32,16 @@ cd "$(dirname "$0")/.."
 if [ -z "${PYTHON:-}" ]; then
   PYTHON=python3; [ -x .venv/bin/python ] && PYTHON=.venv/bin/python
 fi
-[[ "$PYVER" =~ ^3\.[0-9]+$ ]] || { echo "gpu_wheels: PYTHON_VERSION must look like 3.12, got '$PYVER'" >&2; exit 2; }
+fail() { echo "gpu_wheels: $*" >&2; exit 1; }
+[[ "$PYVER" =~ ^3\.[0-9]+$ ]] || fail "PYTHON_VERSION must look like 3.12, got '$PYVER'"
 
 # The top-level packages, at requirements.txt's pins (one list, never two).
 TOP=(gymnasium ale-py envpool rlax tensorboardX)
 PINS=()
 for name in "${TOP[@]}"; do
-  pin=$(grep -iE "^${name}==[^[:space:]#]+" requirements.txt | head -1 | sed -E 's/[[:space:]#].*//')
-  [ -n "$pin" ] || { echo "gpu_wheels: no '$name==' pin in requirements.txt" >&2; exit 1; }
+  pin=$(grep -iE "^${name}==[^[:space:]#]+" requirements.txt | head -1 \
+          | sed -E 's/[[:space:]#].*//')
+  [ -n "$pin" ] || fail "no '$name==' pin in requirements.txt"
   PINS+=("$pin")
 done
 # Their dependencies the GPU machine lacks, at the versions the project's CPU environment runs.
@@ -97,26 +99,25 @@ for pin in "${PINS[@]}" "${DEPS[@]}"; do
     *) cp "$whl" "$stage/" ;;
   esac
 done
-printf '%s\n' "# Installed by .ci/gpu_install.sh with pip --no-index from this folder." "${PINS[@]}" \
-  > "$stage/requirements.txt"
+printf '%s\n' "# Installed by .ci/gpu_install.sh with pip --no-index from this folder." \
+  "${PINS[@]}" > "$stage/requirements.txt"
 echo "$PYVER" > "$stage/PYTHON_VERSION"
 (cd "$stage" && sha256sum -- *.whl > SHA256SUMS)
 
 bytes=$(du -cb "$stage"/* | tail -1 | cut -f1)
 mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
-if [ "$bytes" -ge $((LIMIT_MIB * 1048576)) ]; then
-  echo "gpu_wheels: the wheels come to $mib MiB, over LIMIT_MIB=$LIMIT_MIB; $OUT left as it was" >&2
-  exit 1
-fi
+[ "$bytes" -lt $((LIMIT_MIB * 1048576)) ] \
+  || fail "the wheels come to $mib MiB, over LIMIT_MIB=$LIMIT_MIB; $OUT left as it was"
 
 # Replace OUT, which may only hold what an earlier run wrote.
 if [ -e "$OUT" ]; then
-  [ -d "$OUT" ] || { echo "gpu_wheels: $OUT is not a folder" >&2; exit 1; }
+  [ -d "$OUT" ] || fail "$OUT is not a folder"
   other=$(find "$OUT" -mindepth 1 -maxdepth 1 ! -name '*.whl' ! -name requirements.txt \
             ! -name SHA256SUMS ! -name PYTHON_VERSION | head -1)
-  [ -z "$other" ] || { echo "gpu_wheels: $OUT holds other files ($other): give a new folder" >&2; exit 1; }
+  [ -z "$other" ] || fail "$OUT holds other files ($other): give a new folder"
   rm -rf -- "$OUT"
 fi
 mkdir -p "$(dirname "$OUT")"
 mv "$stage" "$OUT"
-echo "gpu_wheels: $(ls "$OUT"/*.whl | wc -l) wheels for Python $PYVER in $OUT/: $mib MiB ($bytes bytes)"
+echo "gpu_wheels: $(ls "$OUT"/*.whl | wc -l) wheels for Python $PYVER in $OUT/:" \
+  "$mib MiB ($bytes bytes)"
