@@ -14,7 +14,8 @@
 # compiled *_envpool.so at import: entry.py is rewritten to import Atari's registration only) and
 # envpool-assets to the Atari ROMs; the MuJoCo asset packages are dropped from envpool's
 # Requires-Dist. OUT gets the wheels, requirements.txt (what gpu_install.sh installs),
-# SHA256SUMS and PYTHON_VERSION, and nothing else; the script fails if OUT reaches LIMIT_MIB.
+# SHA256SUMS and PYTHON_VERSION, and nothing else; the script fails (OUT left as it was) if the
+# wheels reach LIMIT_MIB (default 60). The platform tags assume glibc >= 2.28 there (Ubuntu 20.04+).
 #
 # Idempotent: the raw downloads are kept in CACHE (default ~/.cache/hts_jax/gpu_wheels/pyX.Y;
 # pip skips the ones already there) and OUT is rebuilt from them, byte for byte the same.
