@@ -95,3 +95,17 @@ def test_launcher_sets_the_flag_by_default_and_it_changes_no_bits_on_cpu(tmp_pat
 
 def test_default_is_deterministic():
   assert RunConfig().xla_deterministic is True
+
+
+def test_a_checkpoint_written_before_a_field_existed_resumes_as_its_default():
+  from hts_jax.runtime import checkpoint  # pylint: disable=import-outside-toplevel
+  current = RunConfig().to_dict()
+  old = dict(current)
+  del old["xla_deterministic"]  # written before the field existed
+  old["learner"] = dict(current["learner"])
+  del old["learner"]["rmsprop_decay"]
+  assert checkpoint.incompatible_changes(old, current) == {}
+  changed = dict(current, xla_deterministic=False)
+  assert checkpoint.incompatible_changes(old, changed) == {"xla_deterministic": (True, False)}
+  assert checkpoint.incompatible_changes(dict(current, xla_deterministic=False), current) == {
+      "xla_deterministic": (False, True)}

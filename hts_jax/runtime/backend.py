@@ -72,7 +72,8 @@ def describe(learner_devices, actor_devices) -> Dict[str, Any]:
   import jaxlib  # pylint: disable=import-outside-toplevel
   platform = jax.default_backend()
   return {"platform": platform,
-          "device_kind": sorted({d.device_kind for d in list(learner_devices) + list(actor_devices)}),
+          "device_kind": sorted({d.device_kind
+                                 for d in list(learner_devices) + list(actor_devices)}),
           "learner_devices": [str(d) for d in learner_devices],
           "actor_devices": [str(d) for d in actor_devices],
           # On CPU XLA is deterministic whatever the flag says.

@@ -159,7 +159,14 @@ def restore(logdir: str, abstract_state, step: Optional[int] = None,
 
 
 def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict[str, Any]:
-  """Config fields that differ between a checkpoint and a resumed run and may not."""
+  """Config fields that differ between a checkpoint and a resumed run and may not. A field the
+  checkpoint's config lacks (added to RunConfig or LearnerConfig since it was written) counts as
+  its default: the code that wrote it behaved so."""
+  from hts_jax.config import RunConfig  # pylint: disable=import-outside-toplevel
+  defaults = json.loads(json.dumps(RunConfig().to_dict()))  # as a checkpoint stores it
+  saved = {**defaults, **saved}
+  if isinstance(saved.get("learner"), dict):
+    saved["learner"] = {**defaults["learner"], **saved["learner"]}
   out = {}
   for k in set(saved) | set(current):
     if k in RESUMABLE_CHANGES:
