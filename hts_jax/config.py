@@ -211,8 +211,8 @@ class RunConfig:
   evaluator runs on (its first); params are copied there once per segment (comma separated; the
   actor batch must divide evenly)."""
   xla_deterministic: bool = True
-  """On GPU, XLA's deterministic ops (`--xla_gpu_deterministic_ops`: no atomics in scatters and
-  reductions, GEMM and convolution algorithms picked without timing), so GPU runs keep the
+  """On GPU, XLA's deterministic ops (`--xla_gpu_deterministic_ops`: deterministic scatters and
+  reductions, no timing-based GEMM autotuning), so GPU runs keep the
   determinism contract (the same param_sha256 run after run and for any actor count) at some
   speed (`experiments/bench_gpu.py` measures it). No effect on CPU, which is deterministic anyway.
   Set in XLA_FLAGS before JAX starts its backends (the launchers do; in a notebook, run before the

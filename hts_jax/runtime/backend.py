@@ -4,8 +4,8 @@ its backends, and what the run ran on (summary.json's `backend`).
 On CPU, XLA's programs are deterministic already: a fixed compiled program gives the same bits
 every run. On GPU they are not by default: scatters and some reductions use atomics, and the
 autotuner picks GEMM and convolution algorithms by timing them at compile time, so two runs may
-compile different kernels. `--xla_gpu_deterministic_ops=true` makes XLA use deterministic
-implementations and pick algorithms without timing (XLA's docs/determinism.md); the HTS-RL
+compile different kernels. `--xla_gpu_deterministic_ops=true` "guarantees run-to-run determinism on
+GPU" (XLA's flag help): deterministic scatters and reductions, and GEMM autotuning off; the HTS-RL
 contract (the same `param_sha256` for any number of actors, and run after run) needs it, so
 `RunConfig.xla_deterministic` defaults to on. XLA reads the flag once, when JAX creates its
 backends: `configure` sets it in `XLA_FLAGS` before that, and refuses a GPU backend that already
