@@ -119,11 +119,11 @@ def envpool_random(num_envs: int, threads: int, seconds: float) -> dict:
   """envpool's stepping rate with uniform random actions: Breakout with the runtime's own
   envpool settings (`envpool_group.make_pool`), `num_envs` envs on `threads` threads, batch =
   all envs (synchronous, as the runtime's groups step)."""
-  import types  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
+  from hts_jax.config import RunConfig  # pylint: disable=import-outside-toplevel
   from hts_jax.runtime import envpool_group  # pylint: disable=import-outside-toplevel
-  cfg = types.SimpleNamespace(env="atari:Breakout", env_kwargs={}, num_executors=threads,
-                              num_actors=1, seed=0)
+  cfg = RunConfig(env="atari:Breakout", envpool=True, num_envs=num_envs, num_executors=threads,
+                  num_actors=1, seed=0)
   pool = envpool_group.make_pool(cfg, 0, num_envs)
   pool.reset()
   rng = np.random.default_rng(0)
@@ -175,17 +175,17 @@ def part_ppo() -> dict:
     steps = f"--total_steps={_steps(n * 128 * 12)}"  # 12 segments
     common = [*ATARI_PPO, f"--num_envs={n}", f"--num_executors={FLAGS.executors}", steps,
               "--eval_episodes=1"]
-    rows.append(train("ppo", f"HTS-PPO, {n} envs, ale-py executors", *common))
-    rows.append(train("ppo", f"HTS-PPO, {n} envs, envpool", *common, "--envpool"))
-    rows.append(train("ppo", f"sync PPO, {n} envs", *common, "--mode=sync"))
+    runs = [train("ppo", f"HTS-PPO, {n} envs, ale-py executors", *common),
+            train("ppo", f"HTS-PPO, {n} envs, envpool", *common, "--envpool"),
+            train("ppo", f"sync PPO, {n} envs", *common, "--mode=sync")]
     try:
-      rows.append(envpool_random(n, FLAGS.executors, max(1.0, 20 * FLAGS.scale)))
+      ceiling = envpool_random(n, FLAGS.executors, max(1.0, 20 * FLAGS.scale))
     except Exception as e:  # pylint: disable=broad-except
-      rows.append({"part": "ppo", "run": f"envpool random policy, {n} envs", "error": repr(e)})
-    ceiling = rows[-1].get("sps")
-    for r in rows[-4:-1]:
-      if ceiling and r.get("sps"):
-        r["of_envpool_random"] = round(r["sps"] / ceiling, 3)
+      ceiling = {"part": "ppo", "run": f"envpool random policy, {n} envs", "error": repr(e)}
+    for r in runs:
+      if ceiling.get("sps") and r.get("sps"):
+        r["of_envpool_random"] = round(r["sps"] / ceiling["sps"], 3)
+    rows += runs + [ceiling]
   return {"rows": rows}
 
 
