@@ -45,6 +45,16 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   results; 5M env steps (§5); evaluation every 100k steps with sampled actions (script
   `--eval-every-step 100000`; `evaluation_aug.py` samples `Categorical(logits).sample()`).
 
+- `gfootball_impala`: the paper's IMPALA baseline on GFootball (Table A6, "IMPALA"; §F.2: Kurach
+  et al.'s settings with 16 actors and a smaller batch), run by `--mode=async` (V-trace): 16
+  actors each with one env in its own process (Table A6: 16 actors; §5: 16 envs); unroll length
+  32 (Table A6); batch size 8 unrolls of one env (Table A6 batch 8: `async_batch_unrolls=8`);
+  gamma 0.993, value coef 0.5, entropy 0.00087453, RMSProp eps 0.01, momentum 0, lr 0.00019896
+  (Table A6); where Table A6 is silent, TorchBeast's (`monobeast.py`, the paper's IMPALA):
+  RMSProp smoothing 0.99 (`--alpha`), the loss summed over time and batch, global gradient-norm
+  clip 40 (`--grad_norm_clipping`), linear LR decay to 0 over the run (its LambdaLR); 5M env
+  steps and evaluation as `gfootball_ppo` (§5, so the methods are compared on one schedule).
+
 - `cartpole_gala`: `cartpole_a2c` as GALA-A2C, 2 agents x 8 envs with the deterministic gossip
   (not a published setup; the same hyperparameters, as GALA's §5 does with A2C's).
 
@@ -96,5 +106,12 @@ PRESETS = {
         adam_eps=1e-5, lr_decay=True, ppo_epochs=2, num_minibatches=8, clip_eps=0.08,
         entropy_coef=0.003, value_coef=0.5, gamma=0.993, gae_lambda=0.95, max_grad_norm=0.64,
         eval_every=100_000, eval_episodes=10, eval_greedy=False),
+    "gfootball_impala": dict(
+        env="gfootball:academy_3_vs_1_with_keeper", mode="async", algo="a2c", num_envs=16,
+        num_executors=16, num_actors=16, alpha=32, unroll_length=32, async_batch_unrolls=8,
+        total_steps=5_000_000, optimizer="rmsprop", lr=0.00019896, rmsprop_eps=0.01,
+        rmsprop_decay=0.99, entropy_coef=0.00087453, value_coef=0.5, gamma=0.993,
+        max_grad_norm=40.0, loss_reduction="sum", lr_decay=True, eval_every=100_000,
+        eval_episodes=10, eval_greedy=False),
 }
 PRESETS["atari_allreduce"] = dict(PRESETS["atari_gala"], mode="allreduce")

@@ -1,0 +1,591 @@
+r"""The paper's GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6) on this machine.
+
+  python -m experiments.reproduce_gfootball                     # the whole grid, then the report
+  python -m experiments.reproduce_gfootball --scenarios=academy_empty_goal_close --seeds=0
+  python -m experiments.reproduce_gfootball --report_only       # tables, plots, JSON from the runs
+  python -m experiments.reproduce_gfootball --actor_counts=1,2,4 --methods= --scenarios=
+
+Runs the grid method x scenario x seed, each run one fresh `python -m experiments.train` process
+(what a user types), into `<results>/runs/<scenario>/<method>/seed<k>/`. A run with a
+`summary.json` is finished and never run again, so the grid fills over several sittings; a run
+directory without one (an interrupted run) is deleted and run again from the start: a run's wall
+time must come from one uninterrupted sitting. Runs go one at a time (the wall-time metrics need
+a machine nothing else loads).
+
+Methods, each from its preset (`experiments/presets.py`, every value cited there):
+  hts_ppo   `gfootball_ppo`                 HTS-PPO (Table A6 + the released 3-vs-1 script)
+  sync_ppo  `gfootball_ppo --mode=sync`     synchronous PPO: the same hyperparameters
+  impala    `gfootball_impala`              IMPALA (Table A6's column, TorchBeast where silent)
+Scale (the same for every method, flags below): 8 envs, simple115v2 observations and the MLP on
+a 2-core CPU, against the paper's 16 envs, extracted maps and CNN on a 4-GPU desktop. Budgets per
+scenario (BUDGETS) scale the paper's 5M steps to what reaches the targets here; evaluations keep
+the paper's 50 per run (every 100k of 5M), 10 sampled episodes each.
+
+Then writes, from the runs' `summary.json` only, into `<results>/`:
+  results.json                every number: per run and per method (mean over seeds, 95% bootstrap
+                              interval), the paper's figures, machine and commit
+  tables.md                   the required time table (minutes to a running-average score of 0.4 /
+                              0.8: Table 2 / A10), env steps to 0.4 / 0.8, the final time metric at
+                              IMPALA's mean wall time (Table A9), throughput and idle time
+  score_vs_env_steps.png      Fig. A6-style curves: mean evaluation score, 95% interval over seeds
+  score_vs_wall_time.png      Fig. A5-style
+and the README's Results block (between its `gfootball-results` markers) from the same JSON.
+
+`--actor_counts=1,2,4` (Tables 4/5 on a real env) runs one scenario and seed of HTS-PPO with each
+actor count into `<results>/actor_counts/actors<n>/` and reports the `param_sha256`s, the
+evaluation scores and SPS side by side.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+from absl import app
+from absl import flags
+
+from experiments import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# method -> (preset, extra flags at every scale)
+METHODS = {
+    "hts_ppo": ("gfootball_ppo", {"mode": "hts"}),
+    "sync_ppo": ("gfootball_ppo", {"mode": "sync"}),
+    "impala": ("gfootball_impala", {}),
+}
+LABELS = {"hts_ppo": "HTS-PPO", "sync_ppo": "PPO (sync)", "impala": "IMPALA"}
+# Env-step budgets here: the paper's 5M scaled to what reaches the targets on this machine's scale.
+BUDGETS = {"academy_empty_goal_close": 150_000, "academy_empty_goal": 400_000,
+           "academy_run_to_score": 1_000_000}
+EVALS_PER_RUN = 50  # the paper: every 100k of 5M steps
+TARGETS = (0.4, 0.8)  # Table 2 / A10
+# The paper's figures for these scenarios (Liu, Yeh & Schwing 2020; 4 GPUs, 16 envs, extracted
+# maps): Table A10 (= Table 2) required minutes to 0.4 / 0.8 (None: '-'), Table A9 final time
+# metric at IMPALA's 5M-step time (mean, +-).
+PAPER = {
+    "academy_empty_goal_close": {"required_min": {"impala": (1.7, 2.6), "sync_ppo": (5.4, 15.5),
+                                                  "hts_ppo": (1.0, 2.0)},
+                                 "final_time": {"impala": (1.00, 0.00), "sync_ppo": (1.00, 0.00),
+                                                "hts_ppo": (1.00, 0.00)}},
+    "academy_empty_goal": {"required_min": {"impala": (8.4, 11.7), "sync_ppo": (12.8, 19.2),
+                                            "hts_ppo": (2.0, 3.9)},
+                           "final_time": {"impala": (1.00, 0.00), "sync_ppo": (0.89, 0.05),
+                                          "hts_ppo": (0.94, 0.04)}},
+    "academy_run_to_score": {"required_min": {"impala": (27.0, 34.6), "sync_ppo": (16.2, 32.5),
+                                              "hts_ppo": (6.3, 11.4)},
+                             "final_time": {"impala": (0.65, 0.42), "sync_ppo": (0.89, 0.05),
+                                            "hts_ppo": (0.93, 0.03)}},
+}
+README_BEGIN = "<!-- gfootball-results:begin (experiments/reproduce_gfootball.py writes this) -->"
+README_END = "<!-- gfootball-results:end -->"
+
+flags.DEFINE_list("scenarios", ["academy_empty_goal_close", "academy_empty_goal"],
+                  f"Scenarios to run (budgets: {BUDGETS}).")
+flags.DEFINE_list("methods", list(METHODS), f"Methods to run: {list(METHODS)}.")
+flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds to run.")
+flags.DEFINE_list("steps", [], "SCENARIO=STEPS budget overrides (the same for every method).")
+flags.DEFINE_string("results", "results/gfootball", "Results folder (runs, JSON, tables, PNGs).")
+flags.DEFINE_integer("num_envs", 8, "Envs of every method.")
+flags.DEFINE_integer("num_executors", 4, "Executor processes of every method.")
+flags.DEFINE_integer("ppo_actors", 1, "Actor threads of HTS-PPO and sync PPO.")
+flags.DEFINE_integer("impala_actors", 4, "IMPALA's actors (each owns whole executors).")
+flags.DEFINE_string("representation", "simple115v2",
+                    "GFootball observations: simple115v2 (MLP) or extracted (the paper's CNN).")
+flags.DEFINE_list("extra", [], "More launcher flags for every run, e.g. learner_devices=0,1.")
+flags.DEFINE_bool("report_only", False, "Write the report from the finished runs; run nothing.")
+flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do; run nothing.")
+flags.DEFINE_bool("readme", True, "Rewrite README.md's Results block from results.json.")
+flags.DEFINE_list("actor_counts", [], "Also run HTS-PPO with each of these actor counts.")
+flags.DEFINE_string("identity_scenario", "academy_empty_goal_close",
+                    "--actor_counts: the scenario.")
+flags.DEFINE_integer("identity_seed", 0, "--actor_counts: the seed.")
+flags.DEFINE_integer("identity_steps", 0, "--actor_counts: env steps (0: the scenario's budget).")
+flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")
+FLAGS = flags.FLAGS
+
+
+class GridError(ValueError):
+  """A bad option of this script (one line)."""
+
+
+def budget_of(scenario: str, overrides: Dict[str, int]) -> int:
+  if scenario in overrides:
+    return overrides[scenario]
+  if scenario not in BUDGETS:
+    raise GridError(f"no budget for scenario {scenario!r}: give --steps={scenario}=N")
+  return BUDGETS[scenario]
+
+
+def _parse_steps(pairs: Sequence[str]) -> Dict[str, int]:
+  out = {}
+  for p in pairs:
+    name, sep, value = p.partition("=")
+    try:
+      if not sep or not name or int(value) < 1:
+        raise ValueError
+      out[name] = int(value)
+    except ValueError:
+      raise GridError(f"--steps: expected SCENARIO=STEPS (STEPS >= 1), got {p!r}") from None
+  return out
+
+
+def run_flags(method: str, scenario: str, seed: int, steps: int, *, num_envs: int,
+              num_executors: int, ppo_actors: int, impala_actors: int, representation: str,
+              num_actors: Optional[int] = None, extra: Sequence[str] = ()) -> Dict[str, Any]:
+  """The launcher flags of one run (before --logdir)."""
+  if method not in METHODS:
+    raise GridError(f"unknown method {method!r}; known: {list(METHODS)}")
+  preset, fixed = METHODS[method]
+  stacked = representation not in ("simple115", "simple115v2")
+  out: Dict[str, Any] = {
+      "preset": preset, **fixed, "env": f"gfootball:{scenario}",
+      "env_kwargs": json.dumps({"representation": representation, "stacked": stacked},
+                               separators=(",", ":")),
+      "num_envs": num_envs, "num_executors": num_executors, "total_steps": steps, "seed": seed,
+      "eval_every": max(1, steps // EVALS_PER_RUN), "tensorboard": False, "log_every_s": 60}
+  if method == "impala":
+    # Each actor owns num_envs / impala_actors envs (whole executors); a batch of Table A6's 8
+    # unrolls of one env is 8 env-sequences of 32 steps, whatever the actors' share.
+    if num_envs % impala_actors or num_executors % impala_actors or 8 % (num_envs //
+                                                                         impala_actors):
+      raise GridError(f"impala: {impala_actors} actors must divide num_envs ({num_envs}) and "
+                      f"num_executors ({num_executors}), each actor's envs dividing 8")
+    out.update(num_actors=impala_actors, async_batch_unrolls=8 // (num_envs // impala_actors))
+  else:
+    out["num_actors"] = num_actors or ppo_actors
+  for item in extra:
+    name, sep, value = item.partition("=")
+    if not sep:
+      raise GridError(f"--extra: expected NAME=VALUE, got {item!r}")
+    out[name] = value
+  return out
+
+
+def train_command(flag_values: Dict[str, Any], logdir: str) -> List[str]:
+  args = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}"
+          for k, v in {**flag_values, "logdir": logdir}.items()]
+  return [sys.executable, "-m", "experiments.train", *args]
+
+
+def run_dir(results: str, scenario: str, method: str, seed: int) -> str:
+  return os.path.join(results, "runs", scenario, method, f"seed{seed}")
+
+
+def finished(logdir: str) -> bool:
+  return os.path.exists(os.path.join(logdir, "summary.json"))
+
+
+def launch(flag_values: Dict[str, Any], logdir: str, *, dry_run: bool = False) -> bool:
+  """Runs one launcher process into `logdir` unless it finished before. True when it ran and
+  finished (or had finished); a failed run leaves no summary.json and its stderr in
+  `<logdir>/stderr.txt`."""
+  if finished(logdir):
+    print(f"done before: {logdir}", flush=True)
+    return True
+  cmd = train_command(flag_values, os.path.abspath(logdir))
+  print("$ python " + " ".join(cmd[1:]), flush=True)
+  if dry_run:
+    return False
+  if os.path.exists(logdir):  # an interrupted run: its wall time cannot be continued
+    print(f"  removing the unfinished run in {logdir}", flush=True)
+    shutil.rmtree(logdir)
+  os.makedirs(logdir)
+  start = time.time()
+  with open(os.path.join(logdir, "stderr.txt"), "w") as err:
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True,
+                          check=False)
+  tail = proc.stdout.strip().splitlines()[-1:] or ["(no output)"]
+  if proc.returncode != 0 or not finished(logdir):
+    with open(os.path.join(logdir, "stderr.txt")) as f:
+      last = (f.read().strip().splitlines() or ["(no output)"])[-1]
+    print(f"  FAILED (exit {proc.returncode}) after {time.time() - start:.0f} s: {last}",
+          flush=True)
+    return False
+  os.remove(os.path.join(logdir, "stderr.txt"))
+  print(f"  {tail[0]}", flush=True)
+  return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The report: from summary.json files only.
+
+def _run_record(path: str, scenario: str, method: str) -> Dict[str, Any]:
+  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
+  run = metrics.load_run(path)
+  s = run.summary
+  req = {str(t): metrics.required_time_metric(run, t) for t in TARGETS}
+  return {
+      "scenario": scenario, "method": method, "seed": run.seed, "path": os.path.relpath(path),
+      "env_steps": s["env_steps"], "wall_time_s": s["wall_time_s"], "sps": s["sps"],
+      "updates": s["updates"], "param_sha256": s["param_sha256"],
+      "num_envs": s.get("num_envs"), "num_actors": s.get("num_actors"),
+      "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
+      "policy_lag": s.get("policy_lag"), "idle": s.get("idle"),
+      "required": {t: {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
+                   for t, q in req.items()},
+      "final": metrics.final_metric(run),
+      "evals": [{"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
+                 "score": e["mean_return"]} for e in run.evals],
+  }
+
+
+def load_runs(results: str) -> List[Dict[str, Any]]:
+  """Every finished run under `<results>/runs/<scenario>/<method>/seed<k>`, in a fixed order."""
+  out = []
+  root = os.path.join(results, "runs")
+  for scenario in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+    for method in (m for m in METHODS if os.path.isdir(os.path.join(root, scenario, m))):
+      for seed_dir in sorted(os.listdir(os.path.join(root, scenario, method))):
+        path = os.path.join(root, scenario, method, seed_dir)
+        if finished(path):
+          out.append(_run_record(path, scenario, method))
+  return out
+
+
+def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
+  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
+  return metrics.bootstrap_ci(values, resamples=resamples) if values else None
+
+
+def _reached(values: Sequence[float], resamples: int) -> Dict[str, Any]:
+  """Mean and interval over the seeds that reached a target, and how many did."""
+  hit = [v for v in values if math.isfinite(v)]
+  return {**(_ci(hit, resamples) or {"mean": None}), "reached": len(hit), "runs": len(values)}
+
+
+def summarize(runs: List[Dict[str, Any]], resamples: int = 10_000) -> Dict[str, Any]:
+  """Per scenario and method: the paper's metrics, mean over seeds with 95% bootstrap intervals.
+  The final time metric's limit is IMPALA's mean wall time over its seeds (Table A9: "the time
+  when IMPALA finishes training"), where IMPALA ran."""
+  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
+  out: Dict[str, Any] = {}
+  for scenario in dict.fromkeys(r["scenario"] for r in runs):
+    here = [r for r in runs if r["scenario"] == scenario]
+    impala = [r["wall_time_s"] for r in here if r["method"] == "impala"]
+    limit = sum(impala) / len(impala) if impala else None
+    rows = {}
+    for method in (m for m in METHODS if any(r["method"] == m for r in here)):
+      mine = [r for r in here if r["method"] == method]
+      row: Dict[str, Any] = {
+          "seeds": [r["seed"] for r in mine],
+          "env_steps": [r["env_steps"] for r in mine],
+          "sps": _ci([r["sps"] for r in mine], resamples),
+          "wall_time_min": _ci([r["wall_time_s"] / 60 for r in mine], resamples),
+          "final": _ci([r["final"] for r in mine if r["final"] is not None], resamples),
+          "required_min": {t: _reached([r["required"][t]["minutes"] for r in mine], resamples)
+                           for t in map(str, TARGETS)},
+          "required_steps": {t: _reached([r["required"][t]["env_steps"] for r in mine],
+                                         resamples) for t in map(str, TARGETS)},
+          "idle_s": _idle(mine)}
+      if limit is not None:
+        scores = []
+        for r in mine:
+          run = metrics.Run(path=r["path"], summary={}, evals=tuple(
+              {"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
+               "mean_return": e["score"]} for e in r["evals"]))
+          v = metrics.final_time_metric(run, limit)
+          if v is not None:
+            scores.append(v)
+        row["final_time"] = _ci(scores, resamples)
+      rows[method] = row
+    out[scenario] = {"budget": max(r["env_steps"] for r in here), "time_limit_s": limit,
+                     "methods": rows}
+  return out
+
+
+def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
+  """Mean over seeds of summary.json's idle seconds per part (executors, actors, learner...)."""
+  keys = sorted({k for r in runs for k, v in (r.get("idle") or {}).items()
+                 if isinstance(v, (int, float))})
+  return {k: sum(float((r.get("idle") or {}).get(k, 0.0)) for r in runs) / len(runs)
+          for k in keys}
+
+
+def _machine() -> Dict[str, Any]:
+  cpu = ""
+  try:
+    with open("/proc/cpuinfo") as f:
+      cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+  except OSError:
+    pass
+  return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
+          "python": platform.python_version()}
+
+
+def _commit() -> str:
+  try:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "hts_jax", "experiments"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    return out + ("+dirty" if dirty else "")
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+
+
+def identity_report(results: str) -> Optional[Dict[str, Any]]:
+  root = os.path.join(results, "actor_counts")
+  if not os.path.isdir(root):
+    return None
+  rows = []
+  for name in sorted(os.listdir(root), key=lambda n: int(n[len("actors"):] or 0)):
+    path = os.path.join(root, name)
+    if name.startswith("actors") and finished(path):
+      with open(os.path.join(path, "summary.json")) as f:
+        s = json.load(f)
+      rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
+                   "env_steps": s["env_steps"], "sps": s["sps"],
+                   "param_sha256": s["param_sha256"],
+                   "eval_scores": [e["mean_return"] for e in s["eval"]],
+                   "episode_returns_sha256": _sha([s["episode_returns"]])})
+  if not rows:
+    return None
+  return {"runs": rows, "identical": len({(r["param_sha256"], tuple(r["eval_scores"]),
+                                           r["episode_returns_sha256"]) for r in rows}) == 1}
+
+
+def _sha(obj) -> str:
+  import hashlib  # pylint: disable=import-outside-toplevel
+  return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
+  runs = load_runs(results)
+  return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
+          "date": datetime.date.today().isoformat(), "commit": _commit(), "machine": _machine(),
+          "settings": settings, "targets": list(TARGETS), "paper": PAPER,
+          "summary": summarize(runs, resamples), "identity": identity_report(results),
+          "runs": runs}
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown, from results.json only.
+
+def _fmt(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
+  if not ci or ci.get("mean") is None:
+    if ci and "runs" in ci:
+      return f"- (0/{ci['runs']})"
+    return "-"
+  s = fmt.format(ci["mean"])
+  if ci.get("n", 1) > 1:
+    s += f" [{fmt.format(ci['lo'])}, {fmt.format(ci['hi'])}]"
+  if "reached" in ci and ci["reached"] < ci["runs"]:
+    s += f" ({ci['reached']}/{ci['runs']})"
+  return s
+
+
+def _short(scenario: str) -> str:
+  return scenario.replace("academy_", "").replace("_", " ").capitalize()
+
+
+def render_markdown(report: Dict[str, Any]) -> str:
+  """The tables of `report` (results.json) as markdown."""
+  summ, paper = report["summary"], report["paper"]
+  methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
+  st = report["settings"]
+  lines = [
+      f"Measured {report['date']} on {report['machine']['cores']} CPU cores "
+      f"({report['machine']['cpu'] or report['machine']['platform']}), commit "
+      f"`{report['commit'][:12]}`: {st['num_envs']} envs, {st['representation']} observations "
+      f"and the MLP for every method; mean over seeds [95% bootstrap interval] (k/n: seeds that "
+      "reached the target, the mean over those). Paper: 4 GPUs, 16 envs, extracted maps and "
+      "the CNN, 5M steps, 5 seeds.", ""]
+  if not summ:
+    return "\n".join(lines + ["No finished runs yet."]) + "\n"
+  head = "| scenario (budget) | " + " | ".join(LABELS[m] for m in methods)
+  sep = "|---" * (len(methods) + 1) + "|"
+
+  def table(title, cell, paper_cell=None):
+    """One row per scenario; `paper_cell(paper figures, method)` adds the paper's beside ours."""
+    lines.extend([f"**{title}**", "", head + " |", sep])
+    for scenario, s in summ.items():
+      cells = []
+      for m in methods:
+        here = cell(s["methods"][m]) if m in s["methods"] else ""
+        if paper_cell and paper.get(scenario):
+          here += f" (paper: {paper_cell(paper[scenario], m)})"
+        cells.append(here)
+      lines.append(f"| {_short(scenario)} ({s['budget']:,} steps) | " + " | ".join(cells) + " |")
+    lines.append("")
+
+  def paper_req(p, m):
+    return " / ".join("-" if v is None else f"{v:g}" for v in p["required_min"][m])
+
+  table("Required time (minutes to a running-average score of 0.4 / 0.8; Table 2 / A10)",
+        lambda r: " / ".join(_fmt(r["required_min"][t]) for t in ("0.4", "0.8")), paper_req)
+  table("Env steps to a running-average score of 0.4 / 0.8 (data efficiency, Appendix H)",
+        lambda r: " / ".join(_fmt(r["required_steps"][t], "{:,.0f}") for t in ("0.4", "0.8")))
+  if any(s["time_limit_s"] for s in summ.values()):
+    table("Final time metric (score of the last 10 evaluations by IMPALA's mean wall time; "
+          "Table A9)", lambda r: _fmt(r.get("final_time"), "{:.2f}"),
+          lambda p, m: "{:.2f} ± {:.2f}".format(*p["final_time"][m]))
+  table("Final metric (last 10 evaluations x 10 episodes) and SPS",
+        lambda r: f"{_fmt(r['final'], '{:.2f}')}; {_fmt(r['sps'], '{:,.0f}')} SPS")
+  table("Wall time of the whole budget (minutes) and where the time went (mean seconds idle)",
+        lambda r: _fmt(r["wall_time_min"]) + "; " + ", ".join(
+            f"{k} {v:.0f}" for k, v in r["idle_s"].items()))
+  ident = report.get("identity")
+  if ident:
+    lines.extend(["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
+                  "| actors | env | seed | env steps | SPS | param_sha256 | evaluation scores |",
+                  "|---|---|---|---|---|---|---|"])
+    for r in ident["runs"]:
+      scores = ", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:])
+      lines.append(f"| {r['num_actors']} | {r['env']} | {r['seed']} | {r['env_steps']:,} | "
+                   f"{r['sps']:,.0f} | `{r['param_sha256'][:16]}` | ... {scores} |")
+    lines.extend(["", "Identical parameters and scores: " +
+                  ("yes" if ident["identical"] else "**no**"), ""])
+  return "\n".join(lines).rstrip() + "\n"
+
+
+def readme_block(markdown: str) -> str:
+  return f"{README_BEGIN}\n{markdown}{README_END}"
+
+
+def update_readme(path: str, markdown: str) -> bool:
+  """Replaces README's block between the markers; False when the markers are missing."""
+  with open(path) as f:
+    text = f.read()
+  start, end = text.find(README_BEGIN), text.find(README_END)
+  if start < 0 or end < start:
+    return False
+  text = text[:start] + readme_block(markdown) + text[end + len(README_END):]
+  with open(path, "w") as f:
+    f.write(text)
+  return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Curves.
+
+def plot_curves(report: Dict[str, Any], out_dir: str, resamples: int = 2_000) -> List[str]:
+  """Score vs env steps (Fig. A6) and vs wall time (Fig. A5): per method the mean evaluation
+  score over seeds (each seed's last score carried forward) and its 95% bootstrap band."""
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  scenarios = list(report["summary"])
+  paths = []
+  if not scenarios:
+    return paths
+  rng = np.random.default_rng(0)
+  for axis, xlabel, name, scale in (("env_steps", "env steps", "score_vs_env_steps", 1.0),
+                                    ("wall_time_s", "wall time (minutes)", "score_vs_wall_time",
+                                     1 / 60)):
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(4.6 * len(scenarios), 3.5),
+                             squeeze=False)
+    for ax, scenario in zip(axes[0], scenarios):
+      for i, method in enumerate(METHODS):
+        runs = [r for r in report["runs"] if r["scenario"] == scenario and r["method"] == method
+                and r["evals"]]
+        if not runs:
+          continue
+        xs = [np.array([e[axis] for e in r["evals"]], float) * scale for r in runs]
+        ys = [np.array([e["score"] for e in r["evals"]], float) for r in runs]
+        grid = np.linspace(min(x[0] for x in xs), max(x[-1] for x in xs), 150)
+        vals = np.array([np.where(grid >= x[0], y[np.clip(np.searchsorted(x, grid, "right") - 1,
+                                                           0, None)], np.nan)
+                         for x, y in zip(xs, ys)])
+        ok = ~np.isnan(vals).any(axis=0)
+        vals, grid = vals[:, ok], grid[ok]
+        boot = vals[rng.integers(0, len(runs), size=(resamples, len(runs)))].mean(axis=1)
+        lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
+        ax.plot(grid, vals.mean(axis=0), color=f"C{i}", label=f"{LABELS[method]} "
+                f"({len(runs)} seeds)")
+        ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
+      ax.set_title(_short(scenario), fontsize=10)
+      ax.set_xlabel(xlabel)
+      ax.set_ylabel("evaluation score (10 episodes)")
+      ax.set_ylim(-0.05, 1.05)
+      ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"{name}.png")
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    paths.append(path)
+  return paths
+
+
+def write_report(results: str, resamples: int, settings: Dict[str, Any],
+                 readme: Optional[str]) -> Dict[str, Any]:
+  report = build_report(results, resamples, settings)
+  os.makedirs(results, exist_ok=True)
+  with open(os.path.join(results, "results.json"), "w") as f:
+    json.dump(_json_safe(report), f, indent=1)
+    f.write("\n")
+  with open(os.path.join(results, "results.json")) as f:  # render what was written
+    report = json.load(f)
+  markdown = render_markdown(report)
+  with open(os.path.join(results, "tables.md"), "w") as f:
+    f.write(markdown)
+  report["plots"] = plot_curves(report, results)
+  if readme and not update_readme(readme, markdown):
+    print(f"warning: {readme} has no {README_BEGIN!r} block; not updated", file=sys.stderr)
+  return report
+
+
+def _json_safe(x):
+  if isinstance(x, float) and not math.isfinite(x):
+    return None
+  if isinstance(x, dict):
+    return {k: _json_safe(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [_json_safe(v) for v in x]
+  return x
+
+
+def main(argv):
+  if len(argv) > 1:
+    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+  try:
+    overrides = _parse_steps(FLAGS.steps)
+    seeds = [int(s) for s in FLAGS.seeds]
+    scale = dict(num_envs=FLAGS.num_envs, num_executors=FLAGS.num_executors,
+                 ppo_actors=FLAGS.ppo_actors, impala_actors=FLAGS.impala_actors,
+                 representation=FLAGS.representation, extra=FLAGS.extra)
+    grid = [(sc, m, seed, run_flags(m, sc, seed, budget_of(sc, overrides), **scale))
+            for sc in FLAGS.scenarios for seed in seeds for m in FLAGS.methods]
+    actor_counts = [int(n) for n in FLAGS.actor_counts]
+    identity = [(n, run_flags("hts_ppo", FLAGS.identity_scenario, FLAGS.identity_seed,
+                              FLAGS.identity_steps or budget_of(FLAGS.identity_scenario,
+                                                                overrides),
+                              num_actors=n, **scale)) for n in actor_counts]
+  except ValueError as e:  # GridError, int()
+    cli.fail(str(e))
+  results = FLAGS.results
+  failed = []
+  if not FLAGS.report_only:
+    for scenario, method, seed, values in grid:
+      if not launch(values, run_dir(results, scenario, method, seed), dry_run=FLAGS.dry_run):
+        failed.append(f"{scenario}/{method}/seed{seed}")
+    for n, values in identity:
+      if not launch(values, os.path.join(results, "actor_counts", f"actors{n}"),
+                    dry_run=FLAGS.dry_run):
+        failed.append(f"actor_counts/actors{n}")
+  if FLAGS.dry_run:
+    return
+  settings = {**{k: v for k, v in scale.items() if k != "extra"}, "extra": list(FLAGS.extra),
+              "budgets": {**BUDGETS, **overrides}, "evals_per_run": EVALS_PER_RUN,
+              "eval_episodes": 10, "methods": {m: {"preset": p, **f} for m, (p, f)
+                                               in METHODS.items()}}
+  readme = os.path.join(ROOT, "README.md") if FLAGS.readme else None
+  report = write_report(results, FLAGS.resamples, settings, readme)
+  print(render_markdown(report), end="")
+  for p in report["plots"]:
+    print(f"wrote {p}")
+  if failed:
+    cli.fail(f"{len(failed)} run(s) failed (their stderr.txt says why): {', '.join(failed)}", 1)
+
+
+if __name__ == "__main__":
+  app.run(main, flags_parser=cli.parse_flags)

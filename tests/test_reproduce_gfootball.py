@@ -1,0 +1,173 @@
+"""experiments/reproduce_gfootball.py: the grid's launcher flags, the paper's metrics from
+summary.json files (golden values by hand), the rendered tables and README block, resume."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments import reproduce_gfootball as rg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
+             representation="simple115v2")
+
+
+def _config(values):
+  """The RunConfig the launcher builds from these flags (parsed as the launcher parses them)."""
+  code = ("import sys; from absl import flags; from experiments import train; "
+          "flags.FLAGS(sys.argv); c = train.build_config(); import json, dataclasses; "
+          "print(json.dumps(dataclasses.asdict(c)))")
+  cmd = [sys.executable, "-c", code] + rg.train_command(values, "/tmp/x")[3:]
+  out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+  return json.loads(out)
+
+
+def test_every_method_is_a_valid_launcher_config_at_this_scale():
+  hts = _config(rg.run_flags("hts_ppo", "academy_empty_goal", 1, 400_000, **SCALE))
+  sync = _config(rg.run_flags("sync_ppo", "academy_empty_goal", 1, 400_000, **SCALE))
+  impala = _config(rg.run_flags("impala", "academy_empty_goal", 1, 400_000, **SCALE))
+  for c in (hts, sync, impala):
+    assert c["env"] == "gfootball:academy_empty_goal"
+    assert c["env_kwargs"] == {"representation": "simple115v2", "stacked": False}
+    assert (c["num_envs"], c["num_executors"], c["seed"]) == (8, 4, 1)
+    assert (c["total_steps"], c["eval_every"], c["eval_episodes"]) == (400_000, 8_000, 10)
+    assert not c["eval_greedy"] and not c["tensorboard"]
+    assert c["learner"]["gamma"] == 0.993
+  assert (hts["mode"], sync["mode"], impala["mode"]) == ("hts", "sync", "async")
+  # Only the runtime differs between HTS-PPO and sync PPO.
+  assert {k: v for k, v in hts.items() if k != "mode"} == \
+         {k: v for k, v in sync.items() if k != "mode"}
+  assert (hts["alpha"], hts["num_actors"], hts["learner"]["clip_eps"]) == (128, 1, 0.08)
+  # IMPALA: Table A6's unroll 32 and batch 8 one-env unrolls (4 actors x 2 envs: 4 unrolls).
+  assert (impala["alpha"], impala["num_actors"], impala["async_batch_unrolls"]) == (32, 4, 4)
+  assert impala["alpha"] * impala["num_envs"] // impala["num_actors"] * \
+      impala["async_batch_unrolls"] == 32 * 8
+  assert impala["learner"]["entropy_coef"] == 0.00087453
+  assert impala["learner"]["learning_rate"] == 0.00019896
+  # Linear decay to 0 over the run's own optimizer steps.
+  assert hts["learner"]["lr_decay_updates"] == -(-400_000 // 1024) * 2 * 8
+  assert impala["learner"]["lr_decay_updates"] == -(-400_000 // 256)
+
+
+def test_bad_options_are_one_line_errors():
+  with pytest.raises(rg.GridError, match="unknown method"):
+    rg.run_flags("a3c", "academy_empty_goal", 0, 10, **SCALE)
+  with pytest.raises(rg.GridError, match="impala"):
+    rg.run_flags("impala", "academy_empty_goal", 0, 10, **dict(SCALE, impala_actors=3))
+  with pytest.raises(rg.GridError, match="--steps"):
+    rg._parse_steps(["academy_empty_goal"])
+  with pytest.raises(rg.GridError, match="no budget"):
+    rg.budget_of("academy_corner", {})
+  assert rg.budget_of("academy_corner", {"academy_corner": 5}) == 5
+  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce_gfootball",
+                         "--methods=a3c", "--dry_run"], cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+      "error: unknown method 'a3c'; known: ['hts_ppo', 'sync_ppo', 'impala']"]
+
+
+def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
+  path = rg.run_dir(str(results), scenario, method, seed)
+  os.makedirs(path)
+  evals = [{"env_steps": 1000 * (k + 1), "wall_time_s": dt_s * (k + 1), "mean_return": s,
+            "returns": [s] * 10} for k, s in enumerate(scores)]
+  summary = {"seed": seed, "env": f"gfootball:{scenario}", "mode": method, "env_steps":
+             1000 * len(scores), "wall_time_s": dt_s * len(scores), "sps": sps, "updates": 3,
+             "param_sha256": f"{method}{seed}", "num_envs": 8, "num_actors": 1,
+             "num_executors": 4, "alpha": 128, "policy_lag": {"mean": 1.0},
+             "idle": {"executors": 3.0, "learner": 2.0}, "episode_returns": {}, "eval": evals}
+  with open(os.path.join(path, "summary.json"), "w") as f:
+    json.dump(summary, f)
+
+
+def test_metrics_golden_values(tmp_path):
+  sc = "academy_empty_goal_close"
+  # Running averages of 10: seed 0 is 1.0 from the first evaluation (1 minute); seed 1 reads
+  # 0, 0, 1/3, 1/2 (0.4 at the 4th, minute 4), ..., 8/10 (0.8 at the 10th, minute 10).
+  _fake_run(tmp_path, sc, "hts_ppo", 0, [1.0] * 12, 60)
+  _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
+  # IMPALA never reaches 0.4; its mean wall time (300 s) is the final-time limit.
+  _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
+  _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 30)
+  os.makedirs(rg.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
+  s = rg.summarize(rg.load_runs(str(tmp_path)), resamples=2_000)[sc]
+  assert s["time_limit_s"] == 300 and s["budget"] == 12_000
+  assert list(s["methods"]) == ["hts_ppo", "impala"]
+  hts, impala = s["methods"]["hts_ppo"], s["methods"]["impala"]
+  assert hts["required_min"]["0.4"] == dict(mean=2.5, lo=1.0, hi=4.0, n=2, reached=2, runs=2)
+  assert hts["required_min"]["0.8"] == dict(mean=5.5, lo=1.0, hi=10.0, n=2, reached=2, runs=2)
+  assert hts["required_steps"]["0.8"]["mean"] == (1000 + 10_000) / 2
+  assert impala["required_min"]["0.4"] == {"mean": None, "reached": 0, "runs": 2}
+  # Within 300 s: seed 0 scored 1.0 five times; seed 1 0, 0, 1, 1, 1 (0.6): mean 0.8.
+  assert hts["final_time"]["mean"] == pytest.approx(0.8)
+  assert impala["final_time"]["mean"] == pytest.approx(0.15)
+  assert hts["final"]["mean"] == pytest.approx((1.0 + 1.0) / 2)
+  assert hts["idle_s"] == {"executors": 3.0, "learner": 2.0}
+
+
+def test_tables_and_readme_block_render_from_the_json(tmp_path):
+  sc = "academy_empty_goal_close"
+  _fake_run(tmp_path, sc, "hts_ppo", 0, [1.0] * 12, 60)
+  _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
+  _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
+  readme = tmp_path / "README.md"
+  readme.write_text(f"# x\n{rg.README_BEGIN}\nold\n{rg.README_END}\ntail\n")
+  settings = dict(SCALE, extra=[], budgets=rg.BUDGETS)
+  report = rg.write_report(str(tmp_path), 2_000, settings, str(readme))
+  md = (tmp_path / "tables.md").read_text()
+  row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 5.5" in l)
+  assert row == ("| Empty goal close (12,000 steps) | 2.5 [1.0, 4.0] / 5.5 [1.0, 10.0] "
+                 "(paper: 1 / 2) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
+  assert readme.read_text() == f"# x\n{rg.readme_block(md)}\ntail\n"
+  assert sorted(os.path.basename(p) for p in report["plots"]) == [
+      "score_vs_env_steps.png", "score_vs_wall_time.png"]
+  assert all(os.path.getsize(p) > 1000 for p in report["plots"])
+  with open(tmp_path / "results.json") as f:
+    saved = json.load(f)
+  assert rg.render_markdown(saved) == md
+  assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
+
+
+def test_readme_shows_the_committed_results():
+  """README's Results block is results/gfootball/results.json rendered (regenerate with
+  `python -m experiments.reproduce_gfootball --report_only`)."""
+  with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
+    report = json.load(f)
+  with open(os.path.join(ROOT, "README.md")) as f:
+    readme = f.read()
+  assert rg.readme_block(rg.render_markdown(report)) in readme
+  with open(os.path.join(ROOT, "results", "gfootball", "tables.md")) as f:
+    assert f.read() == rg.render_markdown(report)
+  # Every committed run is in the JSON, and nothing else is.
+  runs = rg.load_runs(os.path.join(ROOT, "results", "gfootball"))
+  assert [(r["scenario"], r["method"], r["seed"]) for r in runs] == \
+         [(r["scenario"], r["method"], r["seed"]) for r in report["runs"]]
+
+
+@pytest.mark.slow
+def test_a_tiny_real_grid_resumes(tmp_path):
+  """Two real GFootball runs through the launcher; a second call runs nothing; an unfinished run
+  directory is run again from the start."""
+  cmd = [sys.executable, "-m", "experiments.reproduce_gfootball", f"--results={tmp_path}",
+         "--scenarios=academy_empty_goal_close", "--methods=hts_ppo,impala", "--seeds=0",
+         "--steps=academy_empty_goal_close=2048", "--num_envs=4", "--num_executors=2",
+         "--impala_actors=2", "--noreadme", "--resamples=100"]
+  first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+  assert first.returncode == 0, first.stderr[-2000:]
+  assert first.stdout.count("$ python") == 2
+  with open(tmp_path / "results.json") as f:
+    report = json.load(f)
+  assert [(r["method"], r["env_steps"]) for r in report["runs"]] == [
+      ("hts_ppo", 2048), ("impala", 2048)]
+  assert len(report["runs"][0]["evals"]) == 50 and report["commit"]
+  hts_dir = rg.run_dir(str(tmp_path), "academy_empty_goal_close", "hts_ppo", 0)
+  sha = report["runs"][0]["param_sha256"]
+  os.remove(os.path.join(hts_dir, "summary.json"))  # as if interrupted
+  again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+  assert again.returncode == 0, again.stderr[-2000:]
+  assert again.stdout.count("$ python") == 1 and "done before" in again.stdout
+  assert "removing the unfinished run" in again.stdout
+  with open(tmp_path / "results.json") as f:
+    assert json.load(f)["runs"][0]["param_sha256"] == sha  # HTS is deterministic
