@@ -64,7 +64,7 @@ METHODS = {
 }
 LABELS = {"hts_ppo": "HTS-PPO", "sync_ppo": "PPO (sync)", "impala": "IMPALA"}
 # Env-step budgets here: the paper's 5M scaled to what reaches the targets on this machine's scale.
-BUDGETS = {"academy_empty_goal_close": 150_000, "academy_empty_goal": 400_000,
+BUDGETS = {"academy_empty_goal_close": 150_000, "academy_empty_goal": 300_000,
            "academy_run_to_score": 1_000_000}
 EVALS_PER_RUN = 50  # the paper: every 100k of 5M steps
 TARGETS = (0.4, 0.8)  # Table 2 / A10
@@ -88,28 +88,34 @@ PAPER = {
 README_BEGIN = "<!-- gfootball-results:begin (experiments/reproduce_gfootball.py writes this) -->"
 README_END = "<!-- gfootball-results:end -->"
 
-flags.DEFINE_list("scenarios", ["academy_empty_goal_close", "academy_empty_goal"],
-                  f"Scenarios to run (budgets: {BUDGETS}).")
-flags.DEFINE_list("methods", list(METHODS), f"Methods to run: {list(METHODS)}.")
-flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds to run.")
-flags.DEFINE_list("steps", [], "SCENARIO=STEPS budget overrides (the same for every method).")
-flags.DEFINE_string("results", "results/gfootball", "Results folder (runs, JSON, tables, PNGs).")
-flags.DEFINE_integer("num_envs", 8, "Envs of every method.")
-flags.DEFINE_integer("num_executors", 4, "Executor processes of every method.")
-flags.DEFINE_integer("ppo_actors", 1, "Actor threads of HTS-PPO and sync PPO.")
-flags.DEFINE_integer("impala_actors", 4, "IMPALA's actors (each owns whole executors).")
-flags.DEFINE_string("representation", "simple115v2",
-                    "GFootball observations: simple115v2 (MLP) or extracted (the paper's CNN).")
-flags.DEFINE_list("extra", [], "More launcher flags for every run, e.g. learner_devices=0,1.")
-flags.DEFINE_bool("report_only", False, "Write the report from the finished runs; run nothing.")
-flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do; run nothing.")
-flags.DEFINE_bool("readme", True, "Rewrite README.md's Results block from results.json.")
-flags.DEFINE_list("actor_counts", [], "Also run HTS-PPO with each of these actor counts.")
-flags.DEFINE_string("identity_scenario", "academy_empty_goal_close",
-                    "--actor_counts: the scenario.")
-flags.DEFINE_integer("identity_seed", 0, "--actor_counts: the seed.")
-flags.DEFINE_integer("identity_steps", 0, "--actor_counts: env steps (0: the scenario's budget).")
-flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")
+def define_flags() -> None:
+  """This script's flags, defined only when it runs as the program: importing the module
+  (tests, notebooks) leaves absl's global flags to `experiments.train`, whose names
+  (num_envs, seed...) some of these share."""
+  flags.DEFINE_list("scenarios", ["academy_empty_goal_close", "academy_empty_goal"],
+                    f"Scenarios to run (budgets: {BUDGETS}).")
+  flags.DEFINE_list("methods", list(METHODS), f"Methods to run: {list(METHODS)}.")
+  flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds to run.")
+  flags.DEFINE_list("steps", [], "SCENARIO=STEPS budget overrides (the same for every method).")
+  flags.DEFINE_string("results", "results/gfootball", "Results folder (runs, JSON, tables, PNGs).")
+  flags.DEFINE_integer("num_envs", 8, "Envs of every method.")
+  flags.DEFINE_integer("num_executors", 4, "Executor processes of every method.")
+  flags.DEFINE_integer("ppo_actors", 1, "Actor threads of HTS-PPO and sync PPO.")
+  flags.DEFINE_integer("impala_actors", 4, "IMPALA's actors (each owns whole executors).")
+  flags.DEFINE_string("representation", "simple115v2",
+                      "GFootball observations: simple115v2 (MLP) or extracted (the paper's CNN).")
+  flags.DEFINE_list("extra", [], "More launcher flags for every run, e.g. learner_devices=0,1.")
+  flags.DEFINE_bool("report_only", False, "Write the report from the finished runs; run nothing.")
+  flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do; run nothing.")
+  flags.DEFINE_bool("readme", True, "Rewrite README.md's Results block from results.json.")
+  flags.DEFINE_list("actor_counts", [], "Also run HTS-PPO with each of these actor counts.")
+  flags.DEFINE_string("identity_scenario", "academy_empty_goal_close",
+                      "--actor_counts: the scenario.")
+  flags.DEFINE_integer("identity_seed", 0, "--actor_counts: the seed.")
+  flags.DEFINE_integer("identity_steps", 0, "--actor_counts: env steps (0: the scenario's budget).")
+  flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")
+
+
 FLAGS = flags.FLAGS
 
 
@@ -152,6 +158,9 @@ def run_flags(method: str, scenario: str, seed: int, steps: int, *, num_envs: in
                                separators=(",", ":")),
       "num_envs": num_envs, "num_executors": num_executors, "total_steps": steps, "seed": seed,
       "eval_every": max(1, steps // EVALS_PER_RUN), "tensorboard": False, "log_every_s": 60}
+  if min(num_envs, num_executors, ppo_actors, impala_actors, num_actors or 1) < 1:
+    raise GridError("--num_envs, --num_executors, --ppo_actors, --impala_actors and "
+                    "--actor_counts must be >= 1")
   if method == "impala":
     # Each actor owns num_envs / impala_actors envs (whole executors); a batch of Table A6's 8
     # unrolls of one env is 8 env-sequences of 32 steps, whatever the actors' share.
@@ -184,11 +193,37 @@ def finished(logdir: str) -> bool:
   return os.path.exists(os.path.join(logdir, "summary.json"))
 
 
+# The grid flags that a finished run's config must match for the grid to take it as done.
+CHECKED = ("env", "env_kwargs", "mode", "num_envs", "num_executors", "num_actors", "total_steps",
+           "seed", "eval_every", "async_batch_unrolls")
+
+
+def settings_mismatch(flag_values: Dict[str, Any], logdir: str) -> List[str]:
+  """`name: ran X, grid wants Y` for each CHECKED flag in which the finished run in `logdir`
+  differs from `flag_values` (a grid resumed with other --num_envs, --steps, ...)."""
+  with open(os.path.join(logdir, "summary.json")) as f:
+    config = json.load(f).get("config") or {}
+  out = []
+  for name in CHECKED:
+    if name not in flag_values or name not in config:
+      continue
+    want = flag_values[name]
+    want = json.loads(want) if name == "env_kwargs" else type(config[name])(want)
+    if config[name] != want:
+      out.append(f"{name}: ran {config[name]!r}, grid wants {want!r}")
+  return out
+
+
 def launch(flag_values: Dict[str, Any], logdir: str, *, dry_run: bool = False) -> bool:
   """Runs one launcher process into `logdir` unless it finished before. True when it ran and
   finished (or had finished); a failed run leaves no summary.json and its stderr in
   `<logdir>/stderr.txt`."""
   if finished(logdir):
+    differ = settings_mismatch(flag_values, logdir)
+    if differ:
+      print(f"  {logdir} finished with other settings ({'; '.join(differ)}): delete it to run "
+            "it again with these", flush=True)
+      return False
     print(f"done before: {logdir}", flush=True)
     return True
   cmd = train_command(flag_values, os.path.abspath(logdir))
@@ -204,6 +239,8 @@ def launch(flag_values: Dict[str, Any], logdir: str, *, dry_run: bool = False) -
     proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True,
                           check=False)
   tail = proc.stdout.strip().splitlines()[-1:] or ["(no output)"]
+  if proc.returncode != 0 and finished(logdir):  # e.g. a signal in the final evaluation
+    os.remove(os.path.join(logdir, "summary.json"))
   if proc.returncode != 0 or not finished(logdir):
     with open(os.path.join(logdir, "stderr.txt")) as f:
       last = (f.read().strip().splitlines() or ["(no output)"])[-1]
@@ -218,18 +255,20 @@ def launch(flag_values: Dict[str, Any], logdir: str, *, dry_run: bool = False) -
 # ---------------------------------------------------------------------------------------------
 # The report: from summary.json files only.
 
-def _run_record(path: str, scenario: str, method: str) -> Dict[str, Any]:
+def _run_record(path: str, results: str, scenario: str, method: str) -> Dict[str, Any]:
   from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   run = metrics.load_run(path)
   s = run.summary
   req = {str(t): metrics.required_time_metric(run, t) for t in TARGETS}
   return {
-      "scenario": scenario, "method": method, "seed": run.seed, "path": os.path.relpath(path),
+      "scenario": scenario, "method": method, "seed": run.seed,
+      "path": os.path.relpath(path, results), "network": s.get("network"),
+      "total_steps": (s.get("config") or {}).get("total_steps", s["env_steps"]),
       "env_steps": s["env_steps"], "wall_time_s": s["wall_time_s"], "sps": s["sps"],
       "updates": s["updates"], "param_sha256": s["param_sha256"],
       "num_envs": s.get("num_envs"), "num_actors": s.get("num_actors"),
       "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
-      "policy_lag": s.get("policy_lag"), "idle": s.get("idle"),
+      "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
       "required": {t: {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
                    for t, q in req.items()},
       "final": metrics.final_metric(run),
@@ -247,7 +286,7 @@ def load_runs(results: str) -> List[Dict[str, Any]]:
       for seed_dir in sorted(os.listdir(os.path.join(root, scenario, method))):
         path = os.path.join(root, scenario, method, seed_dir)
         if finished(path):
-          out.append(_run_record(path, scenario, method))
+          out.append(_run_record(path, results, scenario, method))
   return out
 
 
@@ -257,15 +296,24 @@ def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
 
 
 def _reached(values: Sequence[float], resamples: int) -> Dict[str, Any]:
-  """Mean and interval over the seeds that reached a target, and how many did."""
+  """Mean and interval over the seeds when every seed reached the target (the paper's '-'
+  otherwise: a mean over the seeds that happened to reach it would flatter the method), and how
+  many did; `mean_of_reached` keeps the figure over those that did."""
   hit = [v for v in values if math.isfinite(v)]
-  return {**(_ci(hit, resamples) or {"mean": None}), "reached": len(hit), "runs": len(values)}
+  out: Dict[str, Any] = {"mean": None}
+  if hit and len(hit) == len(values):
+    out = dict(_ci(hit, resamples))
+  elif hit:
+    out["mean_of_reached"] = sum(hit) / len(hit)
+  return {**out, "reached": len(hit), "runs": len(values)}
 
 
 def summarize(runs: List[Dict[str, Any]], resamples: int = 10_000) -> Dict[str, Any]:
   """Per scenario and method: the paper's metrics, mean over seeds with 95% bootstrap intervals.
-  The final time metric's limit is IMPALA's mean wall time over its seeds (Table A9: "the time
-  when IMPALA finishes training"), where IMPALA ran."""
+  The final time metric's limit (Table A9: "the time when IMPALA finishes training for 5M
+  steps") is IMPALA's mean wall time over its seeds for the other methods, where IMPALA ran;
+  IMPALA's own value is each seed's final metric (its limit is its own end). A seed with no
+  evaluation before the limit has no score: `reached` says how many had one."""
   from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   out: Dict[str, Any] = {}
   for scenario in dict.fromkeys(r["scenario"] for r in runs):
@@ -285,29 +333,45 @@ def summarize(runs: List[Dict[str, Any]], resamples: int = 10_000) -> Dict[str, 
                            for t in map(str, TARGETS)},
           "required_steps": {t: _reached([r["required"][t]["env_steps"] for r in mine],
                                          resamples) for t in map(str, TARGETS)},
-          "idle_s": _idle(mine)}
+          "idle_share": _idle(mine)}
       if limit is not None:
         scores = []
         for r in mine:
           run = metrics.Run(path=r["path"], summary={}, evals=tuple(
               {"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
                "mean_return": e["score"]} for e in r["evals"]))
-          v = metrics.final_time_metric(run, limit)
+          v = r["final"] if method == "impala" else metrics.final_time_metric(run, limit)
           if v is not None:
             scores.append(v)
-        row["final_time"] = _ci(scores, resamples)
+        row["final_time"] = {**(_ci(scores, resamples) or {"mean": None}),
+                             "reached": len(scores), "runs": len(mine)}
       rows[method] = row
-    out[scenario] = {"budget": max(r["env_steps"] for r in here), "time_limit_s": limit,
+    out[scenario] = {"budget": max(r["total_steps"] for r in here), "time_limit_s": limit,
                      "methods": rows}
   return out
 
 
+# summary.json's idle seconds are summed over the executors and over the actor threads.
+IDLE_PARTS = (("executors_waiting_for_actions", "num_executors"),
+              ("executors_at_barrier", "num_executors"), ("actors", "num_actors"),
+              ("learner", None))
+
+
+def _idle_share(s: Dict[str, Any]) -> Dict[str, float]:
+  """The share of the run's wall time each executor, actor and the learner spent waiting (mean
+  over executors and actors). `--mode=async` measures no executor waits: left out."""
+  idle, wall = s.get("idle") or {}, float(s.get("wall_time_s") or 0)
+  out = {}
+  for key, per in IDLE_PARTS:
+    if key in idle and wall > 0 and not (s.get("mode") == "async" and key.startswith("exec")):
+      out[key] = float(idle[key]) / (wall * (int(s.get(per) or 1) if per else 1))
+  return out
+
+
 def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
-  """Mean over seeds of summary.json's idle seconds per part (executors, actors, learner...)."""
-  keys = sorted({k for r in runs for k, v in (r.get("idle") or {}).items()
-                 if isinstance(v, (int, float))})
-  return {k: sum(float((r.get("idle") or {}).get(k, 0.0)) for r in runs) / len(runs)
-          for k in keys}
+  """Mean over seeds of each part's idle share (`_idle_share`)."""
+  keys = [k for k, _ in IDLE_PARTS if all(k in r["idle_share"] for r in runs)]
+  return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
 
 
 def _machine() -> Dict[str, Any]:
@@ -337,9 +401,10 @@ def identity_report(results: str) -> Optional[Dict[str, Any]]:
   if not os.path.isdir(root):
     return None
   rows = []
-  for name in sorted(os.listdir(root), key=lambda n: int(n[len("actors"):] or 0)):
+  names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
+  for name in sorted(names, key=lambda n: int(n[len("actors"):])):
     path = os.path.join(root, name)
-    if name.startswith("actors") and finished(path):
+    if finished(path):
       with open(os.path.join(path, "summary.json")) as f:
         s = json.load(f)
       rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
@@ -373,7 +438,7 @@ def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict
 def _fmt(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
   if not ci or ci.get("mean") is None:
     if ci and "runs" in ci:
-      return f"- (0/{ci['runs']})"
+      return f"- ({ci['reached']}/{ci['runs']})"
     return "-"
   s = fmt.format(ci["mean"])
   if ci.get("n", 1) > 1:
@@ -392,19 +457,24 @@ def render_markdown(report: Dict[str, Any]) -> str:
   summ, paper = report["summary"], report["paper"]
   methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
   st = report["settings"]
+  commit = report["commit"]
+  commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+  networks = sorted({str(r.get("network")) for r in report["runs"]}) or ["-"]
   lines = [
-      f"Measured {report['date']} on {report['machine']['cores']} CPU cores "
-      f"({report['machine']['cpu'] or report['machine']['platform']}), commit "
-      f"`{report['commit'][:12]}`: {st['num_envs']} envs, {st['representation']} observations "
-      f"and the MLP for every method; mean over seeds [95% bootstrap interval] (k/n: seeds that "
-      "reached the target, the mean over those). Paper: 4 GPUs, 16 envs, extracted maps and "
-      "the CNN, 5M steps, 5 seeds.", ""]
+      f"Runs on {report['machine']['cores']} CPU cores "
+      f"({report['machine']['cpu'] or report['machine']['platform']}), one at a time; report "
+      f"written {report['date']} at commit `{commit}`. Every method: {st['num_envs']} envs, "
+      f"{st['representation']} observations, network {'/'.join(networks)}. Cells: mean over "
+      "seeds [95% bootstrap interval]; '-' where a seed's budget ran out before the target "
+      "(k/n: seeds that reached it). Paper (Liu et al. 2020): 4 GPUs, 16 envs, extracted maps "
+      "and the CNN, 5M steps, 5 seeds; its ± is a spread over seeds whose statistic it does "
+      "not state.", ""]
   if not summ:
     return "\n".join(lines + ["No finished runs yet."]) + "\n"
   head = "| scenario (budget) | " + " | ".join(LABELS[m] for m in methods)
   sep = "|---" * (len(methods) + 1) + "|"
 
-  def table(title, cell, paper_cell=None):
+  def table(title, cell, paper_cell=None, final_time=False):
     """One row per scenario; `paper_cell(paper figures, method)` adds the paper's beside ours."""
     lines.extend([f"**{title}**", "", head + " |", sep])
     for scenario, s in summ.items():
@@ -414,25 +484,31 @@ def render_markdown(report: Dict[str, Any]) -> str:
         if paper_cell and paper.get(scenario):
           here += f" (paper: {paper_cell(paper[scenario], m)})"
         cells.append(here)
-      lines.append(f"| {_short(scenario)} ({s['budget']:,} steps) | " + " | ".join(cells) + " |")
+      limit = f"; IMPALA {s['time_limit_s'] / 60:.1f} min" if final_time and \
+          s["time_limit_s"] else ""
+      lines.append(f"| {_short(scenario)} ({s['budget']:,} steps{limit}) | " +
+                   " | ".join(cells) + " |")
     lines.append("")
 
   def paper_req(p, m):
-    return " / ".join("-" if v is None else f"{v:g}" for v in p["required_min"][m])
+    return " / ".join("-" if v is None else f"{v:.1f}" for v in p["required_min"][m])
 
   table("Required time (minutes to a running-average score of 0.4 / 0.8; Table 2 / A10)",
         lambda r: " / ".join(_fmt(r["required_min"][t]) for t in ("0.4", "0.8")), paper_req)
   table("Env steps to a running-average score of 0.4 / 0.8 (data efficiency, Appendix H)",
         lambda r: " / ".join(_fmt(r["required_steps"][t], "{:,.0f}") for t in ("0.4", "0.8")))
   if any(s["time_limit_s"] for s in summ.values()):
-    table("Final time metric (score of the last 10 evaluations by IMPALA's mean wall time; "
-          "Table A9)", lambda r: _fmt(r.get("final_time"), "{:.2f}"),
-          lambda p, m: "{:.2f} ± {:.2f}".format(*p["final_time"][m]))
+    table("Final time metric (score of the last 10 evaluations by IMPALA's mean wall time, "
+          "which the first column gives; IMPALA's own: its final metric; Table A9)",
+          lambda r: _fmt(r.get("final_time"), "{:.2f}"),
+          lambda p, m: "{:.2f} ± {:.2f}".format(*p["final_time"][m]), final_time=True)
   table("Final metric (last 10 evaluations x 10 episodes) and SPS",
         lambda r: f"{_fmt(r['final'], '{:.2f}')}; {_fmt(r['sps'], '{:,.0f}')} SPS")
-  table("Wall time of the whole budget (minutes) and where the time went (mean seconds idle)",
-        lambda r: _fmt(r["wall_time_min"]) + "; " + ", ".join(
-            f"{k} {v:.0f}" for k, v in r["idle_s"].items()))
+  names = {"executors_waiting_for_actions": "executors wait for actions",
+           "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
+  table("Wall time of the whole budget (minutes); share of it each part waited (executors and "
+        "actors: mean over them)", lambda r: _fmt(r["wall_time_min"]) + "; " + ", ".join(
+            f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
   ident = report.get("identity")
   if ident:
     lines.extend(["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
@@ -588,4 +664,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main, flags_parser=cli.parse_flags)

@@ -26,14 +26,14 @@ def _config(values):
 
 
 def test_every_method_is_a_valid_launcher_config_at_this_scale():
-  hts = _config(rg.run_flags("hts_ppo", "academy_empty_goal", 1, 400_000, **SCALE))
-  sync = _config(rg.run_flags("sync_ppo", "academy_empty_goal", 1, 400_000, **SCALE))
-  impala = _config(rg.run_flags("impala", "academy_empty_goal", 1, 400_000, **SCALE))
+  hts = _config(rg.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
+  sync = _config(rg.run_flags("sync_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
+  impala = _config(rg.run_flags("impala", "academy_empty_goal", 1, 300_000, **SCALE))
   for c in (hts, sync, impala):
     assert c["env"] == "gfootball:academy_empty_goal"
     assert c["env_kwargs"] == {"representation": "simple115v2", "stacked": False}
     assert (c["num_envs"], c["num_executors"], c["seed"]) == (8, 4, 1)
-    assert (c["total_steps"], c["eval_every"], c["eval_episodes"]) == (400_000, 8_000, 10)
+    assert (c["total_steps"], c["eval_every"], c["eval_episodes"]) == (300_000, 6_000, 10)
     assert not c["eval_greedy"] and not c["tensorboard"]
     assert c["learner"]["gamma"] == 0.993
   assert (hts["mode"], sync["mode"], impala["mode"]) == ("hts", "sync", "async")
@@ -48,8 +48,8 @@ def test_every_method_is_a_valid_launcher_config_at_this_scale():
   assert impala["learner"]["entropy_coef"] == 0.00087453
   assert impala["learner"]["learning_rate"] == 0.00019896
   # Linear decay to 0 over the run's own optimizer steps.
-  assert hts["learner"]["lr_decay_updates"] == -(-400_000 // 1024) * 2 * 8
-  assert impala["learner"]["lr_decay_updates"] == -(-400_000 // 256)
+  assert hts["learner"]["lr_decay_updates"] == -(-300_000 // 1024) * 2 * 8
+  assert impala["learner"]["lr_decay_updates"] == -(-300_000 // 256)
 
 
 def test_bad_options_are_one_line_errors():
@@ -77,7 +77,11 @@ def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
              1000 * len(scores), "wall_time_s": dt_s * len(scores), "sps": sps, "updates": 3,
              "param_sha256": f"{method}{seed}", "num_envs": 8, "num_actors": 1,
              "num_executors": 4, "alpha": 128, "policy_lag": {"mean": 1.0},
-             "idle": {"executors": 3.0, "learner": 2.0}, "episode_returns": {}, "eval": evals}
+             "idle": {"executors_waiting_for_actions": 0.1 * dt_s * len(scores) * 4,
+                      "actors": 0.5 * dt_s * len(scores), "learner": 0.25 * dt_s * len(scores)},
+             "episode_returns": {}, "eval": evals}
+  if method == "impala":
+    summary["mode"] = "async"
   with open(os.path.join(path, "summary.json"), "w") as f:
     json.dump(summary, f)
 
@@ -88,23 +92,62 @@ def test_metrics_golden_values(tmp_path):
   # 0, 0, 1/3, 1/2 (0.4 at the 4th, minute 4), ..., 8/10 (0.8 at the 10th, minute 10).
   _fake_run(tmp_path, sc, "hts_ppo", 0, [1.0] * 12, 60)
   _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
-  # IMPALA never reaches 0.4; its mean wall time (300 s) is the final-time limit.
+  # IMPALA never reaches 0.4; its mean wall time ((300 + 360) / 2 s) is the final-time limit.
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
-  _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 30)
+  _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 36)
   os.makedirs(rg.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
   s = rg.summarize(rg.load_runs(str(tmp_path)), resamples=2_000)[sc]
-  assert s["time_limit_s"] == 300 and s["budget"] == 12_000
+  assert s["time_limit_s"] == 330 and s["budget"] == 12_000
   assert list(s["methods"]) == ["hts_ppo", "impala"]
   hts, impala = s["methods"]["hts_ppo"], s["methods"]["impala"]
   assert hts["required_min"]["0.4"] == dict(mean=2.5, lo=1.0, hi=4.0, n=2, reached=2, runs=2)
   assert hts["required_min"]["0.8"] == dict(mean=5.5, lo=1.0, hi=10.0, n=2, reached=2, runs=2)
   assert hts["required_steps"]["0.8"]["mean"] == (1000 + 10_000) / 2
   assert impala["required_min"]["0.4"] == {"mean": None, "reached": 0, "runs": 2}
-  # Within 300 s: seed 0 scored 1.0 five times; seed 1 0, 0, 1, 1, 1 (0.6): mean 0.8.
+  # Within 330 s: seed 0 scored 1.0 five times; seed 1 0, 0, 1, 1, 1 (0.6): mean 0.8.
   assert hts["final_time"]["mean"] == pytest.approx(0.8)
+  assert (hts["final_time"]["reached"], hts["final_time"]["runs"]) == (2, 2)
+  # IMPALA's own final time metric is its final metric: each seed's limit is its own end.
   assert impala["final_time"]["mean"] == pytest.approx(0.15)
   assert hts["final"]["mean"] == pytest.approx((1.0 + 1.0) / 2)
-  assert hts["idle_s"] == {"executors": 3.0, "learner": 2.0}
+  # Idle seconds are summed over the 4 executors: a share of 0.1 each; async measures none.
+  assert hts["idle_share"] == pytest.approx(
+      {"executors_waiting_for_actions": 0.1, "actors": 0.5, "learner": 0.25})
+  assert impala["idle_share"] == pytest.approx({"actors": 0.5, "learner": 0.25})
+
+
+def test_a_target_some_seeds_miss_has_no_mean():
+  """The paper's '-': a mean over only the seeds that reached the target would flatter."""
+  got = rg._reached([2.0, float("inf"), 4.0], 100)
+  assert got == {"mean": None, "mean_of_reached": 3.0, "reached": 2, "runs": 3}
+  assert rg._fmt(got) == "- (2/3)"
+  assert rg._fmt(rg._reached([2.0, 4.0], 100)) == "3.0 [2.0, 4.0]"
+
+
+def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
+  values = rg.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE)
+  logdir = str(tmp_path / "run")
+  os.makedirs(logdir)
+  config = {"env": "gfootball:academy_empty_goal", "mode": "hts", "num_envs": 8,
+            "num_executors": 4, "num_actors": 1, "total_steps": 300_000, "seed": 1,
+            "eval_every": 6_000, "env_kwargs": {"representation": "simple115v2",
+                                                "stacked": False}}
+  with open(os.path.join(logdir, "summary.json"), "w") as f:
+    json.dump({"config": config}, f)
+  assert rg.settings_mismatch(values, logdir) == []
+  assert rg.launch(values, logdir)  # done before: nothing runs
+  other = rg.run_flags("hts_ppo", "academy_empty_goal", 1, 150_000, **dict(SCALE, num_envs=4))
+  assert rg.settings_mismatch(other, logdir) == [
+      "num_envs: ran 8, grid wants 4", "total_steps: ran 300000, grid wants 150000",
+      "eval_every: ran 6000, grid wants 3000"]
+  assert not rg.launch(other, logdir)  # refused, and the finished run is kept
+  assert os.path.exists(os.path.join(logdir, "summary.json"))
+
+
+def test_the_grid_module_imports_beside_the_launcher():
+  """Its flags are defined only when it runs as the program: `train`'s share names with them."""
+  code = "import experiments.reproduce_gfootball, experiments.train"
+  subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
 def test_tables_and_readme_block_render_from_the_json(tmp_path):
@@ -112,6 +155,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   _fake_run(tmp_path, sc, "hts_ppo", 0, [1.0] * 12, 60)
   _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
+  os.makedirs(tmp_path / "actor_counts" / "notes")  # not a run of --actor_counts: ignored
   readme = tmp_path / "README.md"
   readme.write_text(f"# x\n{rg.README_BEGIN}\nold\n{rg.README_END}\ntail\n")
   settings = dict(SCALE, extra=[], budgets=rg.BUDGETS)
@@ -119,7 +163,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   md = (tmp_path / "tables.md").read_text()
   row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 5.5" in l)
   assert row == ("| Empty goal close (12,000 steps) | 2.5 [1.0, 4.0] / 5.5 [1.0, 10.0] "
-                 "(paper: 1 / 2) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
+                 "(paper: 1.0 / 2.0) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
   assert readme.read_text() == f"# x\n{rg.readme_block(md)}\ntail\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
       "score_vs_env_steps.png", "score_vs_wall_time.png"]
@@ -128,6 +172,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
     saved = json.load(f)
   assert rg.render_markdown(saved) == md
   assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
+  assert saved["identity"] is None
 
 
 def test_readme_shows_the_committed_results():
@@ -161,7 +206,8 @@ def test_a_tiny_real_grid_resumes(tmp_path):
     report = json.load(f)
   assert [(r["method"], r["env_steps"]) for r in report["runs"]] == [
       ("hts_ppo", 2048), ("impala", 2048)]
-  assert len(report["runs"][0]["evals"]) == 50 and report["commit"]
+  # 2048 steps of 4 envs at alpha 128: 4 segments, an evaluation at each boundary.
+  assert len(report["runs"][0]["evals"]) == 4 and report["commit"]
   hts_dir = rg.run_dir(str(tmp_path), "academy_empty_goal_close", "hts_ppo", 0)
   sha = report["runs"][0]["param_sha256"]
   os.remove(os.path.join(hts_dir, "summary.json"))  # as if interrupted
