@@ -173,8 +173,13 @@ class RunConfig:
   """Env steps between evaluations (0: only at the end)."""
   eval_episodes: int = 10
   """Episodes per evaluation."""
-  eval_greedy: bool = True
-  """Evaluate the greedy (argmax) policy."""
+  eval_greedy: Optional[bool] = None
+  """Evaluate the greedy (argmax) policy; unset: sampled actions on atari: and gfootball: envs
+  (the paper's protocol, and a greedy untrained Atari policy may never press FIRE after a lost
+  life and play to the step cap), greedy on the others."""
+  eval_max_steps: int = 0
+  """Env steps an evaluation episode may take before it is cut (0: the env's own limit, at most
+  108,000); a cut episode counts its return so far, and the evaluation says so in one line."""
   log_every_s: float = 5.0
   """Seconds between progress lines."""
   tensorboard: bool = True
@@ -237,7 +242,7 @@ class RunConfig:
   """--mode=async: actor unrolls per learner update (0: num_actors, i.e. as many samples per
   update as HTS and sync; IMPALA uses a fixed batch whatever the actors)."""
   num_processes: int = 1
-  """Processes of a multi-process run (`jax.distributed`; `python -m experiments.launch` starts
+  """Processes of a multi-process run (`jax.distributed`; `hts-launch` starts
   them on one machine): each runs the executors and actors of its slice of the global env ids
   (num_envs / num_processes envs; num_executors and num_actors are per process), the learner
   runs over every process's learner devices."""
@@ -295,6 +300,7 @@ class RunConfig:
     _check(self.total_steps >= 1, f"total_steps must be >= 1, got {self.total_steps}")
     _check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
     _check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
+    _check(self.eval_max_steps >= 0, f"eval_max_steps must be >= 0, got {self.eval_max_steps}")
     _check(self.video_every >= 0, f"video_every must be >= 0 (0: no videos), got "
            f"{self.video_every}")
     _check(self.wandb_mode in WANDB_MODES,
@@ -363,6 +369,13 @@ class RunConfig:
     if m == "gala":
       _check(len(self.learner_devices) == 1,
              "--mode=gala: every agent learns on the one learner device")
+
+  @property
+  def evaluates_greedy(self) -> bool:
+    """Whether evaluations take the argmax action (`eval_greedy`, or its default by env)."""
+    if self.eval_greedy is not None:
+      return self.eval_greedy
+    return not self.env.startswith(("atari:", "gfootball:"))
 
   @property
   def local_envs(self) -> int:

@@ -250,8 +250,10 @@ def test_signal_during_executor_start_up_stops_cleanly(tmp_path):
   assert shm_segments() <= before
 
 
-def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path):
-  """Defect: a signal during the final evaluation was swallowed (exit 0)."""
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path, sig, code):
+  """Defect: a signal during the final evaluation was swallowed (exit 0). Ctrl-C (SIGINT) there
+  keeps what training produced as SIGTERM does."""
   logdir = str(tmp_path)
   proc = subprocess.Popen(cmd(logdir, "--env=tests.fault_envs:SlowCartPole-v0",
                               '--env_kwargs={"step_s": 0.02}', "--num_envs=2",
@@ -260,11 +262,11 @@ def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path
                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   _wait_for(lambda: metric_rows(logdir) >= 2, proc)  # the last update is logged: evaluating
   time.sleep(0.3)
-  proc.send_signal(signal.SIGTERM)
+  proc.send_signal(sig)
   _, stderr = proc.communicate(timeout=60)
-  assert proc.returncode == 143, stderr
+  assert proc.returncode == code, stderr
   (line,) = error_lines(stderr)
-  assert line.startswith("error: interrupted by SIGTERM during the final evaluation; training "
+  assert line.startswith(f"error: interrupted by {sig.name} during the final evaluation; training "
                          "finished (2 updates)"), line
   assert summary(logdir)["updates"] == 2
 

@@ -118,6 +118,11 @@ class GFootballEnv(gym.Env):
     reward = (np.asarray(reward, np.float32) if self.num_agents > 1 else float(reward))
     return self._obs(obs), reward, bool(done), False, out
 
+  @property
+  def return_so_far(self) -> float:
+    """The score of the episode being played (an evaluation cut short reports it)."""
+    return self._score
+
   def _obs(self, obs):
     return np.asarray(obs, self.observation_space.dtype)
 

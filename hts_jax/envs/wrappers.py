@@ -16,6 +16,11 @@ class RecordRawEpisode(gym.Wrapper):
     self._return, self._length = 0.0, 0
     return self.env.reset(**kwargs)
 
+  @property
+  def return_so_far(self) -> float:
+    """The raw return of the game being played (an evaluation cut short reports it)."""
+    return self._return
+
   def step(self, action):
     obs, reward, terminated, truncated, info = self.env.step(action)
     self._return += float(reward)

@@ -32,7 +32,8 @@ import orbax.checkpoint as ocp
 
 # Config fields a resumed run may change (they do not change the computation).
 RESUMABLE_CHANGES = {"total_steps", "logdir", "num_actors", "num_executors", "log_every_s",
-                     "eval_every", "eval_episodes", "checkpoint_every", "executor_delay_s",
+                     "eval_every", "eval_episodes", "eval_greedy", "eval_max_steps",
+                     "checkpoint_every", "executor_delay_s",
                      "executor_jitter_s", "learner_delay_s",
                      # outputs only: TensorBoard, videos, W&B
                      "tensorboard", "video_every", "video_final", "wandb_project", "wandb_entity",

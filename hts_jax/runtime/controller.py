@@ -73,7 +73,8 @@ class Controller:
       for name, value in restored["storage"].items():
         getattr(st, name)[...] = value
     self.evaluator = Evaluator(cfg.env, cfg.env_kwargs, runner.network.apply, cfg.eval_episodes,
-                               cfg.seed, greedy=cfg.eval_greedy, results=self.book.eval,
+                               cfg.seed, greedy=cfg.evaluates_greedy,
+                               max_steps=cfg.eval_max_steps, results=self.book.eval,
                                num_agents=runner.num_agents,
                                sharding=runner.placement.eval_params, tracker=self.tracker,
                                video_dir=os.path.join(cfg.logdir, "videos"))

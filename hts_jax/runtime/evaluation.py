@@ -16,7 +16,8 @@ import os
 import queue
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import jax
 import numpy as np
@@ -28,18 +29,26 @@ from hts_jax.runtime.policy import make_policy_step
 
 # Hard cap on steps per evaluation episode (envs without a time limit).
 MAX_EPISODE_STEPS = 108_000
+# Seconds between the progress lines of a long evaluation (none for one that ends sooner).
+PROGRESS_S = 30.0
 
 
 class Evaluator:
   """`submit(env_steps, wall_time_s, params)` queues an evaluation; `results` collects them.
   `submit_video(env_steps, params)` queues a recorded episode; `videos` collects them. Both go to
-  `tracker` (`hts_jax.runtime.tracking`) where one is given."""
+  `tracker` (`hts_jax.runtime.tracking`) where one is given. An episode still running after
+  `max_steps` steps (0: MAX_EPISODE_STEPS) is cut: its return so far counts, the result has
+  `"cut"`, and one line says so; an evaluation that takes long prints progress every PROGRESS_S."""
 
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
                seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None,
-               num_agents: int = 1, sharding=None, tracker=None, video_dir: Optional[str] = None):
+               num_agents: int = 1, sharding=None, tracker=None, video_dir: Optional[str] = None,
+               max_steps: int = 0):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
+    self.max_steps = min(max_steps, MAX_EPISODE_STEPS) if max_steps > 0 else MAX_EPISODE_STEPS
+    self._cap = "--eval_max_steps" if 0 < max_steps <= MAX_EPISODE_STEPS else "the hard cap"
+    self.last_cut = 0  # episodes cut at max_steps in the latest evaluation of this thread's
     self.seed = seed
     self.num_agents = num_agents
     self.policy = make_policy_step(apply_fn, episodes * num_agents, greedy=greedy)
@@ -130,11 +139,16 @@ class Evaluator:
           return
 
   def _evaluate(self, env_steps: int, wall: float, params) -> None:
-    returns = self.evaluate(params)
+    label = f"evaluation at {env_steps:,} env steps"
+    returns = self.evaluate(params, label=label)
     if self._cancel.is_set():
       return  # abandoned part-way: not a result
     result = {"env_steps": int(env_steps), "wall_time_s": float(wall),
               "mean_return": float(np.mean(returns)), "returns": [float(r) for r in returns]}
+    if self.last_cut:
+      result["cut"] = self.last_cut
+      print(f"{label}: cut {self.last_cut} of {len(returns)} episodes at {self.max_steps:,} "
+            f"steps ({self._cap}; their returns so far are counted)", flush=True)
     self.results.append(result)
     if self.tracker is not None:
       self.tracker.scalars({"eval/mean_return": result["mean_return"],
@@ -151,13 +165,16 @@ class Evaluator:
             file=sys.stderr, flush=True)
     self.videos.append(entry)
 
-  def evaluate(self, params) -> List[float]:
+  def evaluate(self, params, label: Optional[str] = None) -> List[float]:
     """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`); returns the raw
-    episode returns the envs report (`info["episode_return"]`)."""
+    episode returns the envs report (`info["episode_return"]`; the return so far of an episode
+    cut at `max_steps`, counted in `last_cut`). With a `label`, a long evaluation prints progress
+    lines under it."""
     replicas = [envs.make_env(self.env_name, self.env_kwargs, train=False)
                 for _ in range(self.episodes)]
     try:
-      return self._play(params, replicas)
+      returns, self.last_cut = self._play(params, replicas, label=label)
+      return returns
     finally:
       for env in replicas:
         env.close()
@@ -165,27 +182,31 @@ class Evaluator:
   def record(self, params, env_steps: int) -> Dict[str, Any]:
     """Plays evaluation episode 0 on a recording env, its frames (after the reset and after every
     step, at most `video.MAX_FRAMES`) into `<video_dir>/eval-<env_steps>.mp4` (or `.gif`);
-    reports its file, frame count and return (None for an episode cut at MAX_FRAMES), and sends it
-    to the tracker."""
+    reports its file, frame count and return (None for an episode cut at MAX_FRAMES or at
+    max_steps), and sends it to the tracker."""
     env = video_lib.make_recording_env(self.env_name, self.env_kwargs)
     out = video_lib.VideoFile(os.path.join(self.video_dir, f"eval-{env_steps:012d}"),
                               video_lib.fps(self.env_name, env))
     try:
-      returns = self._play(params, [env], on_frame=out.add, max_frames=video_lib.MAX_FRAMES)
+      returns, cut = self._play(params, [env], on_frame=out.add,
+                                max_frames=video_lib.MAX_FRAMES)
     finally:
       env.close()
       recording = out.close()
     if self.tracker is not None and not self._cancel.is_set():
       self.tracker.video("eval/video", recording, env_steps)
-    cut = recording.frames >= video_lib.MAX_FRAMES  # the episode did not end: no return
+    cut = cut or recording.frames >= video_lib.MAX_FRAMES  # the episode did not end: no return
     return {"path": recording.path, "frames": recording.frames,
             "return": None if cut else returns[0]}
 
-  def _play(self, params, replicas, on_frame=None, max_frames: int = 0) -> List[float]:
+  def _play(self, params, replicas, on_frame=None, max_frames: int = 0,
+            label: Optional[str] = None) -> Tuple[List[float], int]:
     """Episodes on `replicas` (at most `episodes`; replica i reset with `eval_env_seed(seed, i)`,
-    its rows of the fixed-shape policy step those of evaluation episode i) in lockstep;
-    `on_frame(replica 0's render())` after the reset and every step of replica 0, which stops
-    after `max_frames` frames where that is > 0. Returns the raw episode returns."""
+    its rows of the fixed-shape policy step those of evaluation episode i) in lockstep, each for
+    at most `max_steps` steps; `on_frame(replica 0's render())` after the reset and every step of
+    replica 0, which stops after `max_frames` frames where that is > 0. Returns the raw episode
+    returns (of an episode cut at `max_steps`: its return so far) and how many were cut there.
+    With a `label`, prints `<label>: k/n episodes done, t steps, s s` every PROGRESS_S."""
     n, a = len(replicas), self.num_agents
     first = [env.reset(seed=seeding.eval_env_seed(self.seed, i))[0] for i, env in
              enumerate(replicas)]
@@ -200,9 +221,15 @@ class Evaluator:
     if on_frame is not None:
       on_frame(replicas[0].render())
       frames = 1
-    for t in range(MAX_EPISODE_STEPS):
+    start = next_line = time.monotonic()
+    next_line += PROGRESS_S
+    for t in range(self.max_steps):
       if self._cancel.is_set():
         break
+      if label is not None and time.monotonic() >= next_line:
+        next_line += PROGRESS_S
+        print(f"{label}: {n - int(running.sum())}/{n} episodes done, {t:,} steps, "
+              f"{time.monotonic() - start:.0f} s", flush=True)
       actions = self.policy.run_actions(params, obs, seeding.row_seeds(streams, np.full(rows, t)))
       for i in np.flatnonzero(running):
         act = actions[i * a:(i + 1) * a]
@@ -220,4 +247,7 @@ class Evaluator:
             running[0] = False  # cut: its return so far is not reported
       if not running.any():
         break
-    return returns.tolist()
+    cut = np.flatnonzero(running) if not self._cancel.is_set() else []
+    for i in cut:
+      returns[i] = replicas[i].get_wrapper_attr("return_so_far")
+    return returns.tolist(), len(cut)
