@@ -31,7 +31,7 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import cli
+from hts_jax.cli import common as cli
 
 METHODS = ("sync", "sync_alt", "allreduce", "gala", "hts")
 flags.DEFINE_list("methods", list(METHODS), "Which methods to run.")

@@ -22,7 +22,7 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import cli
+from hts_jax.cli import common as cli
 
 flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
 flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")

@@ -32,7 +32,7 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import cli
+from hts_jax.cli import common as cli
 
 flags.DEFINE_bool("quick", False, "Reduced grid (about 1.5 minutes).")
 flags.DEFINE_string("out", "runs/bench_speedup", "Where the PNGs (and rows.json) go.")

@@ -12,7 +12,7 @@ directory without one (an interrupted run) is deleted and run again from the sta
 time must come from one uninterrupted sitting. Runs go one at a time (the wall-time metrics need
 a machine nothing else loads).
 
-Methods, each from its preset (`experiments/presets.py`, every value cited there):
+Methods, each from its preset (`hts_jax/presets.py`, every value cited there):
   hts_ppo   `gfootball_ppo`                 HTS-PPO (Table A6 + the released 3-vs-1 script)
   sync_ppo  `gfootball_ppo --mode=sync`     synchronous PPO: the same hyperparameters
   impala    `gfootball_impala`              IMPALA (Table A6's column, TorchBeast where silent)
@@ -52,7 +52,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app
 from absl import flags
 
-from experiments import cli
+from hts_jax.cli import common as cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -15,7 +15,7 @@ import os
 from absl import app
 from absl import flags
 
-from experiments import cli
+from hts_jax.cli import common as cli
 
 flags.DEFINE_integer("n", 16, "Number of envs.")
 flags.DEFINE_integer("alpha", 4, "Synchronization interval (steps per env between barriers).")

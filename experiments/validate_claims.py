@@ -26,7 +26,7 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import cli
+from hts_jax.cli import common as cli
 
 flags.DEFINE_bool("quick", False, "Reduced settings (about a minute).")
 flags.DEFINE_string("out", "runs/validate_claims", "Where fig3c_measured.png and rows go.")

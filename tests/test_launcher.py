@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from experiments.presets import PRESETS
+from hts_jax.presets import PRESETS
 from hts_jax import config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,7 +71,8 @@ def test_every_config_field_is_a_flag_with_its_default_and_docstring():
   """The flags are generated from RunConfig's and LearnerConfig's fields; train.RENAMED and
   train.SKIPPED list the exceptions."""
   from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
-  from experiments import cli, train  # pylint: disable=import-outside-toplevel
+  from experiments import train  # pylint: disable=import-outside-toplevel
+  from hts_jax.cli import common as cli  # pylint: disable=import-outside-toplevel
   for cls in (config.RunConfig, config.LearnerConfig):
     docs = cli.field_docs(cls)
     for field in dataclasses.fields(cls):

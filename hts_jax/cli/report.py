@@ -1,0 +1,150 @@
+r"""Paper-style tables and learning curves from finished runs.
+
+  hts-report runs/a2c_s0 runs/a2c_s1 runs/hts_s0 runs/hts_s1 \
+      --targets=CartPole-v1=475 --time_limit=60 --out=runs/report
+
+Runs that differ only in their seed are one group; each group is one method column, each env one
+row (as the paper's Tables 1, 2 and A7-A10). Three tables: the final metric (last 10 evaluated
+policies x their evaluation episodes), the final time metric (the same within --time_limit seconds
+of wall time), the required time metric (seconds until the evaluation return first reaches the
+env's target); each cell is the mean over seeds with its 95% bootstrap interval (10,000 resamples).
+Also draws return vs env steps and return vs wall time (paper Fig. 5) and a throughput bar chart
+(SPS per method) into --out, and writes report.json there. It reads summary.json (and nothing
+TensorBoard wrote). `--json` prints that JSON instead of the tables.
+"""
+
+import json
+import math
+import os
+from typing import Any, Dict, List
+
+from absl import app
+from absl import flags
+
+from hts_jax.cli import common as cli
+
+flags.DEFINE_list("targets", [], "ENV=RETURN pairs for the required time metric; ENV may be '*'.")
+flags.DEFINE_float("time_limit", None, "Wall-time limit (s) for the final time metric.")
+flags.DEFINE_integer("last", 10, "Evaluated policies in the final metric.")
+flags.DEFINE_integer("window", 10, "Required time metric: evaluations in the running average "
+                     "compared with the target (the paper: the 10 most recent, 100 episodes).")
+flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")
+flags.DEFINE_integer("seed", 0, "Bootstrap seed.")
+flags.DEFINE_string("out", None, "Directory for the PNGs and report.json (none: no files).")
+flags.DEFINE_bool("json", False, "Print JSON instead of tables.")
+FLAGS = flags.FLAGS
+
+
+def _targets(pairs: List[str]) -> Dict[str, float]:
+  out = {}
+  for p in pairs:
+    env, sep, value = p.rpartition("=")
+    try:
+      if not sep or not env:
+        raise ValueError
+      out[env] = float(value)
+    except ValueError:
+      cli.fail(f"--targets: expected ENV=RETURN, got {p!r}")
+  return out
+
+
+def _cell(ci: Any, fmt: str = "{:.1f}") -> str:
+  if not ci:
+    return "-"
+  if not math.isfinite(ci["mean"]):
+    return f"not reached (0/{ci.get('runs', '?')})"
+  s = f"{fmt.format(ci['mean'])} [{fmt.format(ci['lo'])}, {fmt.format(ci['hi'])}]"
+  if "reached" in ci and ci["reached"] < ci["runs"]:
+    s += f" ({ci['reached']}/{ci['runs']} reached)"
+  return s
+
+
+def _env_label(env: str, rows: List[Dict[str, Any]], key: str) -> str:
+  targets = {r["target"] for r in rows if r["env"] == env and "target" in r}
+  return f"{env} (target {min(targets):g})" if key == "required_time" and targets else env
+
+
+def _json_safe(x):
+  """inf/nan (a target never reached) become null: strict JSON."""
+  if isinstance(x, float) and not math.isfinite(x):
+    return None
+  if isinstance(x, dict):
+    return {k: _json_safe(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [_json_safe(v) for v in x]
+  return x
+
+
+def format_tables(rows: List[Dict[str, Any]]) -> str:
+  """Env rows x method columns, one table per metric present."""
+  methods = list(dict.fromkeys(r["method"] for r in rows))
+  envs = list(dict.fromkeys(r["env"] for r in rows))
+  by = {(r["env"], r["method"]): r for r in rows}
+  specs = [("final", "Final metric (mean eval return, last policies)", "{:.1f}")]
+  if any("final_time" in r for r in rows):
+    specs.append(("final_time", f"Final time metric (within {rows[0].get('time_limit_s')} s)",
+                  "{:.1f}"))
+  if any("required_time" in r for r in rows):
+    specs.append(("required_time", "Required time metric (s to reach the target)", "{:.1f}"))
+  specs.append(("sps", "Throughput (env steps / s, mean over seeds)", None))
+  out = []
+  for key, title, fmt in specs:
+    header = ["env"] + methods
+    lines = [header]
+    for env in envs:
+      line = [_env_label(env, rows, key)]
+      for m in methods:
+        r = by.get((env, m))
+        if r is None:
+          line.append("")
+        elif fmt is None:
+          line.append(f"{r[key]:,.0f}")
+        else:
+          line.append(_cell(r.get(key), fmt))
+      lines.append(line)
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(header))]
+    out.append(title if fmt is None else f"{title}; per cell: mean over seeds [95% bootstrap CI]")
+    for i, l in enumerate(lines):
+      out.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)).rstrip())
+      if i == 0:
+        out.append("  ".join("-" * w for w in widths))
+    out.append("")
+  return "\n".join(out)
+
+
+def main(argv):
+  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
+  dirs = argv[1:]
+  if not dirs:
+    cli.fail("give one or more run directories (each with a summary.json)")
+  targets = _targets(FLAGS.targets)
+  try:
+    runs = [metrics.load_run(d) for d in dirs]
+    rows = metrics.summarize(metrics.group_runs(runs), last=FLAGS.last,
+                             time_limit_s=FLAGS.time_limit, targets=targets or None,
+                             window=FLAGS.window, resamples=FLAGS.resamples, seed=FLAGS.seed)
+  except (metrics.RunDirError, ValueError) as e:
+    cli.fail(str(e))
+  report = {"rows": rows, "runs": dirs}
+  if FLAGS.out:
+    from hts_jax.analysis import plots  # pylint: disable=import-outside-toplevel
+    groups = metrics.group_runs(runs)
+    report["plots"] = plots.learning_curves(FLAGS.out, groups) + [
+        plots.throughput(FLAGS.out, groups)]
+    with open(os.path.join(FLAGS.out, "report.json"), "w") as f:
+      json.dump(_json_safe(report), f, indent=1)
+  if FLAGS.json:
+    print(json.dumps(_json_safe(report)))
+  else:
+    print(format_tables(rows), end="")
+    for p in report.get("plots", []):
+      print(f"wrote {p}")
+
+
+def run():
+  """The `hts-report` console command."""
+  app.run(main, flags_parser=cli.parse_flags)
+
+
+if __name__ == "__main__":
+  run()
