@@ -22,11 +22,14 @@ import sys
 from absl import app
 from absl import flags
 
+from experiments import provenance
 from hts_jax.cli import common as cli
 
 flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
 flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")
 flags.DEFINE_float("steps_scale", 1.0, "Scales every run's env steps.")
+flags.DEFINE_string("save", None, "Also write the JSON with its provenance (date, machine, commit, "
+                    "command) here: results/benchmarks/sampler.json is what README shows.")
 FLAGS = flags.FLAGS
 
 CASES = {
@@ -50,7 +53,11 @@ def _row(s):
 
 
 def main(argv):
-  del argv
+  if len(argv) > 1:
+    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+  unknown = sorted(set(FLAGS.cases) - set(CASES))
+  if unknown:
+    cli.fail(f"--cases: unknown case(s) {unknown}; choose from {sorted(CASES)}")
   rows = []
   for name in FLAGS.cases:
     case = dict(CASES[name])
@@ -68,9 +75,12 @@ def main(argv):
     row["hts_over_sync"] = round(row["sps_hts"] / row["sps_sync"], 3)
     rows.append(row)
     print(json.dumps(row), file=sys.stderr, flush=True)
-  print(json.dumps({"cpu_count": os.cpu_count(), "repeats": FLAGS.repeats, "rows": rows},
-                   indent=1))
+  out = {"cpu_count": os.cpu_count(), "repeats": FLAGS.repeats, "rows": rows}
+  if FLAGS.save:
+    provenance.save(FLAGS.save, dict(out, benchmark="sampler",
+                                     cases={name: CASES[name] for name in FLAGS.cases}))
+  print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

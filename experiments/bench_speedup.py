@@ -32,6 +32,7 @@ import sys
 from absl import app
 from absl import flags
 
+from experiments import provenance
 from hts_jax.cli import common as cli
 
 flags.DEFINE_bool("quick", False, "Reduced grid (about 1.5 minutes).")
@@ -46,6 +47,8 @@ flags.DEFINE_list("exp_means", ["0.5e-3", "1e-3", "2e-3", "4e-3", "8e-3", "16e-3
 flags.DEFINE_list("envs", ["1", "2", "4", "8", "16", "32"], "Envs grid (at the highest variance).")
 flags.DEFINE_list("grids", ["variance", "exponential", "envs"], "Which grids to run.")
 flags.DEFINE_integer("repeats", 1, "Runs per mode and setting (interleaved); SPS is their median.")
+flags.DEFINE_string("save", None, "Also write the JSON with its provenance (date, machine, commit, "
+                    "command) here: results/benchmarks/speedup.json is what README shows.")
 FLAGS = flags.FLAGS
 
 _SYNC_ALPHA = 5
@@ -167,7 +170,15 @@ def main(argv):
   os.makedirs(FLAGS.out, exist_ok=True)
   with open(os.path.join(FLAGS.out, "rows.json"), "w") as f:
     json.dump(rows, f, indent=1)
-  print(json.dumps({"rows": rows, "plots": _plot(rows, FLAGS.out)}, indent=1))
+  out = {"rows": rows, "plots": _plot(rows, FLAGS.out)}
+  if FLAGS.save:
+    provenance.save(FLAGS.save, {
+        "benchmark": "speedup", "rows": rows,
+        "settings": {"env": "vstep", "algo": "a2c", "unroll_length": 5,
+                     "hts_alpha": FLAGS.hts_alpha, "sync_alpha": _SYNC_ALPHA,
+                     "seconds": FLAGS.seconds, "repeats": FLAGS.repeats,
+                     "executors": "one per env", "hts_actors": 1}})
+  print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

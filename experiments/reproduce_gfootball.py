@@ -42,7 +42,6 @@ import datetime
 import json
 import math
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import app
 from absl import flags
 
+from experiments import provenance
 from hts_jax.cli import common as cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -374,28 +374,6 @@ def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
   return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
 
 
-def _machine() -> Dict[str, Any]:
-  cpu = ""
-  try:
-    with open("/proc/cpuinfo") as f:
-      cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-  except OSError:
-    pass
-  return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
-          "python": platform.python_version()}
-
-
-def _commit() -> str:
-  try:
-    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "hts_jax", "experiments"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    return out + ("+dirty" if dirty else "")
-  except (OSError, subprocess.CalledProcessError):
-    return "unknown"
-
-
 def identity_report(results: str) -> Optional[Dict[str, Any]]:
   root = os.path.join(results, "actor_counts")
   if not os.path.isdir(root):
@@ -426,7 +404,8 @@ def _sha(obj) -> str:
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
   runs = load_runs(results)
   return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
-          "date": datetime.date.today().isoformat(), "commit": _commit(), "machine": _machine(),
+          "date": datetime.date.today().isoformat(), "commit": provenance.commit(),
+          "machine": provenance.machine(),
           "settings": settings, "targets": list(TARGETS), "paper": PAPER,
           "summary": summarize(runs, resamples), "identity": identity_report(results),
           "runs": runs}
@@ -594,10 +573,11 @@ def plot_curves(report: Dict[str, Any], out_dir: str, resamples: int = 2_000) ->
 
 def write_report(results: str, resamples: int, settings: Dict[str, Any],
                  readme: Optional[str]) -> Dict[str, Any]:
+  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   report = build_report(results, resamples, settings)
   os.makedirs(results, exist_ok=True)
   with open(os.path.join(results, "results.json"), "w") as f:
-    json.dump(_json_safe(report), f, indent=1)
+    json.dump(metrics.json_safe(report), f, indent=1)
     f.write("\n")
   with open(os.path.join(results, "results.json")) as f:  # render what was written
     report = json.load(f)
@@ -608,16 +588,6 @@ def write_report(results: str, resamples: int, settings: Dict[str, Any],
   if readme and not update_readme(readme, markdown):
     print(f"warning: {readme} has no {README_BEGIN!r} block; not updated", file=sys.stderr)
   return report
-
-
-def _json_safe(x):
-  if isinstance(x, float) and not math.isfinite(x):
-    return None
-  if isinstance(x, dict):
-    return {k: _json_safe(v) for k, v in x.items()}
-  if isinstance(x, (list, tuple)):
-    return [_json_safe(v) for v in x]
-  return x
 
 
 def main(argv):

@@ -191,3 +191,14 @@ def summarize(groups: Dict[Tuple, List[Run]], *, last: int = 10,
     row["sps"] = float(np.mean([r.summary.get("sps", float("nan")) for r in runs]))
     rows.append(row)
   return rows
+
+
+def json_safe(x):
+  """inf/nan (a target never reached) become null: strict JSON for the reports."""
+  if isinstance(x, float) and not math.isfinite(x):
+    return None
+  if isinstance(x, dict):
+    return {k: json_safe(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [json_safe(v) for v in x]
+  return x

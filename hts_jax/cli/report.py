@@ -64,17 +64,6 @@ def _env_label(env: str, rows: List[Dict[str, Any]], key: str) -> str:
   return f"{env} (target {min(targets):g})" if key == "required_time" and targets else env
 
 
-def _json_safe(x):
-  """inf/nan (a target never reached) become null: strict JSON."""
-  if isinstance(x, float) and not math.isfinite(x):
-    return None
-  if isinstance(x, dict):
-    return {k: _json_safe(v) for k, v in x.items()}
-  if isinstance(x, (list, tuple)):
-    return [_json_safe(v) for v in x]
-  return x
-
-
 def format_tables(rows: List[Dict[str, Any]]) -> str:
   """Env rows x method columns, one table per metric present."""
   methods = list(dict.fromkeys(r["method"] for r in rows))
@@ -132,9 +121,9 @@ def main(argv):
     report["plots"] = plots.learning_curves(FLAGS.out, groups) + [
         plots.throughput(FLAGS.out, groups)]
     with open(os.path.join(FLAGS.out, "report.json"), "w") as f:
-      json.dump(_json_safe(report), f, indent=1)
+      json.dump(metrics.json_safe(report), f, indent=1)
   if FLAGS.json:
-    print(json.dumps(_json_safe(report)))
+    print(json.dumps(metrics.json_safe(report)))
   else:
     print(format_tables(rows), end="")
     for p in report.get("plots", []):

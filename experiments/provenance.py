@@ -1,0 +1,53 @@
+"""Where a committed result came from: the date, the machine, the commit and the command. Every
+JSON under `results/` carries these (the README's figures are rendered from such JSON only)."""
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def machine() -> Dict[str, Any]:
+  cpu = ""
+  try:
+    with open("/proc/cpuinfo") as f:
+      cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+  except OSError:
+    pass
+  return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
+          "python": platform.python_version()}
+
+
+def commit() -> str:
+  """HEAD's hash, `+dirty` when the code (hts_jax, experiments) has uncommitted changes."""
+  try:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "hts_jax", "experiments"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    return out + ("+dirty" if dirty else "")
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+
+
+def stamp(argv: Optional[List[str]] = None) -> Dict[str, Any]:
+  """The provenance fields: date, commit, machine and the command (`python -m <module> <args>`)."""
+  argv = sys.argv if argv is None else argv
+  module = os.path.relpath(os.path.abspath(argv[0]), ROOT)[:-len(".py")].replace(os.sep, ".")
+  return {"date": datetime.date.today().isoformat(), "commit": commit(), "machine": machine(),
+          "command": " ".join(["python", "-m", module, *argv[1:]])}
+
+
+def save(path: str, payload: Dict[str, Any]) -> Dict[str, Any]:
+  """Writes `payload` with the provenance fields to `path` (JSON); returns what it wrote."""
+  out = dict(stamp(), **payload)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, "w") as f:
+    json.dump(out, f, indent=1)
+    f.write("\n")
+  return out

@@ -1,0 +1,154 @@
+r"""Renders the committed benchmark JSON into README.md's benchmark block (between its
+`benchmark-results` markers) and into results/benchmarks/tables.md: the figures README shows are
+never typed by hand. The JSON comes from the benchmark scripts' `--save`:
+
+  python -m experiments.bench_speedup --grids=variance --repeats=3 \
+      --save=results/benchmarks/speedup.json
+  python -m experiments.bench_sampler --save=results/benchmarks/sampler.json
+  python -m experiments.render_results            # rewrite the block and tables.md
+  python -m experiments.render_results --check    # exit 1 when they are out of date
+
+(The GFootball learning results have their own block, written by
+`experiments/reproduce_gfootball.py`.) tests/test_render_results.py fails when a rendered table is
+out of date with its JSON.
+"""
+
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+from absl import app
+from absl import flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "results", "benchmarks")
+BEGIN = "<!-- benchmark-results:begin (experiments/render_results.py writes this) -->"
+END = "<!-- benchmark-results:end -->"
+SOURCES = ("speedup.json", "sampler.json")  # in the order they are shown
+
+SAMPLER_CASES = {
+    "cartpole16": "CartPole, MLP, 16 envs, 2 executors, alpha 128",
+    "cartpole64": "CartPole, MLP, 64 envs, 2 executors, alpha 128",
+    "atari16": "Breakout, Nature CNN, 16 envs, 4 executors, actor batch 4, alpha 5",
+}
+
+
+def _load(name: str, results: str) -> Optional[Dict[str, Any]]:
+  path = os.path.join(results, name)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def _source(data: Dict[str, Any], name: str) -> str:
+  m = data["machine"]
+  commit = data["commit"][:12] + ("+dirty" if data["commit"].endswith("+dirty") else "")
+  return (f"`results/benchmarks/{name}`, {data['date']}, commit {commit}, {m['cores']} cores "
+          f"({m['cpu'] or m['platform']}); `{data['command']}`")
+
+
+def _int(x: float) -> str:
+  return f"{x:,.0f}"
+
+
+def render_speedup(data: Dict[str, Any]) -> str:
+  rows = sorted((r for r in data["rows"] if r["grid"] == "variance"),
+                key=lambda r: r["var_over_mean2"])
+  s = data["settings"]
+  mean_ms = rows[0]["step_time_mean_s"] * 1e3 if rows else 0
+  lines = [
+      f"**HTS vs synchronous A2C as env step times vary** (the paper's Fig. 3 and Claim 1: "
+      f"`vstep` env, {rows[0]['num_envs'] if rows else '?'} envs with one executor each, "
+      f"mean step {mean_ms:g} ms, gamma-distributed (exponential at var/mean² = 1); HTS syncs "
+      f"every {s['hts_alpha']} steps, sync every step; median of {s['repeats']} interleaved "
+      f"runs; the prediction is Eq. 7's, rollout only). Source: {_source(data, 'speedup.json')}.",
+      "",
+      "| step-time var / mean² | HTS SPS | sync SPS | HTS / sync | Eq. 7 prediction |",
+      "|---|---|---|---|---|",
+  ]
+  for r in rows:
+    lines.append(f"| {r['var_over_mean2']:g} | {_int(r['sps_hts'])} | {_int(r['sps_sync'])} | "
+                 f"{r['speedup']:.2f}x | {r['predicted_speedup']:.2f}x |")
+  return "\n".join(lines) + "\n"
+
+
+def render_sampler(data: Dict[str, Any]) -> str:
+  lines = [
+      f"**The rollout hot path, HTS vs sync on the same envs** (A2C, only `--mode` differs; "
+      f"median of {data['repeats']} interleaved runs per mode; idle shares of the HTS run; on 2 "
+      f"CPU cores executors, actors and learner share the cores, so there is little idle "
+      f"capacity for HTS to reclaim). Source: {_source(data, 'sampler.json')}.",
+      "",
+      "| case | HTS SPS | sync SPS | HTS / sync | ready envs per actor call | learner idle (HTS) |",
+      "|---|---|---|---|---|---|",
+  ]
+  for r in data["rows"]:
+    hts = r["hts"]
+    learner_idle = hts["idle_s"].get("learner", 0.0) / max(hts["wall_time_s"], 1e-9)
+    lines.append(
+        f"| {SAMPLER_CASES.get(r['case'], r['case'])} | {_int(r['sps_hts'])} | "
+        f"{_int(r['sps_sync'])} | {r['hts_over_sync']:.2f}x | "
+        f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f} | {learner_idle:.0%} |")
+  return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"speedup.json": render_speedup, "sampler.json": render_sampler}
+
+
+def render_markdown(results: str = RESULTS) -> str:
+  parts: List[str] = []
+  for name in SOURCES:
+    data = _load(name, results)
+    if data is not None:
+      parts.append(RENDERERS[name](data))
+  if not parts:
+    return "No benchmark JSON committed yet (see `experiments/render_results.py`).\n"
+  return "\n".join(parts)
+
+
+def block(markdown: str) -> str:
+  return f"{BEGIN}\n{markdown}{END}"
+
+
+def replace_block(text: str, markdown: str) -> Optional[str]:
+  """`text` with its block between the markers replaced; None when the markers are missing."""
+  start, end = text.find(BEGIN), text.find(END)
+  if start < 0 or end < start:
+    return None
+  return text[:start] + block(markdown) + text[end + len(END):]
+
+
+def main(argv):
+  if len(argv) > 1:
+    print(f"error: unexpected arguments: {' '.join(argv[1:])}", file=sys.stderr)
+    sys.exit(2)
+  markdown = render_markdown()
+  readme_path, tables_path = os.path.join(ROOT, "README.md"), os.path.join(RESULTS, "tables.md")
+  with open(readme_path) as f:
+    readme = f.read()
+  new_readme = replace_block(readme, markdown)
+  if new_readme is None:
+    print(f"error: README.md has no {BEGIN!r} ... {END!r} block", file=sys.stderr)
+    sys.exit(2)
+  old_tables = open(tables_path).read() if os.path.exists(tables_path) else None
+  if flags.FLAGS.check:
+    stale = [p for p, old, new in ((readme_path, readme, new_readme),
+                                   (tables_path, old_tables, markdown)) if old != new]
+    if stale:
+      print(f"error: out of date with results/benchmarks/*.json: {', '.join(stale)} (run "
+            "python -m experiments.render_results)", file=sys.stderr)
+      sys.exit(1)
+    return
+  with open(readme_path, "w") as f:
+    f.write(new_readme)
+  os.makedirs(RESULTS, exist_ok=True)
+  with open(tables_path, "w") as f:
+    f.write(markdown)
+  print(f"wrote README.md's benchmark block and {os.path.relpath(tables_path, ROOT)}")
+
+
+if __name__ == "__main__":
+  flags.DEFINE_bool("check", False, "Only check that README.md and tables.md are up to date.")
+  app.run(main)
