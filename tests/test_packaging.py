@@ -85,11 +85,11 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
 
-  def run(*cmd, timeout=600):
+  def run(*cmd, code=0):
     proc = subprocess.run(list(cmd), cwd=elsewhere, capture_output=True, text=True,
-                          timeout=timeout, env=env)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return proc.stdout
+                          timeout=600, env=env)
+    assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout + proc.stderr
 
   where = run(py, "-c", "import hts_jax; print(hts_jax.__file__)").strip()
   assert where.startswith(new_site), where  # the installed copy, not the clone
@@ -102,4 +102,5 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
   assert "done: " in out and os.path.exists(elsewhere / "breakout" / "summary.json")
   out = run("hts-report", str(elsewhere / "cartpole"))
   assert "CartPole-v1" in out
-  assert "num_processes" in run("hts-launch", "--helpshort")
+  assert "Processes to start on this machine" in run("hts-launch", "--helpshort", code=1)  # absl's
+  assert "error: num_processes must be >= 1" in run("hts-launch", "--num_processes=0", code=2)
