@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 LOGDIR ?= runs/quickstart
 
-.PHONY: setup train test test-fast
+.PHONY: setup train test test-fast docs
 setup:
 	bash .ci/setup.sh
 
@@ -14,3 +14,7 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest tests -q -ra -m "not slow"
+
+# The documentation site (docs/, mkdocs.yml) into build/site; tests/test_docs.py builds it too.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
