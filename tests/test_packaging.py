@@ -58,6 +58,17 @@ def test_console_commands_and_the_clone_shims_are_one_program():
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+@pytest.mark.parametrize("module,flag,usage", [
+    ("train", "--preset", "Train with HTS-RL."), ("launch", "--num_processes", "Starts a multi-process"),
+    ("report", "--targets", "Paper-style tables")])
+def test_helpshort_lists_the_commands_flags_under_its_usage(module, flag, usage):
+  """absl lists the key flags of the file in sys.argv[0]: the shim's and the console script's
+  must be the command module's (`common.run_main`)."""
+  proc = subprocess.run([sys.executable, "-m", f"experiments.{module}", "--helpshort"], cwd=ROOT,
+                        capture_output=True, text=True, timeout=300)
+  assert flag in proc.stdout and proc.stdout.lstrip().startswith(usage), proc.stdout[:500]
+
+
 @pytest.mark.slow
 def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path):
   """`pip install ".[atari]"` (not editable) into a new virtualenv, then a short CartPole and
@@ -102,5 +113,5 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
   assert "done: " in out and os.path.exists(elsewhere / "breakout" / "summary.json")
   out = run("hts-report", str(elsewhere / "cartpole"))
   assert "CartPole-v1" in out
-  assert "Processes to start on this machine" in run("hts-launch", "--helpshort", code=1)  # absl's
+  assert "Processes to start on this machine" in run("hts-launch", "--helpshort", code=1)
   assert "error: num_processes must be >= 1" in run("hts-launch", "--num_processes=0", code=2)

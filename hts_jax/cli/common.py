@@ -38,6 +38,18 @@ def parse_flags(argv):
     fail(str(e).splitlines()[0], 2)
 
 
+def run_main(main, module_name: str) -> None:
+  """Runs `main` as the program (absl's app.run, flag errors as one line). The flags of
+  `module_name` are made the program's key flags, so that `--helpshort` lists them when the
+  program is a console script or a `python -m experiments.<name>` shim (absl lists those of the
+  file in sys.argv[0]), and its docstring is the usage text `--help` prints."""
+  from absl import app  # pylint: disable=import-outside-toplevel
+  sys.modules["__main__"].__doc__ = sys.modules[module_name].__doc__
+  for flag in flags.FLAGS.get_key_flags_for_module(module_name):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  app.run(main, flags_parser=parse_flags)
+
+
 def field_docs(cls) -> typing.Dict[str, str]:
   """A dataclass's field docstrings (the string literal under a field, as Sphinx and tyro read
   them) by field name, white space folded."""

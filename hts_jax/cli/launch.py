@@ -28,7 +28,6 @@ import tempfile
 import time
 from typing import List
 
-from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
@@ -166,7 +165,7 @@ def main(argv):
 
 def run():
   """The `hts-launch` console command."""
-  app.run(main, flags_parser=cli.parse_flags)
+  cli.run_main(main, __name__)
 
 
 if __name__ == "__main__":

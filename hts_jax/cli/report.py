@@ -18,7 +18,6 @@ import math
 import os
 from typing import Any, Dict, List
 
-from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
@@ -132,7 +131,7 @@ def main(argv):
 
 def run():
   """The `hts-report` console command."""
-  app.run(main, flags_parser=cli.parse_flags)
+  cli.run_main(main, __name__)
 
 
 if __name__ == "__main__":

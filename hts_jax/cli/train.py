@@ -11,7 +11,6 @@ Bad flag values fail before anything is spawned, with a one-line reason and exit
 
 import dataclasses
 
-from absl import app
 from absl import flags
 from absl import logging
 
@@ -96,7 +95,7 @@ def main(argv):
 
 def run():
   """The `hts-train` console command."""
-  app.run(main, flags_parser=cli.parse_flags)
+  cli.run_main(main, __name__)
 
 
 if __name__ == "__main__":
