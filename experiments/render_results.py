@@ -79,18 +79,21 @@ def render_sampler(data: Dict[str, Any]) -> str:
       f"**The rollout hot path, HTS vs sync on the same envs** (A2C, only `--mode` differs; "
       f"median of {data['repeats']} interleaved runs per mode; idle shares of the HTS run; on 2 "
       f"CPU cores executors, actors and learner share the cores, so there is little idle "
-      f"capacity for HTS to reclaim). Source: {_source(data, 'sampler.json')}.",
+      f"capacity for HTS to reclaim, and a learner that runs beside the executors (HTS) takes "
+      f"longer than one that runs alone (sync): the last column, the same updates in both). Source: {_source(data, 'sampler.json')}.",
       "",
-      "| case | HTS SPS | sync SPS | HTS / sync | ready envs per actor call | learner idle (HTS) |",
-      "|---|---|---|---|---|---|",
+      "| case | HTS SPS | sync SPS | HTS / sync | ready envs per actor call | learner idle (HTS) "
+      "| learner busy s, HTS / sync |",
+      "|---|---|---|---|---|---|---|",
   ]
   for r in data["rows"]:
-    hts = r["hts"]
+    hts, sync = r["hts"], r["sync"]
     learner_idle = hts["idle_s"].get("learner", 0.0) / max(hts["wall_time_s"], 1e-9)
     lines.append(
         f"| {SAMPLER_CASES.get(r['case'], r['case'])} | {_int(r['sps_hts'])} | "
         f"{_int(r['sps_sync'])} | {r['hts_over_sync']:.2f}x | "
-        f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f} | {learner_idle:.0%} |")
+        f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f} | {learner_idle:.0%} | "
+        f"{hts['learn_s']:.1f} / {sync['learn_s']:.1f} |")
   return "\n".join(lines) + "\n"
 
 
