@@ -282,9 +282,9 @@ def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_pa
   plain = modes.run(RunConfig(logdir=str(tmp_path / "plain"), **cfg))
   original = evaluation.Evaluator.evaluate
 
-  def slow(self, params):
+  def slow(self, params, **kw):
     time.sleep(0.4)
-    return original(self, params)
+    return original(self, params, **kw)
 
   monkeypatch.setattr(evaluation.Evaluator, "evaluate", slow)
   s = modes.run(RunConfig(logdir=str(tmp_path / "slow"), **cfg))
