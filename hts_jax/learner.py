@@ -29,7 +29,7 @@ advantage statistics are averaged so that the result is the global batch's) and 
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, NamedTuple, Optional, Sequence, Tuple
 
 import chex
 import flax.struct
@@ -254,20 +254,32 @@ def minibatch_steps(key: chex.PRNGKey, config: LearnerConfig, t_len: int, num_en
   return jnp.concatenate(out)
 
 
+class PPOBatch(NamedTuple):
+  """PPO's per-transition inputs (a minibatch: `[T / m, B]` of each), computed once at `start`."""
+  obs: jax.Array
+  actions: jax.Array
+  old_log_probs: jax.Array
+  old_values: jax.Array
+  advantages: jax.Array
+  returns: jax.Array
+  weights: jax.Array      # importance weights (1 unless --correction=truncated_is)
+  valid: jax.Array        # 0 where a transition is padding (envpool's reset step)
+
+
 def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
                      optimizer: optax.GradientTransformation, axis_name: Optional[str] = None,
                      unroll: bool = True):
   """PPO's algorithm update: epochs x minibatches clipped-surrogate steps from `start`, GAE
   computed once at `start` (Schulman et al. 2017; Kostrikov's PPO)."""
 
-  def loss_fn(params, batch):
-    obs, actions, old_logp, old_values, adv, ret, w, valid = batch
-    logits, values = _apply_tb(apply_fn, params, obs)
+  def loss_fn(params, batch: PPOBatch):
+    logits, values = _apply_tb(apply_fn, params, batch.obs)
     loss, metrics = losses.ppo_loss(
-        logits, values, actions, old_logp, old_values, adv, ret, config.clip_eps,
-        config.value_coef, config.entropy_coef, clip_value_loss=config.clip_value_loss,
-        weights=w, mask=valid, reduction=config.loss_reduction)
-    return _shard_weighted(loss, metrics, valid, config.loss_reduction, axis_name)
+        logits, values, batch.actions, batch.old_log_probs, batch.old_values, batch.advantages,
+        batch.returns, config.clip_eps, config.value_coef, config.entropy_coef,
+        clip_value_loss=config.clip_value_loss, weights=batch.weights, mask=batch.valid,
+        reduction=config.loss_reduction)
+    return _shard_weighted(loss, metrics, batch.valid, config.loss_reduction, axis_name)
 
   def update(start, opt_state, segment: Segment, weights, key):
     t_len, b = segment.actions.shape
@@ -284,8 +296,8 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
       mean = _psum(jnp.sum(advantages * valid), axis_name) / count
       var = _psum(jnp.sum(jnp.square(advantages - mean) * valid), axis_name) / count
       advantages = (advantages - mean) / (jnp.sqrt(var) + 1e-5)
-    per_step = (segment.obs[:-1], segment.actions, old_logp, values[:-1], advantages, returns,
-                weights, valid)
+    per_step = PPOBatch(segment.obs[:-1], segment.actions, old_logp, values[:-1], advantages,
+                        returns, weights, valid)
     offset = 0 if axis_name is None else jax.lax.axis_index(axis_name) * b
     steps = minibatch_steps(key, config, t_len, b, offset)
     cols = jnp.arange(b)[None, :]

@@ -51,3 +51,9 @@ def envpool_base_seed(seed: int) -> int:
 def row_seeds(streams: np.ndarray, steps: np.ndarray) -> np.ndarray:
   """`[N, 2]` uint32 rows `(stream, step)` for the policy step."""
   return np.stack([np.asarray(streams, np.uint32), np.asarray(steps, np.uint32)], axis=-1)
+
+
+def global_step(segment: int, alpha: int, t: int) -> int:
+  """An env's global step at step `t` of segment `segment` (segments of `alpha` steps): the second
+  word of its action seed, so an action depends on where the env is, not on who computed it."""
+  return segment * alpha + t

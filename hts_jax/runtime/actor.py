@@ -14,12 +14,35 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from hts_jax.seeding import global_step
 from hts_jax.runtime import buffers, supervisor
+from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import BlockLayout, Done
+
+
+@dataclasses.dataclass(frozen=True)
+class ActingParts:
+  """What acting needs, built once by the runner: the env/row layout, the compiled policy step
+  with its fixed call shape (`rows`), the rows' action streams, the segment length and the
+  observation's shape and dtype. `with_extras`: the mode learns from behaviour log-probs."""
+  layout: BlockLayout
+  policy: Any
+  streams: np.ndarray
+  alpha: int
+  obs_shape: Tuple[int, ...]
+  obs_dtype: Any
+  rows: int
+  with_extras: bool = False
+
+  def act(self, params, obs, seeds):
+    """One policy call: actions, or (actions, extras) where the mode acts with extras."""
+    if self.with_extras:
+      return self.policy.run_fixed(params, obs, seeds)
+    return self.policy.run_actions(params, obs, seeds)
 
 
 @dataclasses.dataclass
@@ -59,6 +82,11 @@ class BlockBatcher:
     self.spans = [(layout.rows(b).start, layout.rows(b).stop) for b in range(len(layout.blocks))]
     self.owner = layout.owner().tolist()
 
+  @classmethod
+  def from_parts(cls, acting: ActingParts, storages) -> "BlockBatcher":
+    return cls(acting.layout, storages, acting.policy, acting.streams, acting.alpha,
+               acting.obs_shape, acting.obs_dtype, acting.rows)
+
   def groups(self, records: Sequence[Record]) -> List[List[Record]]:
     """Splits (block, segment, t) records, in order, into consecutive groups that fit one call."""
     out: List[List[Record]] = [[]]
@@ -82,7 +110,7 @@ class BlockBatcher:
       st = self.storages.filling(seg)
       obs[off:end] = st.obs[t, lo:hi]
       seeds[off:end, 0] = self.streams[lo:hi]
-      seeds[off:end, 1] = seg * self.alpha + t  # the env's global step
+      seeds[off:end, 1] = global_step(seg, self.alpha, t)
       placed.append((st, t, lo, hi, off, end))
       off = end
     actions = self.policy.run_actions(params, obs, seeds)
@@ -92,7 +120,8 @@ class BlockBatcher:
     return off
 
   def post(self, group, inboxes: Sequence[buffers.ActionWriter]) -> None:
-    """Tells each block's executor that its actions are in the storage (one write per owner)."""
+    """Tells each block's executor that its actions are in the storage (one write per owner;
+    `inboxes`: the barrier's writers)."""
     by_owner: Dict[int, List[int]] = {}
     for r in group:
       by_owner.setdefault(self.owner[r[0]], []).append(r[0])
@@ -102,31 +131,31 @@ class BlockBatcher:
 
 class LockstepSampler:
   """A2C's sampler over whole executors (an IMPALA actor, a GALA or all-reduce agent): per step
-  it waits for every block of its executors, makes one `[rows]` policy call (the runner's fixed
-  shape) for all of them and sends the executors on. Its executors post to their own state
+  it waits for every block of its executors, makes one `[rows]` policy call (the acting parts'
+  fixed shape) for all of them and sends the executors on. Its executors post to their own state
   buffer `reader`. `rollout` collects one `alpha`-step segment in `storages.filling(segment)`."""
 
-  def __init__(self, runner, ctl, executors: Sequence[int], reader: buffers.RecordReader,
-               stats: ActorStats):
-    self.runner, self.ctl, self.executors, self.reader, self.stats = (runner, ctl,
-                                                                      list(executors), reader,
-                                                                      stats)
-    layout = runner.layout
-    self.blocks = [b for k in self.executors for b in layout.blocks_of_executor(k)]
+  def __init__(self, acting: ActingParts, barrier: AlphaBarrier, storages,
+               executors: Sequence[int], reader: buffers.RecordReader, stats: ActorStats):
+    self.acting, self.barrier, self.storages = acting, barrier, storages
+    self.executors, self.reader, self.stats = list(executors), reader, stats
+    layout = acting.layout
+    self.blocks_of = {k: layout.blocks_of_executor(k) for k in self.executors}
+    self.blocks = [b for k in self.executors for b in self.blocks_of[k]]
     self.span = (layout.rows(self.blocks[0]).start, layout.rows(self.blocks[-1]).stop)
     self.rows = np.arange(*self.span)
-    self.obs = np.zeros((len(self.rows),) + runner.info.obs_shape, runner.info.obs_dtype)
+    self.obs = np.zeros((len(self.rows),) + tuple(acting.obs_shape), acting.obs_dtype)
     self.seeds = np.zeros((len(self.rows), 2), np.uint32)
-    self.seeds[:, 0] = runner.streams[self.rows]
+    self.seeds[:, 0] = acting.streams[self.rows]
 
   def rollout(self, segment: int, version: int, params,
               stopped: Callable[[], bool] = lambda: False) -> Optional[np.ndarray]:
     """Collects `segment` with `params` (version `version`); returns the behaviour log-probs
     `[alpha, rows]` (zeros unless the mode acts with extras), None if `stopped()` became true."""
-    runner, ctl, stats, alpha = self.runner, self.ctl, self.stats, self.runner.config.alpha
-    sup, lo, hi = ctl.supervisor, self.span[0], self.span[1]
-    ctl.go(segment, self.executors)
-    st = ctl.storages.filling(segment)
+    acting, stats, alpha = self.acting, self.stats, self.acting.alpha
+    sup, lo, hi = self.barrier.supervisor, self.span[0], self.span[1]
+    self.barrier.go(segment, self.executors)
+    st = self.storages.filling(segment)
     logp = np.zeros((alpha, len(self.rows)), np.float32)
     for t in range(alpha):
       t0 = time.perf_counter()
@@ -139,9 +168,9 @@ class LockstepSampler:
         ready += len(self.reader.read())
       stats.idle_s += time.perf_counter() - t0
       self.obs[:] = st.obs[t, lo:hi]
-      self.seeds[:, 1] = segment * alpha + t
-      out = runner.act(params, self.obs, self.seeds)
-      if runner.mode.acts_with_extras:
+      self.seeds[:, 1] = global_step(segment, alpha, t)
+      out = acting.act(params, self.obs, self.seeds)
+      if acting.with_extras:
         out, extras = out
         logp[t] = extras["log_prob"]
       st.actions[t, lo:hi] = out
@@ -149,12 +178,12 @@ class LockstepSampler:
       stats.calls += 1
       stats.ready_rows += len(self.rows)
       for k in self.executors:
-        ctl.inboxes[k].writer.post_blocks(self.runner.layout.blocks_of_executor(k))
+        self.barrier.post_blocks(k, self.blocks_of[k])
     return logp
 
-  def wait_done(self) -> List[Done]:
-    """The executors' reports of the segment just collected."""
-    return [self.ctl.supervisor.wait_message(k, Done) for k in self.executors]
+  def wait_done(self, segment: int) -> List[Done]:
+    """The executors' reports of `segment` (the one just collected)."""
+    return self.barrier.wait_done(segment, self.executors)
 
 
 def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,

@@ -25,8 +25,10 @@ from hts_jax.config import ConfigError
 from hts_jax.runtime import reporting, supervisor
 from hts_jax.runtime.actor import ActorStats, LockstepSampler, ParamsBox
 from hts_jax.runtime.buffers import Started
-from hts_jax.runtime.learner_worker import LearnResult, check_finite, segment_of
-from hts_jax.runtime.runner import Mode
+from hts_jax.runtime.controller import Controller
+from hts_jax.runtime.learner_worker import LearnResult, segment_of
+from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.runner import Runner
 from hts_jax.types import Unroll
 
 
@@ -74,17 +76,17 @@ class UnrollQueue:
       self._cond.notify_all()
 
 
-def _policy_rows(runner) -> int:
+def _policy_rows(runner: Runner) -> int:
   return runner.num_rows // runner.config.num_actors
 
 
-def _learner_step(runner, lcfg):
+def _learner_step(runner: Runner, lcfg):
   if len(runner.config.learner_devices) > 1:
     raise ConfigError("--mode=async runs its learner on one device")
   return jax.jit(learner_lib.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer))
 
 
-def _learner_input(runner, segment):
+def _learner_input(runner: Runner, segment):
   """Zeros in the learner's batch shape (for compiling ahead): unrolls x rows per actor."""
   cols = runner.config.async_unrolls_per_update * _policy_rows(runner)
   z = lambda x: np.zeros(x.shape[:1] + (cols,) + x.shape[2:], x.dtype)
@@ -92,11 +94,13 @@ def _learner_input(runner, segment):
 
 
 class _Async:
-  def __init__(self, runner, ctl):
+  """The actors (each over its own executors) and the learner, joined by the unroll queue."""
+
+  def __init__(self, runner: Runner, ctl: Controller):
     self.runner, self.ctl, self.cfg = runner, ctl, runner.config
     cfg = self.cfg
-    self.params = ParamsBox(runner.learner.version,
-                            runner.actor_params(runner.learner.state.params))
+    self.worker = runner.learner
+    self.params = ParamsBox(self.worker.version, runner.actor_params(self.worker.state.params))
     self.unrolls = UnrollQueue(max(cfg.num_actors, cfg.async_unrolls_per_update))
     self.acting = threading.Event()
     self.results: "collections.deque" = collections.deque()
@@ -107,9 +111,9 @@ class _Async:
   def actor(self, index: int, stats: ActorStats) -> None:
     ctl = self.ctl
     my_execs = list(range(index * self.per_actor, (index + 1) * self.per_actor))
-    sampler = LockstepSampler(self.runner, ctl, my_execs, ctl.state_buffers[index].reader, stats)
-    for k in my_execs:
-      ctl.supervisor.wait_message(k, Started)
+    sampler = LockstepSampler(self.runner.acting, ctl.barrier, ctl.storages, my_execs,
+                              ctl.state_buffers[index].reader, stats)
+    ctl.supervisor.wait_all(Started, my_execs)  # a signal meanwhile: the main thread's
     seg = 0
     while not self.unrolls.closed:
       version, params = self.params.current  # whatever the learner published last
@@ -118,20 +122,19 @@ class _Async:
       if logp is None:
         return
       returns: Dict[int, List[float]] = {}
-      for done in sampler.wait_done():
+      for done in sampler.wait_done(seg):
         returns.update(done.returns)
       rows = sampler.rows
       unroll = Unroll(segment=jax.tree.map(lambda x: x[:, rows].copy(),
                                            segment_of(ctl.storages.filling(seg))),
                       behaviour_log_probs=logp)
-      if not self.unrolls.put(lambda: _Queued(version, unroll, returns,
-                                              self.runner.learner.version)):
+      if not self.unrolls.put(lambda: _Queued(version, unroll, returns, self.worker.version)):
         return
       seg += 1
 
   def learner(self) -> None:
-    cfg, worker = self.cfg, self.runner.learner
-    for _ in range(self.cfg.learner_updates):
+    cfg, worker = self.cfg, self.worker
+    for _ in range(cfg.learner_updates):
       batch = []
       t0 = time.perf_counter()
       while len(batch) < cfg.async_unrolls_per_update:
@@ -140,19 +143,13 @@ class _Async:
           return
         if item is not None:
           batch.append(item)
-      worker.idle_s += time.perf_counter() - t0
+      worker.add_idle(time.perf_counter() - t0)
       t1 = time.perf_counter()
       lags = [worker.version - q.version for q in batch]
       self.queue_lags.extend(worker.version - q.joined_at for q in batch)
       unroll = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[q.unroll for q in batch])
-      state, metrics = worker.step_fn(worker.state, unroll)
-      metrics = jax.device_get(metrics)
-      check_finite(metrics, worker.version + 1, None)
-      if cfg.learner_delay_s:
-        time.sleep(cfg.learner_delay_s)
-      worker.state = state
-      worker.version += 1
-      self.params.publish(worker.version, self.runner.actor_params(state.params))
+      metrics = worker.step(unroll)
+      self.params.publish(worker.version, self.runner.actor_params(worker.state.params))
       returns: Dict[int, List[float]] = {}
       for q in batch:
         returns.update(q.returns)
@@ -160,24 +157,31 @@ class _Async:
       self.results.append((LearnResult(worker.version - 1, metrics, float(np.mean(lags)),
                                        time.perf_counter() - t1), returns, max(lags)))
 
+  def lag_summary(self, per_update: List[float], per_update_max: List[int]) -> Dict[str, Any]:
+    """summary.json's `policy_lag`: per unroll, per batch (mean and max) and the part queued."""
+    lag = reporting.lag_summary(self.unroll_lags)
+    lag["per_update"] = per_update  # mean lag of each batch
+    lag["per_update_max"] = per_update_max
+    # The part of each lag spent queued (updates between joining the queue and being learned):
+    # the quantity Claim 2's M/M/1 model predicts; the rest accrued while the actor was acting.
+    queued = reporting.lag_summary(self.queue_lags)
+    lag["queued"] = {k: queued[k] for k in ("min", "mean", "max", "histogram")}
+    return lag
 
-def run_async(runner, ctl) -> Dict[str, Any]:
+
+def run_async(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   cfg, book, sup = runner.config, ctl.book, ctl.supervisor
   a = _Async(runner, ctl)
   ctl.spawn_executors(state_buffer_of=[k // a.per_actor for k in range(cfg.num_executors)])
   for i in range(cfg.num_actors):
-    stats = ActorStats()
-    ctl.actor_stats.append(stats)
-    sup.start_thread(a.actor, f"actor-{i}", i, stats)
+    sup.start_thread(a.actor, f"actor-{i}", i, ctl.new_actor_stats())
   sup.start_thread(a.learner, "learner")
   sup.on_shutdown(a.unrolls.close)
-  n_updates = cfg.learner_updates
-  progress = reporting.Progress(n_updates * cfg.async_steps_per_update, cfg.log_every_s, "async")
   sup.wait(a.acting.is_set)  # the clock starts when the actors have started acting
   ctl.start_clock()
   max_lags: List[int] = []
   steps = 0
-  for j in range(n_updates):
+  for j in range(cfg.learner_updates):
     if sup.signal is not None:
       raise supervisor.Interrupted(f"interrupted at update {runner.learner.version}; "
                                    "--mode=async does not checkpoint", sup.signal)
@@ -191,26 +195,15 @@ def run_async(runner, ctl) -> Dict[str, Any]:
       recent.extend(rs)
     max_lags.append(max_lag)
     steps = (j + 1) * cfg.async_steps_per_update
-    ctl.log_update(result, recent, steps, extra={"lag_max": max_lag})
-    stop = ctl.target_reached()
-    if not stop:
-      ctl.evaluate_if_due(steps, a.params.current[1])
-    ctl.progress(progress, steps)
-    if stop:
+    ctl.record_update(result, recent, steps, extra={"lag_max": max_lag})
+    # An update is async's boundary (it has no segments: `j` stands for one; no checkpoints).
+    if ctl.boundary(j, steps, a.params.current[1]):
       break
   a.unrolls.close()
-  out = ctl.finish(steps, progress)
-  lag = reporting.lag_summary(a.unroll_lags)
-  lag["per_update"] = book.lags  # mean lag of each batch
-  lag["per_update_max"] = max_lags
-  # The part of each lag spent queued (updates between joining the queue and being learned):
-  # the quantity Claim 2's M/M/1 model predicts; the rest accrued while the actor was acting.
-  queued = reporting.lag_summary(a.queue_lags)
-  lag["queued"] = {k: queued[k] for k in ("min", "mean", "max", "histogram")}
-  out["policy_lag"] = lag
-  reporting.write_json_atomic(f"{cfg.logdir}/summary.json", out)
-  return out
+  return ctl.finish(steps, extras=lambda: {"policy_lag": a.lag_summary(book.lags, max_lags)})
 
 
 MODE = Mode(name="async", policy_rows=_policy_rows, loop=run_async, learner_step=_learner_step,
-            learner_input=_learner_input, acts_with_extras=True, correction="none")
+            learner_input=_learner_input, acts_with_extras=True, correction="none",
+            no_checkpoints="unrolls in flight have no consistent boundary",
+            steps_per_update=lambda cfg: cfg.async_steps_per_update)

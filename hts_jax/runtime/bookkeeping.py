@@ -8,7 +8,7 @@ counters. `summary` turns it into the `<logdir>/summary.json` dict (DESIGN.md, C
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.runtime import reporting
 from hts_jax.runtime.buffers import Done
@@ -84,6 +84,26 @@ def efficiency(book: Book, env_steps: int, num_agents: int = 1) -> Dict[str, Any
   # Ready envs per call: rows over agent slots (a multi-agent env has several rows).
   eff["mean_ready_envs_per_actor_call"] = eff.pop("ready_rows_per_actor_call") / num_agents
   return eff
+
+
+def totals(actor_stats: Sequence[Any], policy_rows: int, learner_idle: float) -> Dict[str, float]:
+  """A session's counters that live in the parts rather than the book: the actors' calls, ready
+  and computed rows and idle seconds, and the learner's idle seconds."""
+  stats = {"actor_calls": 0, "ready_rows": 0, "computed_rows": 0, "actor_idle": 0.0,
+           "learner_idle": learner_idle}
+  for a in actor_stats:
+    stats["actor_calls"] += a.calls
+    stats["ready_rows"] += a.ready_rows
+    stats["computed_rows"] += a.calls * policy_rows
+    stats["actor_idle"] += a.idle_s
+  return stats
+
+
+def tags(book: Book, env_steps: int, num_agents: int = 1) -> Dict[str, float]:
+  """summary.json's idle and efficiency figures so far, as tracker tags (`idle/`, `efficiency/`)."""
+  out = {f"idle/{k}": v for k, v in idle(book).items()}
+  out.update({f"efficiency/{k}": v for k, v in efficiency(book, env_steps, num_agents).items()})
+  return out
 
 
 def summary(config, book: Book, env_steps: int, updates: int, wall: float, params_sha: str,

@@ -23,14 +23,20 @@ states cannot be checkpointed: a resumed run restarts envpool envs.
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import numpy as np
 
 from hts_jax import seeding
 from hts_jax.runtime import buffers
-from hts_jax.runtime.actor import ActorStats, BlockBatcher
+from hts_jax.runtime.actor import ActingParts, ActorStats, BlockBatcher, ParamsBox
 from hts_jax.runtime.buffers import Done, EnvStates, Started
+from hts_jax.runtime.storage import Storages
+from hts_jax.runtime.supervisor import Supervisor
+
+if TYPE_CHECKING:
+  from hts_jax.runtime.controller import Controller
+  from hts_jax.runtime.runner import Runner
 
 
 def make_pool(cfg, index: int, m: int):
@@ -106,22 +112,19 @@ class StepRecorder:
 
 class EnvpoolGroup:
   """One actor thread + one envpool instance for env ids [index*m, (index+1)*m): the executor of
-  group `index` in `runner.layout`, with its blocks' policy calls packed like an HTS actor's."""
+  group `index` in `acting.layout`, with its blocks' policy calls packed like an HTS actor's."""
 
-  def __init__(self, index: int, runner, ctl, params):
-    cfg = runner.config
+  def __init__(self, index: int, cfg, acting: ActingParts, storages: Storages,
+               supervisor: Supervisor, params: ParamsBox, stats: ActorStats):
     self.index, self.alpha = index, cfg.alpha
-    layout = runner.layout
+    layout = acting.layout
     self.m = layout.envs_per_executor
     self.env_ids = np.arange(index * self.m, (index + 1) * self.m)
     self.blocks = layout.blocks_of_executor(index)
-    self.storages, self.params = ctl.storages, params
-    self.batcher = BlockBatcher(layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
-                                runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
-    self.stats = ActorStats()
-    ctl.actor_stats.append(self.stats)
+    self.storages, self.params, self.stats = storages, params, stats
+    self.batcher = BlockBatcher.from_parts(acting, storages)
     self.inbox = buffers.ActionBuffer()
-    self.ctrl = ctl.supervisor.add_thread_executor(self.inbox).writer
+    self.ctrl = supervisor.add_thread_executor(self.inbox).writer
     self.pool = make_pool(cfg, index, self.m)
 
   def run(self) -> None:
@@ -166,10 +169,13 @@ class EnvpoolGroup:
       self.pool.close()
 
 
-def start_envpool_groups(runner, ctl, params) -> None:
-  """One envpool group thread per actor, registered with the supervisor as executors."""
-  ctl.inboxes = []
+def start_envpool_groups(runner: "Runner", ctl: "Controller", params: ParamsBox) -> None:
+  """One envpool group thread per actor, registered with the supervisor as executors and with
+  the barrier (their action buffers)."""
+  inboxes = []
   for g in range(runner.config.num_actors):
-    group = EnvpoolGroup(g, runner, ctl, params)
-    ctl.inboxes.append(group.inbox)
+    group = EnvpoolGroup(g, runner.config, runner.acting, ctl.storages, ctl.supervisor, params,
+                         ctl.new_actor_stats())
+    inboxes.append(group.inbox)
     ctl.supervisor.start_thread(group.run, f"envpool-{g}")
+  ctl.barrier.attach(inboxes)

@@ -115,6 +115,11 @@ class Evaluator:
     self._queue.put(None)
     self._thread.join()
 
+  def summary(self) -> List[Dict[str, Any]]:
+    """summary.json's `eval`: every evaluation's steps, wall time, mean return and returns."""
+    return [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return", "returns") if k in r}
+            for r in self.results]
+
   def latest(self) -> Optional[float]:
     return self.results[-1]["mean_return"] if self.results else None
 

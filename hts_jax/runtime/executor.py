@@ -63,6 +63,22 @@ class ExecutorSpec:
                       self.env_offset + (self.index + 1) * per))
 
 
+def executor_specs(cfg, storage: StorageSpec, layout: BlockLayout, first_segment: int,
+                   saved_envs: Optional[Dict[int, bytes]] = None) -> List[ExecutorSpec]:
+  """The specs of this process's executors for run config `cfg` (`saved_envs`: a checkpoint's
+  pickled envs, by global env id)."""
+  specs = []
+  for k in range(cfg.num_executors):
+    ids = cfg.env_ids_of_executor(k)
+    specs.append(ExecutorSpec(
+        index=k, env=cfg.env, env_kwargs=cfg.env_kwargs, seed=cfg.seed, alpha=cfg.alpha,
+        storage=storage, layout=layout, delay_s=cfg.executor_delay_s,
+        jitter_s=cfg.executor_jitter_s, decorrelate_steps=cfg.decorrelate_steps,
+        first_segment=first_segment, vectorize=cfg.vector_envs, env_offset=cfg.env_offset,
+        env_states=None if saved_envs is None else {e: saved_envs[e] for e in ids}))
+  return specs
+
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -79,7 +95,7 @@ def executor_main(spec: ExecutorSpec, inbox: buffers.RecordReader, state: buffer
   signal.signal(signal.SIGTERM, signal.SIG_DFL)
   where = {"env_id": None}
   try:
-    _Executor(spec, inbox, state, ctrl, where).run()
+    Executor(spec, inbox, state, ctrl, where).run()
   except BaseException as e:  # pylint: disable=broad-except
     msg = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
     try:
@@ -88,7 +104,11 @@ def executor_main(spec: ExecutorSpec, inbox: buffers.RecordReader, state: buffer
       pass  # the controller has gone
 
 
-class _Executor:
+class Executor:
+  """One executor's envs and loop (`run`), in its process: `inbox` is its action buffer's read
+  end, `state` the state buffer's writer, `ctrl` its control channel's writer (Started, Done,
+  EnvStates). `where["env_id"]` names the env being created or stepped, for a failure's line.
+  Tests run one in a thread against a real storage and pipes."""
 
   def __init__(self, spec: ExecutorSpec, inbox, state, ctrl, where):
     self.spec, self.inbox, self.state, self.ctrl, self.where = spec, inbox, state, ctrl, where

@@ -36,10 +36,12 @@ import numpy as np
 
 from hts_jax import gala
 from hts_jax.runtime import reporting, supervisor
-from hts_jax.runtime.actor import ActorStats, LockstepSampler
+from hts_jax.runtime.actor import LockstepSampler
 from hts_jax.runtime.buffers import Done
+from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
-from hts_jax.runtime.runner import Mode
+from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.runner import Runner
 
 MAX_LEAD = 16  # iterations an agent may run ahead of the slowest one (holds their params)
 
@@ -147,11 +149,11 @@ class Rounds:
       self._cond.notify_all()
 
 
-def _policy_rows(runner) -> int:
+def _policy_rows(runner: Runner) -> int:
   return runner.num_rows // runner.config.gala_agents
 
 
-def _agent_input(runner, segment):
+def _agent_input(runner: Runner, segment):
   """An agent's columns of the segment (what each GALA agent's update is compiled for)."""
   cols = _policy_rows(runner)
   return jax.device_put(jax.tree.map(lambda x: x[:, :cols], segment))
@@ -160,17 +162,14 @@ def _agent_input(runner, segment):
 class _Agents:
   """The agents' samplers, threads and rounds; `body(i)` is an agent thread's loop."""
 
-  def __init__(self, runner, ctl):
+  def __init__(self, runner: Runner, ctl: Controller):
     self.runner, self.ctl, cfg = runner, ctl, runner.config
     self.n = n = cfg.gala_agents
     per = cfg.num_executors // n
     ctl.spawn_executors(state_buffer_of=[k // per for k in range(cfg.num_executors)])
-    self.samplers = []
-    for i in range(n):
-      stats = ActorStats()
-      ctl.actor_stats.append(stats)
-      self.samplers.append(LockstepSampler(runner, ctl, range(i * per, (i + 1) * per),
-                                           ctl.state_buffers[i].reader, stats))
+    self.samplers = [LockstepSampler(runner.acting, ctl.barrier, ctl.storages,
+                                     range(i * per, (i + 1) * per), ctl.state_buffers[i].reader,
+                                     ctl.new_actor_stats()) for i in range(n)]
     self.rounds = Rounds(n)
     self.ring = Ring(n, cfg.gala_gossip, cfg.gala_staleness)
     self.stopping = threading.Event()
@@ -188,11 +187,11 @@ class _Agents:
     if sampler.rollout(k, version, self.runner.actor_params(params),
                        stopped=self.stopping.is_set) is None:
       return None
-    return sampler.wait_done(), time.perf_counter() - t0
+    return sampler.wait_done(k), time.perf_counter() - t0
 
   def start(self, body: Callable[[int], None]) -> None:
     ctl = self.ctl
-    ctl.wait_started()
+    ctl.barrier.wait_started()
     for i in range(self.n):
       ctl.supervisor.start_thread(body, f"agent-{i}", i)
     ctl.start_clock()
@@ -209,7 +208,7 @@ class _Agents:
 
 class _Gala(_Agents):
 
-  def __init__(self, runner, ctl):
+  def __init__(self, runner: Runner, ctl: Controller):
     super().__init__(runner, ctl)
     learner = runner.learner
     self.workers = [LearnerWorker(learner.step_fn, learner.state) for _ in range(self.n)]
@@ -231,7 +230,7 @@ class _Gala(_Agents):
       msg = self.ring.receive(i, k, ctl.supervisor.check)
       staleness = age = None
       if msg is not None:
-        worker.state = worker.state.replace(params=gala.mix(local, msg[1]))
+        worker.set_params(gala.mix(local, msg[1]))
         staleness, age = k - msg[0], time.perf_counter() - msg[2]
       elif self.ring.closed:
         return
@@ -242,7 +241,7 @@ class _Gala(_Agents):
 
 class _AllReduce(_Agents):
 
-  def __init__(self, runner, ctl):
+  def __init__(self, runner: Runner, ctl: Controller):
     super().__init__(runner, ctl)
     self.jobs: List["queue.Queue"] = [queue.Queue() for _ in range(self.n)]
 
@@ -272,10 +271,9 @@ def _mean_metrics(results: List[LearnResult]) -> LearnResult:
                      float(np.mean([r.compute_s for r in results])))
 
 
-def _run(runner, ctl, agents: _Agents) -> Dict[str, Any]:
+def _run(runner: Runner, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
   cfg, book, learner = runner.config, ctl.book, runner.learner
   n_seg, per_seg = cfg.num_segments, cfg.steps_per_segment
-  progress = reporting.Progress(n_seg * per_seg, cfg.log_every_s, cfg.mode)
   is_gala = isinstance(agents, _Gala)
   if not is_gala:
     agents.publish(learner.version, learner.state.params)
@@ -299,8 +297,7 @@ def _run(runner, ctl, agents: _Agents) -> Dict[str, Any]:
       staleness.extend(st)
       ages.extend(s.age_s for s in steps_k if s.age_s is not None)
       agents.no_gossip += len(steps_k) - len(st)
-      learner.state = learner.state.replace(params=mean)
-      learner.version += 1
+      learner.set_params(mean, new_version=True)  # the run's params: the agents' average
       result = _mean_metrics([s.result for s in steps_k])
       extra = {"eps_max": dists_max[-1], "eps_mean": dists_mean[-1],
                "gossip_staleness": float(np.mean(st)) if st else None}
@@ -308,22 +305,17 @@ def _run(runner, ctl, agents: _Agents) -> Dict[str, Any]:
       result = learner.learn_now(k, ctl.storages.learning(k))
       if k + 1 < n_seg:
         agents.publish(learner.version, learner.state.params)
-    ctl.log_update(result, recent, steps, extra=extra)
-    stop = ctl.target_reached()
-    if not stop:
-      ctl.evaluate_if_due(steps, learner.state.params)
-    ctl.progress(progress, steps)
-    if stop:
+    ctl.record_update(result, recent, steps, extra=extra)
+    if ctl.boundary(k, steps, learner.state.params):
       break
   agents.close()
-  out = ctl.finish(steps, progress)
-  if is_gala:
-    out["gala"] = _gala_summary(agents, ctl, final, dists_max, dists_mean, staleness, ages)
-    reporting.write_json_atomic(f"{cfg.logdir}/summary.json", out)
-  return out
+  if not is_gala:
+    return ctl.finish(steps)
+  return ctl.finish(steps, extras=lambda: {"gala": _gala_summary(
+      agents, ctl, final, dists_max, dists_mean, staleness, ages)})
 
 
-def _gala_summary(agents: _Gala, ctl, final, dists_max, dists_mean, staleness,
+def _gala_summary(agents: _Gala, ctl: Controller, final, dists_max, dists_mean, staleness,
                   ages) -> Dict[str, Any]:
   """The epsilon-ball, the gossip's staleness and every agent's final params and evaluation."""
   mean, dists = gala.consensus(final)
@@ -349,7 +341,7 @@ def _gala_summary(agents: _Gala, ctl, final, dists_max, dists_mean, staleness,
   }
 
 
-def _compile_gala(runner) -> None:
+def _compile_gala(runner: Runner) -> None:
   """The gossip's mixing and the epsilon-ball, compiled before the clock like the steps."""
   params = runner.learner.state.params
   jax.block_until_ready(gala.mix(params, params))
@@ -357,16 +349,17 @@ def _compile_gala(runner) -> None:
   jax.block_until_ready(gala.norm(params))
 
 
-def run_gala(runner, ctl) -> Dict[str, Any]:
+def run_gala(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   _compile_gala(runner)
   return _run(runner, ctl, _Gala(runner, ctl))
 
 
-def run_allreduce(runner, ctl) -> Dict[str, Any]:
+def run_allreduce(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   return _run(runner, ctl, _AllReduce(runner, ctl))
 
 
+_NO_CHECKPOINTS = "its agents keep their own params and storages"
 GALA = Mode(name="gala", policy_rows=_policy_rows, loop=run_gala, learner_input=_agent_input,
-            correction="none")
+            correction="none", no_checkpoints=_NO_CHECKPOINTS)
 ALLREDUCE = Mode(name="allreduce", policy_rows=_policy_rows, loop=run_allreduce,
-                 correction="none")
+                 correction="none", no_checkpoints=_NO_CHECKPOINTS)

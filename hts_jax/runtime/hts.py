@@ -23,34 +23,32 @@ from __future__ import annotations
 import time
 from typing import Any, Dict
 
-from hts_jax.runtime import reporting
-from hts_jax.runtime.actor import ActorStats, BlockBatcher, ParamsBox, actor_loop
-from hts_jax.runtime.runner import Mode
+from hts_jax.runtime.actor import BlockBatcher, ParamsBox, actor_loop
+from hts_jax.runtime.controller import Controller
+from hts_jax.runtime.envpool_group import start_envpool_groups
+from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.runner import Runner
 
 
-def _policy_rows(runner) -> int:
+def _policy_rows(runner: Runner) -> int:
   return runner.layout.policy_rows
 
 
-def start_actors(runner, ctl, params: ParamsBox) -> None:
+def start_actors(runner: Runner, ctl: Controller, params: ParamsBox) -> None:
   """`num_actors` actor threads on the shared state buffer."""
-  cfg, sup = runner.config, ctl.supervisor
-  sb = ctl.state_buffers[0]
-  for i in range(cfg.num_actors):
-    batcher = BlockBatcher(runner.layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
-                           runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
-    stats = ActorStats()
-    ctl.actor_stats.append(stats)
+  sup, sb = ctl.supervisor, ctl.state_buffers[0]
+  for i in range(runner.config.num_actors):
+    batcher = BlockBatcher.from_parts(runner.acting, ctl.storages)
     sup.start_thread(actor_loop, f"actor-{i}", batcher, sb.reader, sb.writer,
-                     [ib.writer for ib in ctl.inboxes], lambda: params.current, stats)
+                     ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats())
   sup.on_shutdown(sb.writer.post_stop)
 
 
-def run_hts(runner, ctl) -> Dict[str, Any]:
-  cfg, book, learner, sup = runner.config, ctl.book, runner.learner, ctl.supervisor
+def run_hts(runner: Runner, ctl: Controller) -> Dict[str, Any]:
+  cfg, book, learner, sup, barrier = (runner.config, ctl.book, runner.learner, ctl.supervisor,
+                                      ctl.barrier)
   params = ParamsBox(learner.version, runner.actor_params(learner.state.params))
   if cfg.envpool:
-    from hts_jax.runtime.envpool_group import start_envpool_groups  # pylint: disable=import-outside-toplevel
     start_envpool_groups(runner, ctl, params)
   else:
     ctl.spawn_executors()
@@ -58,41 +56,35 @@ def run_hts(runner, ctl) -> Dict[str, Any]:
   sup.start_thread(learner.run, "learner")
   sup.on_shutdown(learner.stop)
   first, n_seg, per_seg = ctl.first_segment, cfg.num_segments, cfg.steps_per_segment
-  ctl.wait_started()
-  ctl.go(first)
+  barrier.wait_started()
+  barrier.go(first)
   ctl.start_clock()  # the clock starts when every executor has created its envs
   pending = ctl.restored_unlearned
   if pending:
     learner.submit(first - 1, ctl.storages.learning(first - 1))
-  progress = reporting.Progress(n_seg * per_seg, cfg.log_every_s, "hts")
   recent = []
   last = first
   t_seg = time.perf_counter()
   for seg in range(first, n_seg):
-    recent.extend(book.record_done(ctl.wait_done(seg)))
+    recent.extend(book.record_done(barrier.wait_done(seg)))
     book.rollout_s += time.perf_counter() - t_seg
     if pending:
-      ctl.log_update(ctl.wait_learner(), recent, seg * per_seg)
+      ctl.record_update(learner.result(sup.wait), recent, seg * per_seg)
       recent = []
     # The boundary: segment `seg` collected, the update on `seg - 1` done, nothing in flight.
     params.publish(learner.version, runner.actor_params(learner.state.params))
-    stop = ctl.target_reached()
-    steps = (seg + 1) * per_seg
-    if not stop:
-      ctl.evaluate_if_due(steps, params.current[1])
-    ctl.checkpoint_if_due(seg)
+    stop = ctl.boundary(seg, (seg + 1) * per_seg, params.current[1])
     # Swap: the executors go on in the other storage with θ_seg while the learner takes this one.
     t_seg = time.perf_counter()
     if seg + 1 < n_seg and not stop:
-      ctl.go(seg + 1)
+      barrier.go(seg + 1)
     learner.submit(seg, ctl.storages.learning(seg))
     pending, last = True, seg
-    ctl.progress(progress, steps)
     if stop:
       break
   steps = (last + 1) * per_seg
-  ctl.log_update(ctl.wait_learner(), recent, steps)
-  return ctl.finish(steps, progress)
+  ctl.record_update(learner.result(sup.wait), recent, steps)
+  return ctl.finish(steps)
 
 
 MODE = Mode(name="hts", policy_rows=_policy_rows, loop=run_hts)

@@ -79,14 +79,31 @@ class LearnerWorker:
     """One update, in the calling thread; the params change only if it is finite."""
     lag = self.version - behaviour
     t0 = time.perf_counter()
+    metrics = self.step(data, segment)  # one host sync per segment (its metrics)
+    return LearnResult(segment, metrics, lag, time.perf_counter() - t0)
+
+  def step(self, data, segment: Optional[int] = None) -> Dict[str, Any]:
+    """One update on `data` (any batch the step takes: a V-trace batch of unrolls), in the
+    calling thread; returns its metrics. The state and version change only if it is finite."""
     state, metrics = self.step_fn(self.state, data)
-    metrics = jax.device_get(metrics)  # the one host sync per segment
+    metrics = jax.device_get(metrics)
     check_finite(metrics, self.version + 1, segment)
     if self.delay_s:
       time.sleep(self.delay_s)
     self.state = state
     self.version += 1
-    return LearnResult(segment, metrics, lag, time.perf_counter() - t0)
+    return metrics
+
+  def set_params(self, params, new_version: bool = False) -> None:
+    """Replaces the params (GALA's gossip mix, its agents' average); `new_version`: counts as
+    an update (the average published as the run's params)."""
+    self.state = self.state.replace(params=params)
+    if new_version:
+      self.version += 1
+
+  def add_idle(self, seconds: float) -> None:
+    """Seconds the learner waited for data outside `run` (async's unroll queue)."""
+    self.idle_s += seconds
 
   def learn_now(self, segment: int, storage) -> LearnResult:
     """Synchronous update (the synchronous baseline: rollout waits)."""

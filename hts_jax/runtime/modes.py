@@ -17,19 +17,15 @@ MODES = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE, gala.GALA, 
 def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   """The runner for `config.mode`; bad configurations raise ConfigError before anything spawns."""
   backend.configure(config.xla_deterministic)  # before JAX creates its backends
-  if config.mode == "async" and (resume or config.checkpoint_every):
-    raise ConfigError("--mode=async does not checkpoint (unrolls in flight have no consistent "
-                      "boundary); use --mode=hts or sync")
-  if config.mode in ("gala", "allreduce") and (resume or config.checkpoint_every):
-    raise ConfigError(f"--mode={config.mode} does not checkpoint (its agents keep their own "
-                      "params and storages); use --mode=hts or sync")
+  mode = MODES[config.mode]
+  mode.check(config, resume)
   if config.num_processes > 1:
     if config.mode == "async":
       raise ConfigError("--num_processes > 1 runs --mode=hts or --mode=sync")
     if config.envpool:
       raise ConfigError("--envpool runs in one process")
     distributed.initialize(config)
-  return Runner(config, MODES[config.mode], resume=resume)
+  return Runner(config, mode, resume=resume)
 
 
 def run(config: RunConfig, resume: bool = False) -> Dict[str, Any]:

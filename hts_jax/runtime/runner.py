@@ -1,16 +1,16 @@
-"""What every mode shares: the network, the TrainState (fresh or restored), the compiled steps, and
-the run's outputs. A mode (`hts`, `sync`, `asynchronous`) is a `Mode`: the shapes of its policy
-and learner steps and its loop, which composes the parts (`controller`, `supervisor`, `executor`,
-`actor`, `learner_worker`, `storage`, `buffers`, `bookkeeping`).
+"""What every mode shares, built once: the network, the TrainState (fresh or restored), the
+layout, the compiled learner and policy steps (`ActingParts`) and the learner worker. A mode
+(`mode.Mode`) runs its loop on them inside a `Controller` (`Mode.run`), which composes the other
+parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`, `buffers`, `bookkeeping`, the
+output `observers`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict
 
 import jax
 import jax.numpy as jnp
@@ -19,12 +19,16 @@ import numpy as np
 from hts_jax import envs, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.runtime import checkpoint, distributed, video
+from hts_jax.runtime.actor import ActingParts
 from hts_jax.runtime import storage as storage_lib
 from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
 from hts_jax.runtime.placement import Placement
 from hts_jax.runtime.policy import make_policy_step
 from hts_jax.types import Segment
+
+if TYPE_CHECKING:
+  from hts_jax.runtime.mode import Mode
 
 # On CPU, XLA runs each call on the calling thread instead of handing it to a dispatch thread and
 # spinning until it is done: an actor's small policy call then costs ~65 us of CPU instead of
@@ -33,20 +37,6 @@ from hts_jax.types import Segment
 # at import. No result changes; the learner thread still computes while the actors act (XLA
 # releases the GIL). Accelerator backends are not affected.
 jax.config.update("jax_cpu_enable_async_dispatch", False)
-
-
-@dataclasses.dataclass(frozen=True)
-class Mode:
-  """A mode's choices: `policy_rows(runner)` the actors' fixed call shape; `learner_step(runner,
-  lcfg)` the compiled update; `learner_input(runner, segment)` an example input to compile with;
-  `acts_with_extras` whether actors need log-probs; `loop(runner, controller)` the run itself."""
-  name: str
-  policy_rows: Callable
-  loop: Callable
-  learner_step: Optional[Callable] = None
-  learner_input: Optional[Callable] = None
-  acts_with_extras: bool = False
-  correction: Optional[str] = None  # forced learner correction ("none" for the baselines)
 
 
 def place_replicated(tree, sharding):
@@ -63,7 +53,7 @@ class Runner:
   writes `<logdir>/{metrics.csv,summary.json}`. With `resume=True` it continues from the newest
   checkpoint in `<logdir>/checkpoints`; without, it refuses a logdir that holds one."""
 
-  def __init__(self, config: RunConfig, mode: Mode, resume: bool = False):
+  def __init__(self, config: RunConfig, mode: "Mode", resume: bool = False):
     self.config, self.mode = config, mode
     self.info = envs.env_info(config.env, config.env_kwargs)
     if (config.video_every or config.video_final) and config.process_id == 0:
@@ -111,6 +101,9 @@ class Runner:
     self.policy_rows = mode.policy_rows(self)
     self.policy = make_policy_step(self.network.apply, self.policy_rows,
                                    devices=self.placement.actor_parallel)
+    self.acting = ActingParts(self.layout, self.policy, self.streams, config.alpha,
+                              tuple(self.info.obs_shape), self.info.obs_dtype, self.policy_rows,
+                              with_extras=mode.acts_with_extras)
     self.compile_s = self._compile()
 
   def _restore(self, abstract_state) -> Dict[str, Any]:
@@ -159,9 +152,7 @@ class Runner:
 
   def act(self, params, obs, seeds):
     """The policy step the mode's actors run: actions only, or (actions, extras) for V-trace."""
-    if self.mode.acts_with_extras:
-      return self.policy.run_fixed(params, obs, seeds)
-    return self.policy.run_actions(params, obs, seeds)
+    return self.acting.act(params, obs, seeds)
 
   def actor_params(self, params):
     """A copy of `params` on the actors' devices (replicated over them; no copy where they are
@@ -169,9 +160,7 @@ class Runner:
     return jax.device_put(distributed.local_copy(params), self.placement.actor_params)
 
   def run(self) -> Dict[str, Any]:
-    from hts_jax.runtime.controller import Controller  # pylint: disable=import-outside-toplevel
-    os.makedirs(self.config.logdir, exist_ok=True)
-    with Controller(self) as ctl:
-      return self.mode.loop(self, ctl)
+    """Runs the mode's loop; returns the summary (also in `<logdir>/summary.json`)."""
+    return self.mode.run(self)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from multiprocessing import shared_memory
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -97,6 +97,12 @@ class Storages:
     """The storage the learner consumes for segment `segment` (the one it was collected into;
     the executors meanwhile fill the other)."""
     return self._views[segment % 2]
+
+  def load(self, segment: int, fields: Dict[str, Any]) -> None:
+    """Copies a checkpoint's storage (`{field: array}`) into `filling(segment)`."""
+    st = self.filling(segment)
+    for name, value in fields.items():
+      getattr(st, name)[...] = value
 
   def close(self):
     """Detaches; the creating process also unlinks the block (no /dev/shm leftovers)."""

@@ -13,17 +13,22 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List
 
-from hts_jax.runtime import reporting, supervisor
-from hts_jax.runtime.actor import ActorStats, BlockBatcher, ParamsBox
+from hts_jax.runtime import supervisor
+from hts_jax.runtime.actor import BlockBatcher, ParamsBox
+from hts_jax.runtime.buffers import Done
+from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.envpool_group import start_envpool_groups
-from hts_jax.runtime.runner import Mode
+from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.runner import Runner
+
+Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports
 
 
-def _policy_rows(runner) -> int:
+def _policy_rows(runner: Runner) -> int:
   return runner.num_rows
 
 
-def _groups(runner) -> List[List[int]]:
+def _groups(runner: Runner) -> List[List[int]]:
   """The blocks stepped together: all of them, or with --alternating_groups each executor's
   first block (group 0) and second block (group 1)."""
   layout = runner.layout
@@ -33,26 +38,24 @@ def _groups(runner) -> List[List[int]]:
   return [[b[g] for b in per] for g in (0, 1)]
 
 
-def _executor_rollout(runner, ctl) -> Callable[[int], list]:
+def _executor_rollout(runner: Runner, ctl: Controller) -> Rollout:
   """Executor processes in lockstep: per step and group, wait for every block of the group (the
   slowest env decides), then one batched inference for all of them. With two groups (Stooke &
   Abbeel's alternation) one group's envs step while the other's actions are computed; each call
   keeps the [num_rows] shape (the other group's rows computed and ignored), so a row's action
   has the same bits as in plain sync."""
-  cfg, learner, sup = runner.config, runner.learner, ctl.supervisor
+  cfg, learner, sup, barrier = runner.config, runner.learner, ctl.supervisor, ctl.barrier
   ctl.spawn_executors()
   reader = ctl.state_buffers[0].reader
   groups = _groups(runner)
   group_of = {b: g for g, blocks in enumerate(groups) for b in blocks}
-  batcher = BlockBatcher(runner.layout, ctl.storages, runner.policy, runner.streams, cfg.alpha,
-                         runner.info.obs_shape, runner.info.obs_dtype, runner.policy_rows)
-  stats = ActorStats()
-  ctl.actor_stats.append(stats)
-  inboxes = [ib.writer for ib in ctl.inboxes]
+  batcher = BlockBatcher.from_parts(runner.acting, ctl.storages)
+  stats = ctl.new_actor_stats()
+  inboxes = barrier.writers
 
-  def rollout(seg: int) -> list:
+  def rollout(seg: int) -> List[Done]:
     params = runner.actor_params(learner.state.params)  # copied to the actor devices once
-    ctl.go(seg)
+    barrier.go(seg)
     waiting: List[list] = [[] for _ in groups]  # records read, by group
     for t in range(cfg.alpha):
       for g, blocks in enumerate(groups):
@@ -70,32 +73,31 @@ def _executor_rollout(runner, ctl) -> Callable[[int], list]:
         stats.ready_rows += batcher.act(records, learner.version, params)
         stats.calls += 1
         batcher.post(records, inboxes)
-    return ctl.wait_done(seg)
+    return barrier.wait_done(seg)
 
   return rollout
 
 
-def _envpool_rollout(runner, ctl) -> Callable[[int], list]:
+def _envpool_rollout(runner: Runner, ctl: Controller) -> Rollout:
   """`--envpool`: envpool groups (one per actor, `envpool_group.py`) step `alpha` steps with the
   params published at the boundary, each group in lockstep over its envs."""
   learner = runner.learner
   params = ParamsBox(learner.version, runner.actor_params(learner.state.params))
   start_envpool_groups(runner, ctl, params)
 
-  def rollout(seg: int) -> list:
+  def rollout(seg: int) -> List[Done]:
     params.publish(learner.version, runner.actor_params(learner.state.params))
-    ctl.go(seg)
-    return ctl.wait_done(seg)
+    ctl.barrier.go(seg)
+    return ctl.barrier.wait_done(seg)
 
   return rollout
 
 
-def run_sync(runner, ctl) -> Dict[str, Any]:
+def run_sync(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   cfg, book, learner = runner.config, ctl.book, runner.learner
   rollout = (_envpool_rollout if cfg.envpool else _executor_rollout)(runner, ctl)
   first, n_seg, per_seg = ctl.first_segment, cfg.num_segments, cfg.steps_per_segment
-  progress = reporting.Progress(n_seg * per_seg, cfg.log_every_s, "sync")
-  ctl.wait_started()
+  ctl.barrier.wait_started()
   ctl.start_clock()
   steps = first * per_seg
   for seg in range(first, n_seg):
@@ -106,15 +108,10 @@ def run_sync(runner, ctl) -> Dict[str, Any]:
     book.learner_idle += rollout_s  # the learner waits for the whole rollout
     # Learning, while the envs wait (lag 0: the params that acted are the ones updated).
     steps = (seg + 1) * per_seg
-    ctl.log_update(learner.learn_now(seg, ctl.storages.learning(seg)), recent, steps)
-    stop = ctl.target_reached()
-    if not stop:
-      ctl.evaluate_if_due(steps, learner.state.params)
-    ctl.checkpoint_if_due(seg, learned=True)
-    ctl.progress(progress, steps)
-    if stop:
+    ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg)), recent, steps)
+    if ctl.boundary(seg, steps, learner.state.params, learned=True):
       break
-  return ctl.finish(steps, progress)
+  return ctl.finish(steps)
 
 
 MODE = Mode(name="sync", policy_rows=_policy_rows, loop=run_sync, correction="none")

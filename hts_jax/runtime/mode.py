@@ -1,0 +1,59 @@
+"""A mode (`--mode`): the shapes of its policy and learner steps, what it supports, and its loop.
+
+A new mode is one module that defines a `Mode` and a loop `loop(runner, ctl) -> summary` composed
+of the parts (`Runner`'s built parts, the `Controller`'s barrier, boundary and `finish`), plus its
+name in `modes.MODES` (see CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+
+from hts_jax.config import ConfigError, RunConfig
+from hts_jax.runtime.controller import Controller
+
+if TYPE_CHECKING:
+  from hts_jax.runtime.runner import Runner
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+  """`policy_rows(runner)` the actors' fixed call shape; `learner_step(runner, lcfg)` the compiled
+  update (default: the delayed-gradient A2C/PPO step); `learner_input(runner, segment)` an example
+  input to compile it with; `acts_with_extras` whether actors need log-probs; `correction` the
+  learner correction it forces ("none" for the baselines); `no_checkpoints` why it cannot
+  checkpoint, if it cannot; `steps_per_update(config)` env steps per learner update (default: a
+  segment's); `loop(runner, controller)` the run itself."""
+  name: str
+  policy_rows: Callable[["Runner"], int]
+  loop: Callable[["Runner", Controller], Dict[str, Any]]
+  learner_step: Optional[Callable] = None
+  learner_input: Optional[Callable] = None
+  acts_with_extras: bool = False
+  correction: Optional[str] = None
+  no_checkpoints: Optional[str] = None
+  steps_per_update: Optional[Callable[[RunConfig], int]] = None
+
+  @property
+  def checkpoints(self) -> bool:
+    return self.no_checkpoints is None
+
+  def check(self, config: RunConfig, resume: bool) -> None:
+    """Refuses what this mode cannot do with `config` (one line)."""
+    if not self.checkpoints and (resume or config.checkpoint_every):
+      raise ConfigError(f"--mode={self.name} does not checkpoint ({self.no_checkpoints}); "
+                        "use --mode=hts or sync")
+
+  def total_steps(self, config: RunConfig) -> int:
+    """The env steps the run takes (whole updates)."""
+    per = (self.steps_per_update(config) if self.steps_per_update is not None
+           else config.steps_per_segment)
+    return config.learner_updates * per
+
+  def run(self, runner: "Runner") -> Dict[str, Any]:
+    """Runs the loop inside the run's controller; returns the summary."""
+    os.makedirs(runner.config.logdir, exist_ok=True)
+    with Controller(runner, self.total_steps(runner.config), self.checkpoints) as ctl:
+      return self.loop(runner, ctl)
