@@ -48,9 +48,9 @@ class Mode:
 
   def total_steps(self, config: RunConfig) -> int:
     """The env steps the run takes (whole updates)."""
-    per = (self.steps_per_update(config) if self.steps_per_update is not None
-           else config.steps_per_segment)
-    return config.learner_updates * per
+    if self.steps_per_update is None:  # one update per segment
+      return config.num_segments * config.steps_per_segment
+    return config.learner_updates * self.steps_per_update(config)
 
   def run(self, runner: "Runner") -> Dict[str, Any]:
     """Runs the loop inside the run's controller; returns the summary."""
