@@ -10,7 +10,7 @@ train: setup
 	$(PY) -m experiments.train --preset=cartpole_ppo --logdir=$(LOGDIR)
 
 test: setup
-	$(PY) -m pytest tests -q -ra
+	$(PY) -m pytest tests -q -ra --durations=30
 
 test-fast: setup
 	$(PY) -m pytest tests -q -ra -m "not slow"

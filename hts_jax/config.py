@@ -10,125 +10,11 @@ import dataclasses
 import importlib.util
 from typing import Any, Dict, Optional, Tuple
 
-ALGOS = ("a2c", "ppo")
-CORRECTIONS = ("delayed", "truncated_is", "none")
-OPTIMIZERS = ("rmsprop", "adam")
-REDUCTIONS = ("mean", "sum")
-MINIBATCHES = ("transitions", "time_steps")
-MODES = ("hts", "sync", "async", "gala", "allreduce")
-GOSSIP = ("async", "fixed")
-NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
-NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
-# The str fields that take one of a few values (validated here; the launcher's flags are enums).
-CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
-           "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS, "mode": MODES,
-           "network": NETWORKS, "gala_gossip": GOSSIP}
-
-
-class ConfigError(ValueError):
-  """A user-facing configuration error; its message is one line."""
-
-
-def _check(cond: bool, message: str) -> None:
-  if not cond:
-    raise ConfigError(message)
-
-
-def _check_choices(config) -> None:
-  for field in dataclasses.fields(config):
-    if field.name in CHOICES:
-      value, choices = getattr(config, field.name), CHOICES[field.name]
-      _check(value in choices, f"{field.name} must be one of {choices}, got {value!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class LearnerConfig:
-  """Learner hyperparameters. Defaults follow the paper's A2C (Table A3) where it gives them.
-
-  Each field's docstring is its help text: the launcher's flags are generated from the fields.
-  """
-  algo: str = "a2c"
-  """Learning algorithm."""
-  correction: str = "delayed"
-  """Policy-lag correction of --mode=hts: delayed (one-step delayed gradient), truncated_is,
-  none (paper Table A1)."""
-  optimizer: str = "rmsprop"
-  """Optimizer: RMSProp (PyTorch semantics, as the paper) or Adam."""
-  learning_rate: float = 7e-4
-  """Learning rate."""
-  rmsprop_decay: float = 0.99
-  """RMSProp's decay of the squared-gradient average."""
-  rmsprop_eps: float = 1e-5
-  """RMSProp's epsilon, added outside the square root."""
-  adam_eps: float = 1e-5
-  """Adam's epsilon."""
-  max_grad_norm: float = 0.5
-  """Global gradient-norm clip."""
-  lr_decay_updates: int = 0
-  """Linear decay of the learning rate to 0 over this many optimizer steps (0: constant)."""
-  gamma: float = 0.99
-  """Discount."""
-  gae_lambda: float = 0.95
-  """GAE lambda (PPO)."""
-  value_coef: float = 0.5
-  """Value loss coefficient."""
-  entropy_coef: float = 0.01
-  """Entropy bonus coefficient (positive raises entropy)."""
-  unroll_length: int = 5
-  """A2C n-step horizon (must divide alpha): the learner takes alpha // unroll_length A2C steps
-  per segment."""
-  ppo_epochs: int = 4
-  """PPO epochs per segment."""
-  num_minibatches: int = 4
-  """PPO minibatches per epoch (must divide alpha)."""
-  clip_eps: float = 0.2
-  """PPO clip epsilon."""
-  clip_value_loss: bool = True
-  """PPO: clip the value loss around the old values as Kostrikov's PPO (else plain 1/2 (V-R)^2)."""
-  normalize_advantages: bool = True
-  """PPO: normalize the advantages over the segment (zero mean, unit variance)."""
-  minibatch: str = "transitions"
-  """PPO minibatches: transitions (each env's time steps shuffled, every minibatch holding
-  alpha / num_minibatches transitions of every env) or time_steps (all envs of the chosen steps)."""
-  loss_reduction: str = "mean"
-  """How losses reduce over samples: mean (Kostrikov's A2C/PPO) or sum (IMPALA's V-trace)."""
-  bootstrap_truncation: bool = False
-  """Bootstrap episodes cut by a time limit from V(final observation) instead of treating the cut
-  as terminal (the paper's and the references' behaviour)."""
-
-  def __post_init__(self):
-    _check_choices(self)
-    _check(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
-    _check(0 < self.gamma <= 1, f"gamma must be in (0, 1], got {self.gamma}")
-    _check(0 <= self.gae_lambda <= 1, f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
-    _check(self.max_grad_norm > 0, f"max_grad_norm must be > 0, got {self.max_grad_norm}")
-    _check(self.lr_decay_updates >= 0,
-           f"lr_decay_updates must be >= 0, got {self.lr_decay_updates}")
-    _check(self.unroll_length >= 1, f"unroll_length must be >= 1, got {self.unroll_length}")
-    _check(self.ppo_epochs >= 1, f"ppo_epochs must be >= 1, got {self.ppo_epochs}")
-    _check(self.num_minibatches >= 1,
-           f"num_minibatches must be >= 1, got {self.num_minibatches}")
-    _check(self.clip_eps > 0, f"clip_eps must be > 0, got {self.clip_eps}")
-    _check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
-
-  def num_sgd_steps(self, segment_length: int) -> int:
-    """Optimizer steps one learner iteration takes on a segment of `segment_length` steps."""
-    self.check_segment_length(segment_length)
-    if self.algo == "a2c":
-      return segment_length // self.unroll_length
-    return self.ppo_epochs * self.num_minibatches
-
-  def check_segment_length(self, segment_length: int) -> None:
-    if self.algo == "a2c":
-      _check(segment_length % self.unroll_length == 0,
-             f"alpha (segment length {segment_length}) must be a multiple of "
-             f"unroll_length ({self.unroll_length})")
-    else:
-      _check(segment_length % self.num_minibatches == 0,
-             f"alpha (segment length {segment_length}) must be a multiple of "
-             f"num_minibatches ({self.num_minibatches}): every PPO minibatch takes alpha / "
-             "num_minibatches steps of each env")
-
+# Re-exported: the learner's config and the shared validation live in `learner_config.py`.
+from hts_jax.learner_config import (ALGOS, CHOICES, CORRECTIONS, GOSSIP, MINIBATCHES,  # noqa: F401
+                                    MODES, NETWORK_KINDS, NETWORKS, OPTIMIZERS, REDUCTIONS,
+                                    ConfigError, LearnerConfig, check, check_choices)
+from hts_jax.mode_options import MODE_CHECKS
 
 WANDB_MODES = ("online", "offline")  # --wandb_mode
 
@@ -268,107 +154,68 @@ class RunConfig:
   """Learner hyperparameters (on the command line, its fields are flags of their own)."""
 
   def __post_init__(self):
-    _check_choices(self)
-    _check(self.alpha >= 1, f"alpha must be >= 1, got {self.alpha}")
-    _check(self.num_envs >= 1, f"num_envs must be >= 1, got {self.num_envs}")
-    _check(self.num_processes >= 1, f"num_processes must be >= 1, got {self.num_processes}")
-    _check(0 <= self.process_id < self.num_processes,
+    check_choices(self)
+    check(self.alpha >= 1, f"alpha must be >= 1, got {self.alpha}")
+    check(self.num_envs >= 1, f"num_envs must be >= 1, got {self.num_envs}")
+    check(self.num_processes >= 1, f"num_processes must be >= 1, got {self.num_processes}")
+    check(0 <= self.process_id < self.num_processes,
            f"process_id must be in [0, num_processes={self.num_processes}), got {self.process_id}")
-    _check(self.num_envs % self.num_processes == 0,
+    check(self.num_envs % self.num_processes == 0,
            f"num_envs ({self.num_envs}) must be divisible by num_processes ({self.num_processes})")
     n = self.local_envs
     where = "" if self.num_processes == 1 else " per process"
-    _check(self.num_executors >= 1, f"num_executors must be >= 1, got {self.num_executors}")
-    _check(self.num_executors <= n,
+    check(self.num_executors >= 1, f"num_executors must be >= 1, got {self.num_executors}")
+    check(self.num_executors <= n,
            f"num_executors ({self.num_executors}) must not exceed num_envs{where} ({n})")
-    _check(n % self.num_executors == 0,
+    check(n % self.num_executors == 0,
            f"num_envs{where} ({n}) must be divisible by num_executors ({self.num_executors})")
-    _check(self.num_actors >= 1, f"num_actors must be >= 1, got {self.num_actors}")
-    _check(0 <= self.actor_batch <= n,
+    check(self.num_actors >= 1, f"num_actors must be >= 1, got {self.num_actors}")
+    check(0 <= self.actor_batch <= n,
            f"actor_batch must be in [0, num_envs{where}={n}], got {self.actor_batch}")
-    _check(self.actor_batch_envs <= n,
+    check(self.actor_batch_envs <= n,
            f"the actor batch ({self.actor_batch_envs} envs) exceeds num_envs{where} ({n}): "
            "set --actor_batch")
     for name in ("learner_devices", "actor_devices"):
       d = getattr(self, name)
-      _check(isinstance(d, tuple) and len(d) >= 1 and
+      check(isinstance(d, tuple) and len(d) >= 1 and
              all(isinstance(i, int) and i >= 0 for i in d) and len(set(d)) == len(d),
              f"{name} must be distinct device indices >= 0, got {d!r}")
-    _check(self.actor_batch_envs % len(self.actor_devices) == 0,
+    check(self.actor_batch_envs % len(self.actor_devices) == 0,
            f"actor_batch ({self.actor_batch_envs} envs) must be divisible by the number of "
            f"actor_devices ({len(self.actor_devices)})")
-    _check(self.total_steps >= 1, f"total_steps must be >= 1, got {self.total_steps}")
-    _check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
-    _check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
-    _check(self.eval_max_steps >= 0, f"eval_max_steps must be >= 0, got {self.eval_max_steps}")
-    _check(self.video_every >= 0, f"video_every must be >= 0 (0: no videos), got "
+    check(self.total_steps >= 1, f"total_steps must be >= 1, got {self.total_steps}")
+    check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
+    check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
+    check(self.eval_max_steps >= 0, f"eval_max_steps must be >= 0, got {self.eval_max_steps}")
+    check(self.video_every >= 0, f"video_every must be >= 0 (0: no videos), got "
            f"{self.video_every}")
-    _check(self.wandb_mode in WANDB_MODES,
+    check(self.wandb_mode in WANDB_MODES,
            f"wandb_mode must be one of {WANDB_MODES}, got {self.wandb_mode!r}")
-    for flag, module, wanted in (("tensorboard", "tensorboardX", self.tensorboard),
-                                 ("wandb_project", "wandb", bool(self.wandb_project))):
-      _check(not wanted or importlib.util.find_spec(module) is not None,
-             f"--{flag} needs the {module} package (pip install -r requirements.txt)")
-    _check(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
-    _check(self.decorrelate_steps >= 0,
+    check(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
+    check(self.decorrelate_steps >= 0,
            f"decorrelate_steps must be >= 0, got {self.decorrelate_steps}")
-    _check(self.checkpoint_every >= 0,
+    check(self.checkpoint_every >= 0,
            f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
     for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s"):
-      _check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
-    _check(n % len(self.learner_devices) == 0,
+      check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+    check(n % len(self.learner_devices) == 0,
            f"num_envs{where} ({n}) must be divisible by the number of learner_devices "
            f"({len(self.learner_devices)})")
-    _check(self.stop_at_return is None or self.eval_every > 0,
+    check(self.stop_at_return is None or self.eval_every > 0,
            "stop_at_return needs eval_every > 0")
-    if self.mode != "hts":
-      _check(self.learner.correction == "delayed",
-             f"--correction applies to --mode=hts (the baselines have no policy lag to "
-             f"correct, or correct it with V-trace), got {self.learner.correction!r}")
-    if self.mode == "async":
-      _check(not self.envpool, "--envpool is for --mode=hts and --mode=sync")
-      _check(self.learner.algo == "a2c",
-             "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
-      _check(self.async_batch_unrolls >= 0,
-             f"async_batch_unrolls must be >= 0, got {self.async_batch_unrolls}")
-      _check(self.num_executors % self.num_actors == 0,
-             f"--mode=async: num_executors ({self.num_executors}) must be a multiple of "
-             f"num_actors ({self.num_actors}): each actor owns whole executors")
-    if self.mode in ("gala", "allreduce"):
-      self._check_agents(n)
-    _check(not self.alternating_groups or self.mode == "sync",
-           "--alternating_groups is an option of --mode=sync")
-    if self.alternating_groups:
-      _check(not self.envpool, "--alternating_groups steps executor envs: not with --envpool")
-      _check((n // self.num_executors) % 2 == 0,
-             f"--alternating_groups splits each executor's envs in two: num_envs{where} ({n}) / "
-             f"num_executors ({self.num_executors}) must be even")
+    for mode_check in MODE_CHECKS.get(self.mode, ()):  # each mode's own options
+      mode_check(self, n, where)
+    check(not self.alternating_groups or self.mode == "sync",
+          "--alternating_groups is an option of --mode=sync")
     if self.envpool:
-      _check(self.env.startswith("atari:"),
+      check(self.env.startswith("atari:"),
              f"--envpool is for atari:<Game> envs, not {self.env!r}")
-      _check(n % self.num_actors == 0,
+      check(n % self.num_actors == 0,
              f"with --envpool, num_envs{where} ({n}) must be divisible by num_actors "
              f"({self.num_actors}): each actor drives one envpool instance")
-      _check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
-    _check(bool(self.logdir), "logdir must be set")
+      check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
+    check(bool(self.logdir), "logdir must be set")
     self.learner.check_segment_length(self.alpha)
-
-  def _check_agents(self, n: int) -> None:
-    m, k = self.mode, self.gala_agents
-    _check(k >= (2 if m == "gala" else 1),
-           f"gala_agents must be >= {2 if m == 'gala' else 1} for --mode={m}, got {k}")
-    _check(self.num_processes == 1 and not self.envpool,
-           f"--mode={m} runs in one process over executor envs (no --envpool)")
-    _check(n % k == 0 and self.num_executors % k == 0,
-           f"--mode={m}: num_envs ({n}) and num_executors ({self.num_executors}) must be "
-           f"divisible by gala_agents ({k}): each agent owns whole executors")
-    _check(self.num_actors == 1,
-           f"--mode={m}: each agent acts for its own envs (A2C's lockstep); --num_actors must "
-           f"be 1, got {self.num_actors}")
-    _check(self.gala_staleness >= 0, f"gala_staleness must be >= 0, got {self.gala_staleness}")
-    if m == "gala":
-      _check(len(self.learner_devices) == 1,
-             "--mode=gala: every agent learns on the one learner device")
 
   @property
   def evaluates_greedy(self) -> bool:
@@ -429,3 +276,13 @@ class RunConfig:
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
+
+
+def check_packages(config: RunConfig) -> None:
+  """Refuses (one line) an output option whose package is not installed: --tensorboard needs
+  tensorboardX, --wandb_project wandb. Run where the run starts (`modes.make_runner`), not when a
+  config is built, so configs can be made and read on any machine."""
+  for flag, module, wanted in (("tensorboard", "tensorboardX", config.tensorboard),
+                               ("wandb_project", "wandb", bool(config.wandb_project))):
+    check(not wanted or importlib.util.find_spec(module) is not None,
+          f"--{flag} needs the {module} package (pip install -r requirements.txt)")

@@ -7,7 +7,7 @@ import numpy as np
 import optax
 import pytest
 
-from hts_jax import envs, learner, losses, networks
+from hts_jax import algorithms, envs, learner, losses, networks
 from hts_jax.envs import blocks
 from hts_jax.types import LearnerConfig, Segment, Unroll
 
@@ -62,7 +62,7 @@ def test_masked_fake_step_learns_as_if_absent(algo):
     if algo == "vtrace":
       logp = losses.log_prob(net.apply(params, seg.obs[:-1].reshape(-1, OBS))[0],
                              seg.actions.reshape(-1)).reshape(seg.actions.shape)
-      step = learner.build_vtrace_update(LearnerConfig(), net.apply, opt)
+      step = algorithms.build_vtrace_update(LearnerConfig(), net.apply, opt)
       state = learner.init_train_state(params, opt, jax.random.PRNGKey(0))
       return step(state, Unroll(segment=seg, behaviour_log_probs=logp))[0].params
     cfg = LearnerConfig(algo=algo, unroll_length=t, ppo_epochs=1, num_minibatches=1,
@@ -174,7 +174,7 @@ def test_ppo_transition_minibatches_draw_every_env_at_its_own_steps():
   t_len, b = 8, 6
   key = jax.random.PRNGKey(0)
   cfg = LearnerConfig(algo="ppo", ppo_epochs=2, num_minibatches=4)
-  steps = np.asarray(learner.minibatch_steps(key, cfg, t_len, b, 0))
+  steps = np.asarray(algorithms.minibatch_steps(key, cfg, t_len, b, 0))
   assert steps.shape == (8, 2, b)
   for epoch in range(2):  # every epoch covers each env's steps once
     block = steps[epoch * 4:(epoch + 1) * 4]
@@ -182,9 +182,9 @@ def test_ppo_transition_minibatches_draw_every_env_at_its_own_steps():
       assert sorted(block[:, :, e].ravel().tolist()) == list(range(t_len))
   assert any(len(set(steps[0, :, e].tolist()) ^ set(steps[0, :, 0].tolist())) for e in range(b))
   # keyed by the global env id: a shard (offset 3) sees the same columns as the whole batch
-  shard = np.asarray(learner.minibatch_steps(key, cfg, t_len, 3, 3))
+  shard = np.asarray(algorithms.minibatch_steps(key, cfg, t_len, 3, 3))
   np.testing.assert_array_equal(shard, steps[:, :, 3:])
-  old = np.asarray(learner.minibatch_steps(key, LearnerConfig(
+  old = np.asarray(algorithms.minibatch_steps(key, LearnerConfig(
       algo="ppo", ppo_epochs=2, num_minibatches=4, minibatch="time_steps"), t_len, b, 0))
   assert (old == old[:, :, :1]).all()  # all envs of the chosen steps
 

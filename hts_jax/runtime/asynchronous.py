@@ -20,7 +20,7 @@ from typing import Any, Dict, List, NamedTuple, Optional
 import jax
 import numpy as np
 
-from hts_jax import learner as learner_lib
+from hts_jax import algorithms
 from hts_jax.config import ConfigError
 from hts_jax.runtime import reporting, supervisor
 from hts_jax.runtime.actor import ActorStats, LockstepSampler, ParamsBox
@@ -83,7 +83,7 @@ def _policy_rows(runner: Runner) -> int:
 def _learner_step(runner: Runner, lcfg):
   if len(runner.config.learner_devices) > 1:
     raise ConfigError("--mode=async runs its learner on one device")
-  return jax.jit(learner_lib.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer))
+  return jax.jit(algorithms.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer))
 
 
 def _learner_input(runner: Runner, segment):

@@ -114,6 +114,9 @@ class TrackerScalars(Observer):
   def on_finish(self, env_steps: int, figures: Dict[str, float]) -> None:
     self.tracker.scalars(figures, env_steps)
 
+  def close(self) -> None:  # after the evaluator, which writes to it (`Controller.__exit__`)
+    self.tracker.close()
+
 
 class Evaluations(Observer):
   """Submits the due evaluations and videos to the evaluator (which runs them in its thread)."""

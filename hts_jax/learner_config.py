@@ -1,0 +1,126 @@
+"""Learner hyperparameters (`LearnerConfig`) and the validation every config shares: `ConfigError`
+(one line for users), the fields that take one of a few values (`CHOICES`). No JAX import (see
+`config.py`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+ALGOS = ("a2c", "ppo")
+CORRECTIONS = ("delayed", "truncated_is", "none")
+OPTIMIZERS = ("rmsprop", "adam")
+REDUCTIONS = ("mean", "sum")
+MINIBATCHES = ("transitions", "time_steps")
+MODES = ("hts", "sync", "async", "gala", "allreduce")
+GOSSIP = ("async", "fixed")
+NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
+NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
+# The str fields that take one of a few values (validated here; the launcher's flags are enums).
+CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
+           "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS, "mode": MODES,
+           "network": NETWORKS, "gala_gossip": GOSSIP}
+
+
+class ConfigError(ValueError):
+  """A user-facing configuration error; its message is one line."""
+
+
+def check(cond: bool, message: str) -> None:
+  if not cond:
+    raise ConfigError(message)
+
+
+def check_choices(config) -> None:
+  for field in dataclasses.fields(config):
+    if field.name in CHOICES:
+      value, choices = getattr(config, field.name), CHOICES[field.name]
+      check(value in choices, f"{field.name} must be one of {choices}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerConfig:
+  """Learner hyperparameters. Defaults follow the paper's A2C (Table A3) where it gives them.
+
+  Each field's docstring is its help text: the launcher's flags are generated from the fields.
+  """
+  algo: str = "a2c"
+  """Learning algorithm."""
+  correction: str = "delayed"
+  """Policy-lag correction of --mode=hts: delayed (one-step delayed gradient), truncated_is,
+  none (paper Table A1)."""
+  optimizer: str = "rmsprop"
+  """Optimizer: RMSProp (PyTorch semantics, as the paper) or Adam."""
+  learning_rate: float = 7e-4
+  """Learning rate."""
+  rmsprop_decay: float = 0.99
+  """RMSProp's decay of the squared-gradient average."""
+  rmsprop_eps: float = 1e-5
+  """RMSProp's epsilon, added outside the square root."""
+  adam_eps: float = 1e-5
+  """Adam's epsilon."""
+  max_grad_norm: float = 0.5
+  """Global gradient-norm clip."""
+  lr_decay_updates: int = 0
+  """Linear decay of the learning rate to 0 over this many optimizer steps (0: constant)."""
+  gamma: float = 0.99
+  """Discount."""
+  gae_lambda: float = 0.95
+  """GAE lambda (PPO)."""
+  value_coef: float = 0.5
+  """Value loss coefficient."""
+  entropy_coef: float = 0.01
+  """Entropy bonus coefficient (positive raises entropy)."""
+  unroll_length: int = 5
+  """A2C n-step horizon (must divide alpha): the learner takes alpha // unroll_length A2C steps
+  per segment."""
+  ppo_epochs: int = 4
+  """PPO epochs per segment."""
+  num_minibatches: int = 4
+  """PPO minibatches per epoch (must divide alpha)."""
+  clip_eps: float = 0.2
+  """PPO clip epsilon."""
+  clip_value_loss: bool = True
+  """PPO: clip the value loss around the old values as Kostrikov's PPO (else plain 1/2 (V-R)^2)."""
+  normalize_advantages: bool = True
+  """PPO: normalize the advantages over the segment (zero mean, unit variance)."""
+  minibatch: str = "transitions"
+  """PPO minibatches: transitions (each env's time steps shuffled, every minibatch holding
+  alpha / num_minibatches transitions of every env) or time_steps (all envs of the chosen steps)."""
+  loss_reduction: str = "mean"
+  """How losses reduce over samples: mean (Kostrikov's A2C/PPO) or sum (IMPALA's V-trace)."""
+  bootstrap_truncation: bool = False
+  """Bootstrap episodes cut by a time limit from V(final observation) instead of treating the cut
+  as terminal (the paper's and the references' behaviour)."""
+
+  def __post_init__(self):
+    check_choices(self)
+    check(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
+    check(0 < self.gamma <= 1, f"gamma must be in (0, 1], got {self.gamma}")
+    check(0 <= self.gae_lambda <= 1, f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
+    check(self.max_grad_norm > 0, f"max_grad_norm must be > 0, got {self.max_grad_norm}")
+    check(self.lr_decay_updates >= 0,
+           f"lr_decay_updates must be >= 0, got {self.lr_decay_updates}")
+    check(self.unroll_length >= 1, f"unroll_length must be >= 1, got {self.unroll_length}")
+    check(self.ppo_epochs >= 1, f"ppo_epochs must be >= 1, got {self.ppo_epochs}")
+    check(self.num_minibatches >= 1,
+           f"num_minibatches must be >= 1, got {self.num_minibatches}")
+    check(self.clip_eps > 0, f"clip_eps must be > 0, got {self.clip_eps}")
+    check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
+
+  def num_sgd_steps(self, segment_length: int) -> int:
+    """Optimizer steps one learner iteration takes on a segment of `segment_length` steps."""
+    self.check_segment_length(segment_length)
+    if self.algo == "a2c":
+      return segment_length // self.unroll_length
+    return self.ppo_epochs * self.num_minibatches
+
+  def check_segment_length(self, segment_length: int) -> None:
+    if self.algo == "a2c":
+      check(segment_length % self.unroll_length == 0,
+             f"alpha (segment length {segment_length}) must be a multiple of "
+             f"unroll_length ({self.unroll_length})")
+    else:
+      check(segment_length % self.num_minibatches == 0,
+             f"alpha (segment length {segment_length}) must be a multiple of "
+             f"num_minibatches ({self.num_minibatches}): every PPO minibatch takes alpha / "
+             "num_minibatches steps of each env")
