@@ -19,6 +19,12 @@ from hts_jax.mode_options import MODE_CHECKS
 WANDB_MODES = ("online", "offline")  # --wandb_mode
 
 
+def resumable(default: Any) -> Any:
+  """A field that a resumed run may change (it changes no result: outputs, counts, the run's
+  length, testing delays); every other field must match the checkpoint's config."""
+  return dataclasses.field(default=default, metadata={"resumable": True})
+
+
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
   """One training run of the HTS-RL runtime (what `python -m experiments.train` builds from flags).
@@ -39,9 +45,9 @@ class RunConfig:
   """Synchronization interval: steps per env per segment (storage length)."""
   num_envs: int = 16
   """Env replicas."""
-  num_executors: int = 4
+  num_executors: int = resumable(4)
   """Executor processes owning the env replicas (num_envs must divide evenly)."""
-  num_actors: int = 1
+  num_actors: int = resumable(1)
   """Actor threads doing batched inference in the main process."""
   actor_batch: int = 0
   """Envs per actor policy call, the fixed shape that bitwise determinism needs
@@ -49,49 +55,49 @@ class RunConfig:
   the blocks that are ready into calls of this size. Like alpha it is part of what a run
   computes: the same seed gives the same bits for any actor and executor count at a given
   actor_batch."""
-  total_steps: int = 100_000
+  total_steps: int = resumable(100_000)
   """Env steps to collect (rounded up to whole segments)."""
   seed: int = 0
   """Run seed: everything random derives from it."""
-  logdir: str = "runs/default"
+  logdir: str = resumable("runs/default")
   """Output directory."""
-  eval_every: int = 0
+  eval_every: int = resumable(0)
   """Env steps between evaluations (0: only at the end)."""
-  eval_episodes: int = 10
+  eval_episodes: int = resumable(10)
   """Episodes per evaluation."""
-  eval_greedy: Optional[bool] = None
+  eval_greedy: Optional[bool] = resumable(None)
   """Evaluate the greedy (argmax) policy; unset: sampled actions on atari: and gfootball: envs
   (the paper's protocol, and a greedy untrained Atari policy may never press FIRE after a lost
   life and play to the step cap), greedy on the others."""
-  eval_max_steps: int = 0
+  eval_max_steps: int = resumable(0)
   """Env steps an evaluation episode may take before it is cut (0: the env's own limit, at most
   108,000); a cut episode counts its return so far, and the evaluation says so in one line."""
-  log_every_s: float = 5.0
+  log_every_s: float = resumable(5.0)
   """Seconds between progress lines."""
-  tensorboard: bool = True
+  tensorboard: bool = resumable(True)
   """Write TensorBoard event files into logdir (every learner update's row, evaluations, idle and
   efficiency figures, the config, videos): `tensorboard --logdir runs`."""
-  video_every: int = 0
+  video_every: int = resumable(0)
   """Env steps between recorded evaluation episodes (0: none): one episode of the current params
   (the first evaluation episode: same seed and policy), saved as <logdir>/videos/eval-<env
   steps>.mp4 (a GIF where no encoder is available) and sent to TensorBoard and W&B. It runs in the
   evaluator's thread on an env of its own: training results do not change."""
-  video_final: bool = False
+  video_final: bool = resumable(False)
   """Also record an episode of the final params (as video_every does)."""
-  wandb_project: str = ""
+  wandb_project: str = resumable("")
   """Also log to this Weights & Biases project (the scalars, config and videos TensorBoard gets;
   the W&B files go to <logdir>/wandb). Empty: no W&B."""
-  wandb_entity: str = ""
+  wandb_entity: str = resumable("")
   """W&B entity (user or team) of --wandb_project (empty: your default)."""
-  wandb_mode: str = "online"
+  wandb_mode: str = resumable("online")
   """W&B mode: online, or offline (no network: the run is written to <logdir>/wandb and
   `wandb sync` uploads it later)."""
-  executor_delay_s: float = 0.0
+  executor_delay_s: float = resumable(0.0)
   """Testing: sleep added to every env step (the runtime under slow envs)."""
-  executor_jitter_s: float = 0.0
+  executor_jitter_s: float = resumable(0.0)
   """Testing: uniform random (unseeded) sleep up to this, added to every env step (the runtime
   under variable envs)."""
-  learner_delay_s: float = 0.0
+  learner_delay_s: float = resumable(0.0)
   """Testing: sleep added to every learner update (tests of the concurrency)."""
   learner_devices: Tuple[int, ...] = (0,)
   """Indices of the local devices the learner step is data-parallel over (comma separated;
@@ -108,7 +114,7 @@ class RunConfig:
   speed (`experiments/bench_gpu.py` measures it). No effect on CPU, which is deterministic anyway.
   Set in XLA_FLAGS before JAX starts its backends (the launchers do; in a notebook, run before the
   first JAX computation)."""
-  checkpoint_every: int = 0
+  checkpoint_every: int = resumable(0)
   """Learner updates between checkpoints (0: only on SIGINT/SIGTERM)."""
   decorrelate_steps: int = 0
   """Start-state decorrelation (Stooke & Abbeel 2018): each env replica first takes a random
@@ -132,9 +138,9 @@ class RunConfig:
   them on one machine): each runs the executors and actors of its slice of the global env ids
   (num_envs / num_processes envs; num_executors and num_actors are per process), the learner
   runs over every process's learner devices."""
-  process_id: int = 0
+  process_id: int = resumable(0)
   """This process's index in a multi-process run (0 writes the outputs and evaluates)."""
-  coordinator_address: str = ""
+  coordinator_address: str = resumable("")
   """host:port of the multi-process run's coordinator (process 0's machine)."""
   alternating_groups: bool = False
   """--mode=sync: each executor's envs form two groups that alternate, one stepping while the
@@ -286,3 +292,8 @@ def check_packages(config: RunConfig) -> None:
                                ("wandb_project", "wandb", bool(config.wandb_project))):
     check(not wanted or importlib.util.find_spec(module) is not None,
           f"--{flag} needs the {module} package (pip install -r requirements.txt)")
+
+
+def resumable_fields() -> frozenset:
+  """The names of RunConfig's fields marked `resumable`."""
+  return frozenset(f.name for f in dataclasses.fields(RunConfig) if f.metadata.get("resumable"))

@@ -30,17 +30,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import orbax.checkpoint as ocp
 
-# Config fields a resumed run may change (they do not change the computation).
-RESUMABLE_CHANGES = {"total_steps", "logdir", "num_actors", "num_executors", "log_every_s",
-                     "eval_every", "eval_episodes", "eval_greedy", "eval_max_steps",
-                     "checkpoint_every", "executor_delay_s",
-                     "executor_jitter_s", "learner_delay_s",
-                     # outputs only: TensorBoard, videos, W&B
-                     "tensorboard", "video_every", "video_final", "wandb_project", "wandb_entity",
-                     "wandb_mode",
-                     # the same topology on another port; each process compares with process 0's
-                     "coordinator_address", "process_id"}
-
+from hts_jax.config import RunConfig, resumable_fields
 
 def directory(logdir: str) -> str:
   return os.path.join(os.path.abspath(logdir), "checkpoints")
@@ -163,14 +153,14 @@ def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict
   """Config fields that differ between a checkpoint and a resumed run and may not. A field the
   checkpoint's config lacks (added to RunConfig or LearnerConfig since it was written) counts as
   its default: the code that wrote it behaved so."""
-  from hts_jax.config import RunConfig  # pylint: disable=import-outside-toplevel
   defaults = json.loads(json.dumps(RunConfig().to_dict()))  # as a checkpoint stores it
   saved = {**defaults, **saved}
+  resumable = resumable_fields()
   if isinstance(saved.get("learner"), dict):
     saved["learner"] = {**defaults["learner"], **saved["learner"]}
   out = {}
   for k in set(saved) | set(current):
-    if k in RESUMABLE_CHANGES:
+    if k in resumable:
       continue
     if saved.get(k) != current.get(k):
       out[k] = (saved.get(k), current.get(k))
