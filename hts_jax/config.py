@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 from hts_jax.learner_config import (ALGOS, CHOICES, CORRECTIONS, GOSSIP, MINIBATCHES,  # noqa: F401
                                     MODES, NETWORK_KINDS, NETWORKS, OPTIMIZERS, REDUCTIONS,
                                     ConfigError, LearnerConfig, check, check_choices)
-from hts_jax.mode_options import MODE_CHECKS
+from hts_jax.mode_options import MODE_CHECKS, UPDATES
 
 WANDB_MODES = ("online", "offline")  # --wandb_mode
 
@@ -262,17 +262,21 @@ class RunConfig:
     return self.alpha * self.num_envs // self.num_actors * self.async_unrolls_per_update
 
   @property
+  def steps_per_update(self) -> int:
+    """Env steps per learner update: a segment's, or the mode's own (`mode_options.UPDATES`)."""
+    own = UPDATES.get(self.mode)
+    return self.steps_per_segment if own is None else own[0](self)
+
+  @property
   def learner_updates(self) -> int:
-    """Learner updates over the run: one per segment (hts, sync); async: one per batch of
-    `async_unrolls_per_update` unrolls."""
-    if self.mode == "async":
-      return -(-self.total_steps // self.async_steps_per_update)
-    return self.num_segments
+    """Learner updates over the run (the last one whole)."""
+    return -(-self.total_steps // self.steps_per_update)
 
   @property
   def optimizer_steps(self) -> int:
-    """Optimizer steps over the run (what `--lr_decay` decays over); a V-trace update is one."""
-    per = 1 if self.mode == "async" else self.learner.num_sgd_steps(self.alpha)
+    """Optimizer steps over the run (what `--lr_decay` decays over)."""
+    own = UPDATES.get(self.mode)
+    per = self.learner.num_sgd_steps(self.alpha) if own is None else own[1]
     return self.learner_updates * per
 
   def env_ids_of_executor(self, executor: int):

@@ -1,7 +1,8 @@
-"""Each mode's own options, checked where the mode is chosen: `MODE_CHECKS[mode]` lists the checks
-`RunConfig` runs for that mode, each `check(config, n, where)` with `n` the process's envs and
-`where` " per process" in a multi-process run. No JAX import (see `config.py`); a new mode adds
-its entry here (CONTRIBUTING.md)."""
+"""What `RunConfig` asks of each mode, without JAX (see `config.py`): `MODE_CHECKS[mode]` lists the
+checks of the mode's own options, each `check(config, n, where)` with `n` the process's envs and
+`where` " per process" in a multi-process run; `UPDATES[mode]` is a mode's update size where it is
+not one segment: (env steps per update as a function of the config, optimizer steps per update).
+A new mode adds its entries here (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def _alternating_groups(cfg, n: int, where: str) -> None:
           f"--alternating_groups splits each executor's envs in two: num_envs{where} ({n}) / "
           f"num_executors ({cfg.num_executors}) must be even")
 
+
+# async (IMPALA): one V-trace step per batch of async_unrolls_per_update unrolls.
+UPDATES: Dict[str, Tuple[Callable[..., int], int]] = {
+    "async": (lambda cfg: cfg.async_steps_per_update, 1),
+}
 
 Check = Callable[..., None]
 MODE_CHECKS: Dict[str, Tuple[Check, ...]] = {

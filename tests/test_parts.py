@@ -191,5 +191,8 @@ def test_every_mode_reports_its_env_steps_per_update():
   cfg = RunConfig(env="CartPole-v1", mode="async", num_envs=8, num_executors=4, num_actors=4,
                   alpha=20, total_steps=1000, async_batch_unrolls=2)
   # async: an update takes 2 unrolls of 20 steps of an actor's 2 envs.
+  assert cfg.steps_per_update == 20 * 2 * 2 and cfg.optimizer_steps == cfg.learner_updates
   assert MODES["async"].total_steps(cfg) == cfg.learner_updates * 20 * 2 * 2
-  assert MODES["hts"].total_steps(cfg) == cfg.num_segments * 20 * 8
+  hts = RunConfig(env="CartPole-v1", num_envs=8, alpha=20, total_steps=1000)
+  assert MODES["hts"].total_steps(hts) == hts.num_segments * 20 * 8 == 1280
+  assert hts.optimizer_steps == hts.num_segments * 4  # A2C: alpha / unroll_length 5

@@ -194,7 +194,7 @@ def run_async(runner: Runner, ctl: Controller) -> Dict[str, Any]:
       book.returns[e].extend(rs)
       recent.extend(rs)
     max_lags.append(max_lag)
-    steps = (j + 1) * cfg.async_steps_per_update
+    steps = (j + 1) * cfg.steps_per_update
     ctl.record_update(result, recent, steps, extra={"lag_max": max_lag})
     # An update is async's boundary (it has no segments: `j` stands for one; no checkpoints).
     if ctl.boundary(j, steps, a.params.current[1]):
@@ -205,5 +205,4 @@ def run_async(runner: Runner, ctl: Controller) -> Dict[str, Any]:
 
 MODE = Mode(name="async", policy_rows=_policy_rows, loop=run_async, learner_step=_learner_step,
             learner_input=_learner_input, acts_with_extras=True, correction="none",
-            no_checkpoints="unrolls in flight have no consistent boundary",
-            steps_per_update=lambda cfg: cfg.async_steps_per_update)
+            no_checkpoints="unrolls in flight have no consistent boundary")

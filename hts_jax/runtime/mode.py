@@ -24,8 +24,8 @@ class Mode:
   update (default: the delayed-gradient A2C/PPO step); `learner_input(runner, segment)` an example
   input to compile it with; `acts_with_extras` whether actors need log-probs; `correction` the
   learner correction it forces ("none" for the baselines); `no_checkpoints` why it cannot
-  checkpoint, if it cannot; `steps_per_update(config)` env steps per learner update (default: a
-  segment's); `loop(runner, controller)` the run itself."""
+  checkpoint, if it cannot; `loop(runner, controller)` the run itself. (What the JAX-free config
+  asks of a mode, its option checks and update size, is in `hts_jax/mode_options.py`.)"""
   name: str
   policy_rows: Callable[["Runner"], int]
   loop: Callable[["Runner", Controller], Dict[str, Any]]
@@ -34,7 +34,6 @@ class Mode:
   acts_with_extras: bool = False
   correction: Optional[str] = None
   no_checkpoints: Optional[str] = None
-  steps_per_update: Optional[Callable[[RunConfig], int]] = None
 
   @property
   def checkpoints(self) -> bool:
@@ -48,9 +47,7 @@ class Mode:
 
   def total_steps(self, config: RunConfig) -> int:
     """The env steps the run takes (whole updates)."""
-    if self.steps_per_update is None:  # one update per segment
-      return config.num_segments * config.steps_per_segment
-    return config.learner_updates * self.steps_per_update(config)
+    return config.learner_updates * config.steps_per_update
 
   def run(self, runner: "Runner") -> Dict[str, Any]:
     """Runs the loop inside the run's controller; returns the summary."""
