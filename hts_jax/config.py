@@ -7,7 +7,6 @@ without paying for JAX. Errors are `ConfigError` with a one-line message meant f
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from typing import Any, Dict, Optional, Tuple
 
 # Re-exported: the learner's config and the shared validation live in `learner_config.py`.
@@ -286,16 +285,6 @@ class RunConfig:
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
-
-
-def check_packages(config: RunConfig) -> None:
-  """Refuses (one line) an output option whose package is not installed: --tensorboard needs
-  tensorboardX, --wandb_project wandb. Run where the run starts (`modes.make_runner`), not when a
-  config is built, so configs can be made and read on any machine."""
-  for flag, module, wanted in (("tensorboard", "tensorboardX", config.tensorboard),
-                               ("wandb_project", "wandb", bool(config.wandb_project))):
-    check(not wanted or importlib.util.find_spec(module) is not None,
-          f"--{flag} needs the {module} package (pip install -r requirements.txt)")
 
 
 def resumable_fields() -> frozenset:

@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import pytest
 
-from hts_jax import config as hts_config
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from hts_jax.runtime import checkpoint, modes, tracking, video
 from hts_jax.runtime.evaluation import Evaluator
@@ -263,13 +262,13 @@ def test_bad_output_options_fail_with_one_line(monkeypatch):
     RunConfig(video_every=-1)
   with pytest.raises(ConfigError, match="wandb_mode must be one of"):
     RunConfig(wandb_mode="maybe")
-  real = hts_config.importlib.util.find_spec
-  monkeypatch.setattr(hts_config.importlib.util, "find_spec",
+  real = tracking.importlib.util.find_spec
+  monkeypatch.setattr(tracking.importlib.util, "find_spec",
                       lambda name, *a: None if name == "wandb" else real(name, *a))
   cfg = RunConfig(wandb_project="p")  # a config can be built anywhere; a run needs the package
   with pytest.raises(ConfigError, match=r"--wandb_project needs the wandb package"):
-    hts_config.check_packages(cfg)
-  hts_config.check_packages(RunConfig(wandb_project=""))  # not asked for: not needed
+    tracking.check_packages(cfg)
+  tracking.check_packages(RunConfig(wandb_project=""))  # not asked for: not needed
   with pytest.raises(ConfigError, match="vstep renders no frames"):
     video.check_recordable("vstep", {})
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from hts_jax.config import ConfigError, RunConfig, check_packages
-from hts_jax.runtime import asynchronous, backend, distributed, gala, hts, sync
+from hts_jax.config import ConfigError, RunConfig
+from hts_jax.runtime import asynchronous, backend, distributed, gala, hts, sync, tracking
 from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.supervisor import Interrupted, RunError  # pylint: disable=unused-import
 
@@ -17,7 +17,7 @@ MODES = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE, gala.GALA, 
 def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   """The runner for `config.mode`; bad configurations raise ConfigError before anything spawns."""
   backend.configure(config.xla_deterministic)  # before JAX creates its backends
-  check_packages(config)
+  tracking.check_packages(config)
   mode = MODES[config.mode]
   mode.check(config, resume)
   if config.num_processes > 1:

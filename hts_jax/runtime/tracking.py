@@ -9,6 +9,7 @@ line; it never stops training.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import queue
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from hts_jax.config import ConfigError
 from hts_jax.runtime import video as video_lib
 from hts_jax.runtime.supervisor import RunError
 
@@ -175,3 +177,13 @@ def open_tracker(config, purge_step: Optional[int] = None) -> Optional[Tracker]:
   tracker = Tracker(sinks)
   tracker.text("config", "```\n" + json.dumps(config_dict, indent=1, sort_keys=True) + "\n```")
   return tracker
+
+
+def check_packages(config) -> None:
+  """Refuses (ConfigError, one line) an output option whose package is not installed:
+  --tensorboard needs tensorboardX, --wandb_project wandb. Checked where a run starts
+  (`modes.make_runner`), not when a config is built, so configs can be made on any machine."""
+  for flag, module, wanted in (("tensorboard", "tensorboardX", config.tensorboard),
+                               ("wandb_project", "wandb", bool(config.wandb_project))):
+    if wanted and importlib.util.find_spec(module) is None:
+      raise ConfigError(f"--{flag} needs the {module} package (pip install -r requirements.txt)")
