@@ -77,11 +77,13 @@ class Controller:
                                tracker=tracker_of(self.observers),
                                video_dir=os.path.join(cfg.logdir, "videos"))
     if self.primary:  # the one that evaluates
-      self.observers.insert(-1, Evaluations(self.evaluator))
+      self.observers.append(Evaluations(self.evaluator))
       self.evaluator.compile(runner.learner.state.params, runner.info.obs_shape,
                              runner.info.obs_dtype)
     self.writer = CheckpointWriter(cfg.logdir, self.evaluator)
-    self.observers.insert(max(len(self.observers) - 1, 0), self.writer)
+    self.observers.append(self.writer)  # each event has one kind of observer: order is free
+    # The idle/efficiency figures per update are the tracker's only: not computed without one.
+    self._figures_per_update = tracker_of(self.observers) is not None
     # Videos: one each time the env steps pass a multiple of video_every (counted from the
     # steps a resumed run starts at).
     self._videos_done = (self.first_segment * cfg.steps_per_segment // cfg.video_every
@@ -172,8 +174,8 @@ class Controller:
     row.update(extra or {})
     learner_metrics = {k: float(v) for k, v in result.metrics.items()}
     row.update(learner_metrics)
-    self._notify("on_update", UpdateEvent(env_steps, row, learner_metrics,
-                                          self.figures(env_steps)))
+    figures = self.figures(env_steps) if self._figures_per_update else {}
+    self._notify("on_update", UpdateEvent(env_steps, row, learner_metrics, figures))
 
   def boundary(self, segment: int, env_steps: int, params, learned: bool = False) -> bool:
     """The decisions at the boundary after `segment` (`env_steps` collected; `params` the ones
