@@ -1,6 +1,9 @@
 # Two commands for a fresh machine: `make train` and `make test` (both run the idempotent setup).
 PY := .venv/bin/python
 LOGDIR ?= runs/quickstart
+# pytest-xdist workers (0: one process); each test file runs whole in one worker (--dist loadfile).
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadfile
 
 .PHONY: setup train test test-fast docs
 setup:
@@ -10,10 +13,10 @@ train: setup
 	$(PY) -m experiments.train --preset=cartpole_ppo --logdir=$(LOGDIR)
 
 test: setup
-	$(PY) -m pytest tests -q -ra --durations=30
+	$(PY) -m pytest tests -q -ra $(XDIST) --durations=30
 
 test-fast: setup
-	$(PY) -m pytest tests -q -ra -m "not slow"
+	$(PY) -m pytest tests -q -ra $(XDIST) -m "not slow" --durations=10
 
 # The documentation site (docs/, mkdocs.yml) into build/site; tests/test_docs.py builds it too.
 docs: setup

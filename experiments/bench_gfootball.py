@@ -37,7 +37,7 @@ def main(argv):
   from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
   stacked = FLAGS.representation == "extracted" or FLAGS.representation.startswith("pixels")
   with tempfile.TemporaryDirectory() as logdir:
-    cfg = RunConfig(
+    cfg = RunConfig.make(
         env=f"gfootball:{FLAGS.scenario}",
         env_kwargs={"representation": FLAGS.representation, "stacked": stacked},
         alpha=FLAGS.alpha, num_envs=FLAGS.num_envs, num_executors=FLAGS.num_executors,

@@ -44,7 +44,7 @@ def _sps(cmd, logdir, env=None):
 def _allreduce_worker():
   from hts_jax.config import RunConfig  # pylint: disable=import-outside-toplevel
   from hts_jax.runtime import distributed  # pylint: disable=import-outside-toplevel
-  distributed.initialize(RunConfig(num_processes=FLAGS.num_processes, num_envs=2,
+  distributed.initialize(RunConfig.make(num_processes=FLAGS.num_processes, num_envs=2,
                                    num_executors=1, process_id=FLAGS.process_id,
                                    coordinator_address=FLAGS.coordinator_address))
   import jax  # pylint: disable=import-outside-toplevel

@@ -39,7 +39,7 @@ def _run(env, network, num_envs, num_executors, num_actors, alpha, steps, envpoo
     learner_cfg = (LearnerConfig(algo="a2c", unroll_length=alpha) if algo == "a2c" else
                    LearnerConfig(algo="ppo", ppo_epochs=2, num_minibatches=4,
                                  optimizer="adam", learning_rate=3.43e-4))
-    cfg = RunConfig(env=env, env_kwargs=env_kwargs or {}, network=network, alpha=alpha,
+    cfg = RunConfig.make(env=env, env_kwargs=env_kwargs or {}, network=network, alpha=alpha,
                     num_envs=num_envs, num_executors=num_executors, num_actors=num_actors,
                     total_steps=steps, logdir=logdir, eval_episodes=1, log_every_s=1e9,
                     envpool=envpool, learner=learner_cfg)

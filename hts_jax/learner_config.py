@@ -11,13 +11,13 @@ CORRECTIONS = ("delayed", "truncated_is", "none")
 OPTIMIZERS = ("rmsprop", "adam")
 REDUCTIONS = ("mean", "sum")
 MINIBATCHES = ("transitions", "time_steps")
-MODES = ("hts", "sync", "async", "gala", "allreduce")
 GOSSIP = ("async", "fixed")
 NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
 NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
-# The str fields that take one of a few values (validated here; the launcher's flags are enums).
+# The str fields that take one of a few values, by flag name (validated here; the launcher's flags
+# are enums). `config.CHOICES` adds --mode's.
 CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
-           "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS, "mode": MODES,
+           "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS,
            "network": NETWORKS, "gala_gossip": GOSSIP}
 
 
@@ -31,10 +31,14 @@ def check(cond: bool, message: str) -> None:
 
 
 def check_choices(config) -> None:
+  """Checks the fields of `config` (a config dataclass) that take one of `CHOICES` (keyed by flag
+  name: `FLAG_PREFIX` + field name where the dataclass has a prefix)."""
+  prefix = getattr(type(config), "FLAG_PREFIX", "")
   for field in dataclasses.fields(config):
-    if field.name in CHOICES:
-      value, choices = getattr(config, field.name), CHOICES[field.name]
-      check(value in choices, f"{field.name} must be one of {choices}, got {value!r}")
+    name = prefix + field.name
+    if name in CHOICES:
+      value, choices = getattr(config, field.name), CHOICES[name]
+      check(value in choices, f"{name} must be one of {choices}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,71 +1,133 @@
-"""What `RunConfig` asks of each mode, without JAX (see `config.py`): `MODE_CHECKS[mode]` lists the
-checks of the mode's own options, each `check(config, n, where)` with `n` the process's envs and
-`where` " per process" in a multi-process run; `UPDATES[mode]` is a mode's update size where it is
-not one segment: (env steps per update as a function of the config, optimizer steps per update).
-A new mode adds its entries here (CONTRIBUTING.md)."""
+"""What the JAX-free config knows of each mode (`RULES`): the section of `RunConfig` holding its own
+options (`SyncOptions`, `AsyncOptions`, `GalaOptions`, each validating itself and checking what it
+needs of the rest of the config), the learner correction it forces, the correction name its
+summary reports and its update size where an update is not one segment. No JAX import (see
+`config.py`); the mode's loop and compiled steps are its `hts_jax.runtime` module's `Mode`.
+A new mode adds its entry here (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Tuple
+import dataclasses
+from typing import Callable, ClassVar, Dict, Optional
 
-from hts_jax.learner_config import check
-
-
-def _baseline_correction(cfg, n: int, where: str) -> None:
-  del n, where
-  check(cfg.learner.correction == "delayed",
-        f"--correction applies to --mode=hts (the baselines have no policy lag to "
-        f"correct, or correct it with V-trace), got {cfg.learner.correction!r}")
+from hts_jax.learner_config import check, check_choices
 
 
-def _async(cfg, n: int, where: str) -> None:
-  del n, where
-  check(not cfg.envpool, "--envpool is for --mode=hts and --mode=sync")
-  check(cfg.learner.algo == "a2c", "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
-  check(cfg.async_batch_unrolls >= 0,
-        f"async_batch_unrolls must be >= 0, got {cfg.async_batch_unrolls}")
-  check(cfg.num_executors % cfg.num_actors == 0,
-        f"--mode=async: num_executors ({cfg.num_executors}) must be a multiple of "
-        f"num_actors ({cfg.num_actors}): each actor owns whole executors")
+@dataclasses.dataclass(frozen=True)
+class SyncOptions:
+  """--mode=sync's options."""
+  alternating_groups: bool = False
+  """--mode=sync: each executor's envs form two groups that alternate, one stepping while the
+  batched inference for the other runs (Stooke & Abbeel 2018, Section 4.1); same results as
+  plain sync (each group's call keeps sync's [num_envs] shape)."""
+
+  def check_run(self, cfg, n: int, where: str) -> None:
+    if self.alternating_groups:
+      check(not cfg.rollout.envpool, "--alternating_groups steps executor envs: not with --envpool")
+      check((n // cfg.rollout.num_executors) % 2 == 0,
+            f"--alternating_groups splits each executor's envs in two: num_envs{where} ({n}) / "
+            f"num_executors ({cfg.rollout.num_executors}) must be even")
 
 
-def _agents(cfg, n: int, where: str) -> None:
-  """gala and allreduce: agents that own whole executors, one process, one actor each."""
-  del where
-  m, k = cfg.mode, cfg.gala_agents
-  check(k >= (2 if m == "gala" else 1),
-        f"gala_agents must be >= {2 if m == 'gala' else 1} for --mode={m}, got {k}")
-  check(cfg.num_processes == 1 and not cfg.envpool,
-        f"--mode={m} runs in one process over executor envs (no --envpool)")
-  check(n % k == 0 and cfg.num_executors % k == 0,
-        f"--mode={m}: num_envs ({n}) and num_executors ({cfg.num_executors}) must be "
-        f"divisible by gala_agents ({k}): each agent owns whole executors")
-  check(cfg.num_actors == 1,
-        f"--mode={m}: each agent acts for its own envs (A2C's lockstep); --num_actors must "
-        f"be 1, got {cfg.num_actors}")
-  check(cfg.gala_staleness >= 0, f"gala_staleness must be >= 0, got {cfg.gala_staleness}")
-  if m == "gala":
-    check(len(cfg.learner_devices) == 1, "--mode=gala: every agent learns on the one learner device")
+@dataclasses.dataclass(frozen=True)
+class AsyncOptions:
+  """--mode=async's options (flags `--async_<field>`)."""
+  FLAG_PREFIX: ClassVar[str] = "async_"
+  batch_unrolls: int = 0
+  """--mode=async: actor unrolls per learner update (0: num_actors, i.e. as many samples per
+  update as HTS and sync; IMPALA uses a fixed batch whatever the actors)."""
+
+  def __post_init__(self):
+    check(self.batch_unrolls >= 0, f"async_batch_unrolls must be >= 0, got {self.batch_unrolls}")
+
+  def check_run(self, cfg, n: int, where: str) -> None:
+    del n, where
+    r = cfg.rollout
+    check(not r.envpool, "--envpool is for --mode=hts and --mode=sync")
+    check(cfg.learner.algo == "a2c",
+          "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
+    check(r.num_executors % r.num_actors == 0,
+          f"--mode=async: num_executors ({r.num_executors}) must be a multiple of "
+          f"num_actors ({r.num_actors}): each actor owns whole executors")
+
+  def unrolls_per_update(self, rollout) -> int:
+    return self.batch_unrolls or rollout.num_actors
+
+  def steps_per_update(self, rollout) -> int:
+    """Env steps per V-trace update: that many actor unrolls of alpha steps of an actor's envs."""
+    r = rollout
+    return r.alpha * r.num_envs // r.num_actors * self.unrolls_per_update(r)
 
 
-def _alternating_groups(cfg, n: int, where: str) -> None:
-  if cfg.alternating_groups:
-    check(not cfg.envpool, "--alternating_groups steps executor envs: not with --envpool")
-    check((n // cfg.num_executors) % 2 == 0,
-          f"--alternating_groups splits each executor's envs in two: num_envs{where} ({n}) / "
-          f"num_executors ({cfg.num_executors}) must be even")
+@dataclasses.dataclass(frozen=True)
+class GalaOptions:
+  """--mode=gala's and --mode=allreduce's options (flags `--gala_<field>`)."""
+  FLAG_PREFIX: ClassVar[str] = "gala_"
+  agents: int = 4
+  """--mode=gala / allreduce: A2C agents (learners), each with num_envs / gala_agents envs and
+  num_executors / gala_agents executors of its own, acting in lockstep over them."""
+  gossip: str = "async"
+  """--mode=gala: async (the paper's: send the params to the out-peer without waiting, mix in the
+  newest message received, if any) or fixed (mix the in-peer's params of exactly gala_staleness
+  updates before, waiting for them: bitwise reproducible)."""
+  staleness: int = 1
+  """--gala_gossip=fixed: agent i's update k mixes its in-peer's params after update
+  k - gala_staleness (0: the same update, a synchronous ring)."""
+
+  def __post_init__(self):
+    check_choices(self)
+    check(self.staleness >= 0, f"gala_staleness must be >= 0, got {self.staleness}")
+
+  def check_run(self, cfg, n: int, where: str) -> None:
+    """Agents that own whole executors, one process, one actor each."""
+    del where
+    m, k, r = cfg.mode, self.agents, cfg.rollout
+    check(k >= (2 if m == "gala" else 1),
+          f"gala_agents must be >= {2 if m == 'gala' else 1} for --mode={m}, got {k}")
+    check(cfg.distributed.num_processes == 1 and not r.envpool,
+          f"--mode={m} runs in one process over executor envs (no --envpool)")
+    check(n % k == 0 and r.num_executors % k == 0,
+          f"--mode={m}: num_envs ({n}) and num_executors ({r.num_executors}) must be "
+          f"divisible by gala_agents ({k}): each agent owns whole executors")
+    check(r.num_actors == 1,
+          f"--mode={m}: each agent acts for its own envs (A2C's lockstep); --num_actors must "
+          f"be 1, got {r.num_actors}")
+    if m == "gala":
+      check(len(cfg.devices.learner_devices) == 1,
+            "--mode=gala: every agent learns on the one learner device")
 
 
-# async (IMPALA): one V-trace step per batch of async_unrolls_per_update unrolls.
-UPDATES: Dict[str, Tuple[Callable[..., int], int]] = {
-    "async": (lambda cfg: cfg.async_steps_per_update, 1),
+@dataclasses.dataclass(frozen=True)
+class ModeRules:
+  """What the config knows of one mode. `options`: the `RunConfig` section of its own options
+  (their `check_run(config, n, where)` runs when this mode is chosen: `n` the process's envs,
+  `where` " per process" in a multi-process run); `forces_correction`: the learner correction it
+  runs with whatever --correction says (None: --correction applies); `reports`: the correction
+  its summary names (None: --correction's); `steps_per_update(config)`, `sgd_steps_per_update`:
+  its update size where an update is not one segment's (None: one segment, the learner's steps)."""
+  options: Optional[str] = None
+  forces_correction: Optional[str] = None
+  reports: Optional[str] = None
+  steps_per_update: Optional[Callable[..., int]] = None
+  sgd_steps_per_update: Optional[int] = None
+
+  def check_run(self, cfg, n: int, where: str) -> None:
+    if self.forces_correction is not None:
+      check(cfg.learner.correction == "delayed",
+            f"--correction applies to --mode=hts (the baselines have no policy lag to "
+            f"correct, or correct it with V-trace), got {cfg.learner.correction!r}")
+    if self.options is not None:
+      getattr(cfg, self.options).check_run(cfg, n, where)
+
+
+RULES: Dict[str, ModeRules] = {
+    "hts": ModeRules(),
+    "sync": ModeRules(options="sync", forces_correction="none", reports="none"),
+    # IMPALA: one V-trace step per batch of unrolls.
+    "async": ModeRules(options="asynchronous", forces_correction="none", reports="vtrace",
+                       steps_per_update=lambda cfg: cfg.asynchronous.steps_per_update(cfg.rollout),
+                       sgd_steps_per_update=1),
+    "gala": ModeRules(options="gala", forces_correction="none", reports="none"),
+    "allreduce": ModeRules(options="gala", forces_correction="none", reports="none"),
 }
-
-Check = Callable[..., None]
-MODE_CHECKS: Dict[str, Tuple[Check, ...]] = {
-    "hts": (),
-    "sync": (_baseline_correction, _alternating_groups),
-    "async": (_baseline_correction, _async),
-    "gala": (_baseline_correction, _agents),
-    "allreduce": (_baseline_correction, _agents),
-}
+MODES = tuple(RULES)  # what --mode takes

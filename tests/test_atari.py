@@ -36,7 +36,7 @@ def test_atari_rejects_unknown_kwargs(bad):
 
 def test_hts_a2c_on_breakout_is_deterministic_across_actor_counts(tmp_path):
   def run(actors, executors):
-    cfg = RunConfig(env="atari:Breakout", alpha=5, num_envs=4, num_executors=executors,
+    cfg = RunConfig.make(env="atari:Breakout", alpha=5, num_envs=4, num_executors=executors,
                     num_actors=actors, total_steps=4 * 5 * 4, seed=1, eval_episodes=1,
                     logdir=str(tmp_path / f"{actors}_{executors}"), log_every_s=1e9,
                     env_kwargs={"max_num_frames_per_episode": 400},
@@ -74,7 +74,7 @@ def test_envpool_path_is_deterministic_across_actor_counts(tmp_path):
   pytest.importorskip("envpool")
 
   def run(actors, threads):
-    cfg = RunConfig(env="atari:Breakout", envpool=True, alpha=5, num_envs=4,
+    cfg = RunConfig.make(env="atari:Breakout", envpool=True, alpha=5, num_envs=4,
                     num_executors=threads, num_actors=actors, total_steps=4 * 5 * 4, seed=1,
                     eval_episodes=1, logdir=str(tmp_path / f"ep{actors}"), log_every_s=1e9,
                     env_kwargs={"max_num_frames_per_episode": 400},
@@ -93,7 +93,7 @@ def test_envpool_path_is_deterministic_across_actor_counts(tmp_path):
 def test_envpool_only_for_atari():
   from hts_jax.config import ConfigError
   with pytest.raises(ConfigError, match="--envpool is for atari"):
-    RunConfig(env="CartPole-v1", envpool=True)
+    RunConfig.make(env="CartPole-v1", envpool=True)
 
 
 def test_atari_evaluation_uses_up_to_30_noop_starts():
@@ -115,7 +115,7 @@ def test_sync_baseline_runs_on_envpool_too(tmp_path):
   pytest.importorskip("envpool")
 
   def run(actors):
-    cfg = RunConfig(env="atari:Breakout", envpool=True, mode="sync", alpha=5, num_envs=4,
+    cfg = RunConfig.make(env="atari:Breakout", envpool=True, mode="sync", alpha=5, num_envs=4,
                     num_executors=actors, num_actors=actors, total_steps=4 * 5 * 3, seed=1,
                     eval_episodes=1, logdir=str(tmp_path / f"sync{actors}"), log_every_s=1e9,
                     env_kwargs={"max_num_frames_per_episode": 400},
@@ -206,7 +206,7 @@ def test_envpool_fake_steps_are_masked_like_the_ale_py_path():
   rng = np.random.default_rng(0)
   actions = rng.integers(0, 4, (steps, n)).astype(np.int32)
 
-  pool = make_pool(RunConfig(env="atari:Breakout", envpool=True, num_envs=n, num_executors=1),
+  pool = make_pool(RunConfig.make(env="atari:Breakout", envpool=True, num_envs=n, num_executors=1),
                    0, n)
   st, rec = storage.zeros(spec), StepRecorder(np.arange(n))
   pool.async_reset()

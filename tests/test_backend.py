@@ -94,7 +94,7 @@ def test_launcher_sets_the_flag_by_default_and_it_changes_no_bits_on_cpu(tmp_pat
 
 
 def test_default_is_deterministic():
-  assert RunConfig().xla_deterministic is True
+  assert RunConfig().devices.xla_deterministic is True
 
 
 def test_a_checkpoint_written_before_a_field_existed_resumes_as_its_default():

@@ -19,7 +19,7 @@ def cartpole(tmp_path, name, mode, **kw):
               num_actors=1, total_steps=8 * 8 * 6, seed=4, logdir=str(tmp_path / name),
               eval_episodes=2, log_every_s=1e9, learner=LearnerConfig(algo="a2c", unroll_length=8))
   base.update(kw)
-  return modes.run(RunConfig(**base))
+  return modes.run(RunConfig.make(**base))
 
 
 def test_sync_lag_is_zero_and_runs_are_deterministic(tmp_path):
@@ -58,11 +58,11 @@ def test_async_lag_grows_with_the_number_of_actors(tmp_path):
 
 def test_async_configuration_errors(tmp_path):
   with pytest.raises(ConfigError, match="use --algo=a2c"):
-    RunConfig(mode="async", learner=LearnerConfig(algo="ppo", num_minibatches=1), alpha=4)
+    RunConfig.make(mode="async", learner=LearnerConfig(algo="ppo", num_minibatches=1), alpha=4)
   with pytest.raises(ConfigError, match="applies to --mode=hts"):
-    RunConfig(mode="sync", learner=LearnerConfig(correction="none"))
+    RunConfig.make(mode="sync", learner=LearnerConfig(correction="none"))
   with pytest.raises(ConfigError, match="does not checkpoint"):
-    modes.make_runner(RunConfig(mode="async", checkpoint_every=2, logdir=str(tmp_path)))
+    modes.make_runner(RunConfig.make(mode="async", checkpoint_every=2, logdir=str(tmp_path)))
 
 
 def train(logdir, *flags):

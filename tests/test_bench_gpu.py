@@ -31,10 +31,11 @@ for part, name, argv in runs:
   FLAGS.unparse_flags()
   FLAGS(["train", "--logdir=unused", *argv])
   cfg = launcher.build_config()  # raises ConfigError on a bad combination
-  out.append({"part": part, "run": name, "mode": cfg.mode, "env": cfg.env,
-              "num_envs": cfg.num_envs, "num_actors": cfg.num_actors, "envpool": cfg.envpool,
-              "algo": cfg.learner.algo, "xla_deterministic": cfg.xla_deterministic,
-              "num_executors": cfg.num_executors})
+  r = cfg.rollout
+  out.append({"part": part, "run": name, "mode": cfg.mode, "env": r.env,
+              "num_envs": r.num_envs, "num_actors": r.num_actors, "envpool": r.envpool,
+              "algo": cfg.learner.algo, "xla_deterministic": cfg.devices.xla_deterministic,
+              "num_executors": r.num_executors})
 print(json.dumps(out))
 """
 

@@ -70,7 +70,7 @@ def test_vstep_bad_kwargs(kwargs, message):
 
 def test_decorrelation_is_keyed_by_env_and_deterministic(tmp_path):
   def run(executors, decorrelate):
-    cfg = RunConfig(env="CartPole-v1", alpha=8, num_envs=4, num_executors=executors,
+    cfg = RunConfig.make(env="CartPole-v1", alpha=8, num_envs=4, num_executors=executors,
                     total_steps=4 * 8 * 3, logdir=str(tmp_path / f"{executors}{decorrelate}"),
                     log_every_s=1e9, eval_episodes=1, decorrelate_steps=decorrelate,
                     learner=LearnerConfig(algo="a2c", unroll_length=8))

@@ -20,13 +20,13 @@ def _evaluator(env, episodes, **kw):
 
 def test_atari_and_gfootball_evaluate_sampled_actions_by_default_the_others_greedy(tmp_path):
   kw = dict(logdir=str(tmp_path), tensorboard=False)
-  assert not RunConfig(env="atari:Breakout", **kw).evaluates_greedy
-  assert not RunConfig(env="gfootball:academy_empty_goal_close", **kw).evaluates_greedy
-  assert RunConfig(env="CartPole-v1", **kw).evaluates_greedy
-  assert RunConfig(env="atari:Breakout", eval_greedy=True, **kw).evaluates_greedy
-  assert not RunConfig(env="CartPole-v1", eval_greedy=False, **kw).evaluates_greedy
+  assert not RunConfig.make(env="atari:Breakout", **kw).evaluates_greedy
+  assert not RunConfig.make(env="gfootball:academy_empty_goal_close", **kw).evaluates_greedy
+  assert RunConfig.make(env="CartPole-v1", **kw).evaluates_greedy
+  assert RunConfig.make(env="atari:Breakout", eval_greedy=True, **kw).evaluates_greedy
+  assert not RunConfig.make(env="CartPole-v1", eval_greedy=False, **kw).evaluates_greedy
   with pytest.raises(ConfigError, match="eval_max_steps must be >= 0"):
-    RunConfig(env="CartPole-v1", eval_max_steps=-1, **kw)
+    RunConfig.make(env="CartPole-v1", eval_max_steps=-1, **kw)
 
 
 def test_eval_max_steps_cuts_episodes_counts_their_returns_so_far_and_says_so(capsys):

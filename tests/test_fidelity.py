@@ -196,7 +196,7 @@ def test_bootstrap_truncation_end_to_end_is_deterministic(tmp_path):
   from hts_jax.runtime import modes
 
   def run(name, bootstrap, executors, actors, mode="hts"):
-    return modes.run(RunConfig(
+    return modes.run(RunConfig.make(
         env="CartPole-v1", env_kwargs={"max_episode_steps": 20}, mode=mode, alpha=5, num_envs=4,
         num_executors=executors, num_actors=actors, actor_batch=2, total_steps=4 * 5 * 12,
         seed=3, logdir=str(tmp_path / name), log_every_s=1e9, eval_episodes=1,

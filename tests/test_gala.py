@@ -110,7 +110,7 @@ def run(tmp_path, name, **kw):
   cfg = dict(env="CartPole-v1", num_envs=8, num_executors=2, alpha=10, total_steps=2400,
              log_every_s=1000, logdir=str(tmp_path / name))
   cfg.update(kw)
-  return modes.run(RunConfig(**cfg))
+  return modes.run(RunConfig.make(**cfg))
 
 
 def test_fixed_gossip_gala_is_deterministic(tmp_path):
@@ -167,12 +167,12 @@ def test_alternating_groups_give_plain_syncs_bits(tmp_path):
 ])
 def test_bad_configs_are_one_line_errors(kw, match):
   with pytest.raises(ConfigError, match=match):
-    RunConfig(num_envs=8, num_executors=kw.pop("num_executors", 4), **kw)
+    RunConfig.make(num_envs=8, num_executors=kw.pop("num_executors", 4), **kw)
 
 
 def test_gala_does_not_checkpoint(tmp_path):
   with pytest.raises(ConfigError, match="does not checkpoint"):
-    modes.make_runner(RunConfig(mode="gala", num_envs=8, checkpoint_every=5,
+    modes.make_runner(RunConfig.make(mode="gala", num_envs=8, checkpoint_every=5,
                                 logdir=str(tmp_path)))
 
 

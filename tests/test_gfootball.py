@@ -16,7 +16,7 @@ pytest.importorskip("gfootball", reason="built by .ci/setup.sh")
 
 
 def ppo_run(tmp_path, name, scenario, env_kwargs, actors=1, executors=2, num_envs=2):
-  cfg = RunConfig(env=f"gfootball:{scenario}", env_kwargs=env_kwargs, alpha=8,
+  cfg = RunConfig.make(env=f"gfootball:{scenario}", env_kwargs=env_kwargs, alpha=8,
                   num_envs=num_envs, num_executors=executors, num_actors=actors,
                   total_steps=num_envs * 8 * 3, seed=2, eval_episodes=1,
                   logdir=str(tmp_path / name), log_every_s=1e9,

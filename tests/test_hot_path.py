@@ -107,7 +107,7 @@ def _cfg(tmp_path, name, **kw):
               seed=2, logdir=str(tmp_path / name), log_every_s=1e9, eval_episodes=1,
               learner=LearnerConfig(algo="a2c", unroll_length=8))
   base.update(kw)
-  return RunConfig(**base)
+  return RunConfig.make(**base)
 
 
 @pytest.mark.parametrize("mode", ["hts", "async"])

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import typing
 
 import pytest
 
@@ -73,13 +74,17 @@ def test_every_config_field_is_a_flag_with_its_default_and_docstring():
   from absl import flags as absl_flags  # pylint: disable=import-outside-toplevel
   from experiments import train  # pylint: disable=import-outside-toplevel
   from hts_jax.cli import common as cli  # pylint: disable=import-outside-toplevel
-  for cls in (config.RunConfig, config.LearnerConfig):
+  sections = [t for t in typing.get_type_hints(config.RunConfig).values()
+              if dataclasses.is_dataclass(t)]
+  assert len(sections) == 10  # rollout ... testing, the learner
+  for cls in (config.RunConfig, *sections):
     docs = cli.field_docs(cls)
     for field in dataclasses.fields(cls):
       assert docs.get(field.name), f"{cls.__name__}.{field.name} has no docstring"
       if field.name in train.SKIPPED or dataclasses.is_dataclass(field.default_factory):
         continue
-      flag = absl_flags.FLAGS[train.RENAMED.get(field.name, field.name)]
+      name = train.RENAMED.get(field.name, getattr(cls, "FLAG_PREFIX", "") + field.name)
+      flag = absl_flags.FLAGS[name]
       default = (field.default if field.default_factory is dataclasses.MISSING
                  else field.default_factory())
       if isinstance(default, dict):
@@ -88,8 +93,8 @@ def test_every_config_field_is_a_flag_with_its_default_and_docstring():
         default = [str(x) for x in default]
       assert flag.default == default
       assert docs[field.name] in flag.help
-      if field.name in config.CHOICES:
-        assert flag.parser.enum_values == list(config.CHOICES[field.name])
+      if name in config.CHOICES:
+        assert flag.parser.enum_values == list(config.CHOICES[name])
 
 
 def test_learner_flags_reach_the_config():
@@ -98,7 +103,8 @@ def test_learner_flags_reach_the_config():
                       "--eval_every=100", "--stop_at_return=195")
   assert cfg.learner.rmsprop_eps == 0.01 and cfg.learner.loss_reduction == "sum"
   assert cfg.learner.bootstrap_truncation and cfg.learner.learning_rate == 3e-4
-  assert cfg.env_kwargs == {"repeat_action_probability": 0.25} and cfg.stop_at_return == 195
+  assert cfg.rollout.env_kwargs == {"repeat_action_probability": 0.25}
+  assert cfg.evaluation.stop_at_return == 195
   assert _build_config() == config.RunConfig()  # the flags' defaults are the fields'
 
 
@@ -108,8 +114,9 @@ def test_every_preset_builds(preset):
   values = dict(PRESETS[preset])
   assert values.pop("lr") == cfg.learner.learning_rate
   assert (cfg.learner.lr_decay_updates == cfg.optimizer_steps) == values.pop("lr_decay", False)
+  flat = {**cfg.to_dict(), **cfg.to_dict()["learner"]}
   for name, value in values.items():
-    assert getattr(cfg.learner if hasattr(cfg.learner, name) else cfg, name) == value, name
+    assert flat[name] == (tuple(value) if isinstance(value, list) else value), name
 
 
 @pytest.mark.parametrize("mode,expected", [("hts", 200), ("sync", 200), ("async", 800)])
@@ -131,8 +138,8 @@ def test_lr_decay_spans_the_whole_run_in_every_mode(mode, expected):
                                        ("ppo", "hts"), ("ppo", "sync")])
 def test_every_algo_and_mode_builds_on_its_defaults(algo, mode):
   cfg = _build_config(f"--algo={algo}", f"--mode={mode}")
-  assert cfg.alpha == {"a2c": 5, "ppo": 128}[algo]
-  assert _build_config(f"--algo={algo}", f"--mode={mode}", "--alpha=320").alpha == 320
+  assert cfg.rollout.alpha == {"a2c": 5, "ppo": 128}[algo]
+  assert _build_config(f"--algo={algo}", f"--mode={mode}", "--alpha=320").rollout.alpha == 320
 
 
 def test_ppo_on_its_defaults_runs(tmp_path):

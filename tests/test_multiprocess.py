@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from hts_jax.runtime.storage import shm_prefix
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = ["--env=CartPole-v1", "--num_envs=8", "--alpha=5", "--seed=3", "--log_every_s=1000"]
 
@@ -61,8 +63,10 @@ def _left_behind(logdir):
   return _pids(f"logdir={logdir}")
 
 
-def _shm():
-  return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+def _shm(logdir):
+  """The /dev/shm entries of the run writing to `logdir` (named after it: other runs, e.g. of tests
+  running side by side, are not counted)."""
+  return {n for n in os.listdir("/dev/shm") if n.startswith(shm_prefix(logdir))}
 
 
 def _wait_training(logdir, rows=3, timeout=120.0):
@@ -108,7 +112,7 @@ def test_two_processes_give_one_hash_across_counts_and_topologies(tmp_path):
   assert len(a["eval"]) == 1  # process 0 evaluates
 
 
-def _assert_all_stop_after_killing(pid, proc, logdir, shm_before, code, error_line):
+def _assert_all_stop_after_killing(pid, proc, logdir, code, error_line):
   """SIGKILLs `pid`; the launcher `proc` must end within 10 s with `code`, its last `error:` line
   starting with `error_line`, and leave no process or shared memory behind."""
   os.kill(pid, signal.SIGKILL)
@@ -121,17 +125,16 @@ def _assert_all_stop_after_killing(pid, proc, logdir, shm_before, code, error_li
   assert errors[-1].startswith(error_line), err[-2000:]
   time.sleep(1.0)
   assert _left_behind(logdir) == []
-  assert _shm() <= shm_before
+  assert not _shm(logdir)
 
 
 @pytest.mark.slow
 def test_a_killed_process_stops_every_process(tmp_path):
   logdir = str(tmp_path / "kill")
-  before = _shm()
   proc = _launch(logdir, "--total_steps=2000000", "--num_executors=2")
   _wait_training(logdir)
   pids = _pids(f"logdir={logdir}", "process_id=1")
-  _assert_all_stop_after_killing(pids[0], proc, logdir, before, 128 + signal.SIGKILL,
+  _assert_all_stop_after_killing(pids[0], proc, logdir, 128 + signal.SIGKILL,
                                  "error: process 1 failed (killed by SIGKILL)")
 
 
@@ -140,13 +143,12 @@ def test_a_killed_executor_stops_both_processes(tmp_path):
   """Process 1's executor dies: process 1 stops with its one line (executor index and envs), the
   launcher stops process 0 and names process 1; nothing is left behind."""
   logdir = str(tmp_path / "exec")
-  before = _shm()
   proc = _launch(logdir, "--total_steps=2000000", "--num_executors=2")
   _wait_training(logdir)
   trainer = _pids(f"logdir={logdir}", "process_id=1")[0]
   executor = [p for p, (ppid, cmd) in _processes().items()
               if ppid == trainer and "spawn_main" in cmd][0]
-  _assert_all_stop_after_killing(executor, proc, logdir, before, 1,
+  _assert_all_stop_after_killing(executor, proc, logdir, 1,
                                  "error: process 1 failed (exit 1): executor")
 
 

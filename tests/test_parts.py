@@ -1,6 +1,7 @@
 """The runtime's parts alone, in-process (no whole run): the executor and the alpha barrier with
 real envs, pipes and shared storage; the learner worker; the observers; the modes' refusals."""
 
+import os
 import threading
 
 import gymnasium as gym
@@ -15,7 +16,7 @@ from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer
 from hts_jax.runtime.executor import Executor, ExecutorSpec
 from hts_jax.runtime.learner_worker import LearnerWorker
 from hts_jax.runtime.modes import MODES
-from hts_jax.runtime.storage import Storages, StorageSpec
+from hts_jax.runtime.storage import Storages, StorageSpec, shm_prefix
 from hts_jax.runtime.supervisor import RunError, Supervisor
 
 ALPHA, ENVS, SEED = 5, 3, 7
@@ -178,7 +179,7 @@ def test_a_failed_checkpoint_write_stops_the_run_with_one_line(monkeypatch):
 
 @pytest.mark.parametrize("mode", ["async", "gala", "allreduce"])
 def test_modes_without_checkpoints_refuse_them_in_one_line(tmp_path, mode):
-  cfg = RunConfig(env="CartPole-v1", mode=mode, checkpoint_every=2, logdir=str(tmp_path),
+  cfg = RunConfig.make(env="CartPole-v1", mode=mode, checkpoint_every=2, logdir=str(tmp_path),
                   num_envs=8, num_executors=2, num_actors=2 if mode == "async" else 1,
                   gala_agents=2)
   with pytest.raises(ConfigError, match=f"--mode={mode} does not checkpoint"):
@@ -188,11 +189,27 @@ def test_modes_without_checkpoints_refuse_them_in_one_line(tmp_path, mode):
 
 
 def test_every_mode_reports_its_env_steps_per_update():
-  cfg = RunConfig(env="CartPole-v1", mode="async", num_envs=8, num_executors=4, num_actors=4,
+  cfg = RunConfig.make(env="CartPole-v1", mode="async", num_envs=8, num_executors=4, num_actors=4,
                   alpha=20, total_steps=1000, async_batch_unrolls=2)
   # async: an update takes 2 unrolls of 20 steps of an actor's 2 envs.
   assert cfg.steps_per_update == 20 * 2 * 2 and cfg.optimizer_steps == cfg.learner_updates
   assert MODES["async"].total_steps(cfg) == cfg.learner_updates * 20 * 2 * 2
-  hts = RunConfig(env="CartPole-v1", num_envs=8, alpha=20, total_steps=1000)
-  assert MODES["hts"].total_steps(hts) == hts.num_segments * 20 * 8 == 1120  # 7 segments
-  assert hts.optimizer_steps == hts.num_segments * 4  # A2C: alpha / unroll_length 5
+  hts = RunConfig.make(env="CartPole-v1", num_envs=8, alpha=20, total_steps=1000)
+  assert MODES["hts"].total_steps(hts) == hts.rollout.num_segments * 20 * 8 == 1120  # 7 segments
+  assert hts.optimizer_steps == hts.rollout.num_segments * 4  # A2C: alpha / unroll_length 5
+
+
+def test_a_runs_shared_memory_is_named_after_its_logdir(tmp_path):
+  """What lets the leak checks of tests that run side by side (pytest-xdist) look at their own
+  run's blocks only: the block carries its logdir's prefix and is gone after close."""
+  prefix = shm_prefix(str(tmp_path))
+  assert prefix != shm_prefix(str(tmp_path / "other")) and prefix == shm_prefix(f"{tmp_path}/.")
+  mine = lambda: [n for n in os.listdir("/dev/shm") if n.startswith(prefix)]
+  created = Storages(StorageSpec(ALPHA, ENVS, (4,), "float32"), create=True, name_prefix=prefix)
+  attached = Storages(created.spec, create=False)
+  created[0].rewards[1, 2] = 5.0
+  assert mine() == [created.spec.shm_name] and attached[0].rewards[1, 2] == 5.0
+  attached.close()
+  assert mine() == [created.spec.shm_name]  # only the creator unlinks
+  created.close()
+  assert mine() == []

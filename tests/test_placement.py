@@ -28,7 +28,7 @@ def _config(tmp_path, name, **kw):
               seed=5, logdir=str(tmp_path / name), log_every_s=1e9, eval_every=8 * 5 * 4,
               eval_episodes=2)
   base.update(kw)
-  return RunConfig(**base)
+  return RunConfig.make(**base)
 
 
 def test_placement_changes_no_bit_and_nothing_compiles_in_the_run(tmp_path):

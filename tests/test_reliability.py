@@ -15,6 +15,7 @@ import pytest
 
 from hts_jax.config import LearnerConfig, RunConfig
 from hts_jax.runtime import checkpoint, modes
+from hts_jax.runtime.storage import shm_prefix
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = ["--env=CartPole-v1", "--algo=ppo", "--optimizer=adam", "--lr=1e-3", "--alpha=16",
@@ -22,8 +23,11 @@ BASE = ["--env=CartPole-v1", "--algo=ppo", "--optimizer=adam", "--lr=1e-3", "--a
         "--seed=5", "--eval_every=512", "--eval_episodes=2", "--log_every_s=1000"]
 
 
-def shm_segments():
-  return {n for n in os.listdir("/dev/shm") if n.startswith("psm_")}
+def leftover_shm(tmp_path):
+  """The /dev/shm entries of the runs that wrote to `tmp_path` or a folder below it (a run's
+  shared memory is named after its logdir: tests running side by side do not see each other's)."""
+  prefixes = tuple(shm_prefix(str(d)) for d in [tmp_path, *tmp_path.rglob("*")] if d.is_dir())
+  return {n for n in os.listdir("/dev/shm") if n.startswith(prefixes)}
 
 
 def cmd(logdir, *flags):
@@ -79,7 +83,6 @@ def uninterrupted(tmp_path_factory):
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_then_resume_ends_bit_identical(tmp_path, uninterrupted, sig, code):
   logdir = str(tmp_path)
-  before = shm_segments()
   # Slow envs so that the signal lands mid-run; the delay changes timing, never results.
   proc = start_and_wait_for_rows(logdir, 3, *BASE, "--total_steps=1536", "--checkpoint_every=4",
                                  "--executor_delay_s=0.004")
@@ -91,7 +94,7 @@ def test_interrupt_then_resume_ends_bit_identical(tmp_path, uninterrupted, sig, 
   assert re.search(r"interrupted by SIG(INT|TERM) at update \d+; checkpoint saved in .*; "
                    r"continue with --resume", line), line
   assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
-  assert shm_segments() <= before
+  assert not leftover_shm(tmp_path)
   step = checkpoint.latest_step(logdir)
   assert step is not None and step < 12
   # Without --resume the logdir is protected; with it, the run continues (other actor count).
@@ -123,7 +126,6 @@ def test_resume_rejects_a_changed_config(tmp_path):
 
 def test_killed_executor_stops_the_run_cleanly(tmp_path):
   logdir = str(tmp_path)
-  before = shm_segments()
   proc = start_and_wait_for_rows(logdir, 2, *BASE, "--total_steps=100000",
                                  "--checkpoint_every=1", "--executor_delay_s=0.002")
   pids = executor_pids(proc)
@@ -136,12 +138,11 @@ def test_killed_executor_stops_the_run_cleanly(tmp_path):
   assert error_lines(stderr) == ["error: executor 1 (envs 4-7) died with exit code -9"]
   assert "Traceback" not in stderr
   assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
-  assert shm_segments() <= before
+  assert not leftover_shm(tmp_path)
   assert checkpoint.latest_step(logdir) is not None  # the last checkpoint is kept
 
 
 def test_env_exception_names_executor_env_and_exception(tmp_path):
-  before = shm_segments()
   proc = run_cli(str(tmp_path), "--env=tests.fault_envs:CrashingCartPole-v0",
                  '--env_kwargs={"crash_at": 30}', "--num_envs=4", "--num_executors=2",
                  "--alpha=5", "--total_steps=100000")
@@ -149,7 +150,7 @@ def test_env_exception_names_executor_env_and_exception(tmp_path):
   (line,) = error_lines(proc.stderr)
   assert re.fullmatch(r"error: executor [01], env [0-3]: RuntimeError: simulator exploded at "
                       r"step 30", line), line
-  assert shm_segments() <= before
+  assert not leftover_shm(tmp_path)
 
 
 def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
@@ -168,7 +169,7 @@ def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
 
 
 def _small(tmp_path):
-  return RunConfig(env="CartPole-v1", alpha=5, num_envs=4, num_executors=2,
+  return RunConfig.make(env="CartPole-v1", alpha=5, num_envs=4, num_executors=2,
                    total_steps=4 * 5 * 50, logdir=str(tmp_path), log_every_s=1e9,
                    eval_episodes=1, learner=LearnerConfig(algo="a2c"))
 
@@ -176,7 +177,6 @@ def _small(tmp_path):
 @pytest.mark.parametrize("part", ["actor", "learner"])
 def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   import multiprocessing as mp
-  before = shm_segments()
   runner = modes.make_runner(_small(tmp_path))
   calls = {"n": 0}
 
@@ -197,7 +197,7 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
     runner.run()
   assert time.monotonic() - t0 < 10
   assert not mp.active_children()
-  assert shm_segments() <= before
+  assert not leftover_shm(tmp_path)
 
 
 @pytest.mark.parametrize("mode,bootstrap", [("hts", False), ("sync", False), ("hts", True)])
@@ -212,7 +212,7 @@ def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode, bootst
                 env_kwargs={"max_episode_steps": 6} if bootstrap else {},
                 learner=LearnerConfig(algo="a2c", unroll_length=8,
                                       bootstrap_truncation=bootstrap))
-    return RunConfig(**dict(base, **kw))
+    return RunConfig.make(**dict(base, **kw))
   straight = modes.run(cfg("straight", 6))
   modes.run(cfg("split", 4, checkpoint_every=2))
   assert checkpoint.latest_step(str(tmp_path / "split")) == 2
@@ -233,7 +233,6 @@ def _wait_for(pred, proc, timeout=300):
 
 def test_signal_during_executor_start_up_stops_cleanly(tmp_path):
   """Defect: a signal during start-up was swallowed or reported as an executor death."""
-  before = shm_segments()
   proc = subprocess.Popen(cmd(str(tmp_path), "--env=tests.fault_envs:SlowStartCartPole-v0",
                               '--env_kwargs={"start_s": 4}', "--num_envs=4",
                               "--num_executors=2", "--alpha=5", "--total_steps=1000"),
@@ -247,7 +246,7 @@ def test_signal_during_executor_start_up_stops_cleanly(tmp_path):
   assert error_lines(stderr) == ["error: interrupted by SIGINT during start-up; nothing was "
                                  "trained or saved"], stderr
   assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
-  assert shm_segments() <= before
+  assert not leftover_shm(tmp_path)
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -279,7 +278,7 @@ def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_pa
   cfg = dict(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2, total_steps=4 * 8 * 6,
              seed=9, log_every_s=1e9, eval_episodes=1, eval_every=32, checkpoint_every=1,
              learner=LearnerConfig(algo="a2c", unroll_length=8))
-  plain = modes.run(RunConfig(logdir=str(tmp_path / "plain"), **cfg))
+  plain = modes.run(RunConfig.make(logdir=str(tmp_path / "plain"), **cfg))
   original = evaluation.Evaluator.evaluate
 
   def slow(self, params, **kw):
@@ -287,11 +286,11 @@ def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_pa
     return original(self, params, **kw)
 
   monkeypatch.setattr(evaluation.Evaluator, "evaluate", slow)
-  s = modes.run(RunConfig(logdir=str(tmp_path / "slow"), **cfg))
+  s = modes.run(RunConfig.make(logdir=str(tmp_path / "slow"), **cfg))
   assert s["param_sha256"] == plain["param_sha256"]
   assert [e["returns"] for e in s["eval"]] == [e["returns"] for e in plain["eval"]]
   # 5 checkpoints x 0.4 s of evaluation would be >= 2 s at the barrier per executor (2 of them).
   assert s["idle"]["executors_at_barrier"] < 1.5, s["idle"]
   ckpt = checkpoint.restore(str(tmp_path / "slow"), modes.make_runner(
-      RunConfig(logdir=str(tmp_path / "slow"), **cfg), resume=True).learner.state)
+      RunConfig.make(logdir=str(tmp_path / "slow"), **cfg), resume=True).learner.state)
   assert len(ckpt["host"]["book"]["eval"]) == ckpt["host"]["segment"] + 1

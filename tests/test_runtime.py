@@ -20,7 +20,7 @@ def small_config(tmp_path, name, **kw):
               learner=LearnerConfig(algo="ppo", num_minibatches=4, ppo_epochs=2,
                                     optimizer="adam", learning_rate=1e-3))
   base.update(kw)
-  return RunConfig(**base)
+  return RunConfig.make(**base)
 
 
 @pytest.fixture(scope="module")
@@ -120,11 +120,11 @@ def test_unknown_env_is_a_config_error(tmp_path):
 def test_config_validation_messages():
   from hts_jax.config import ConfigError
   with pytest.raises(ConfigError, match="alpha must be >= 1"):
-    RunConfig(alpha=0)
+    RunConfig.make(alpha=0)
   with pytest.raises(ConfigError, match="must not exceed num_envs"):
-    RunConfig(num_envs=2, num_executors=4, alpha=5)
+    RunConfig.make(num_envs=2, num_executors=4, alpha=5)
   with pytest.raises(ConfigError, match="divisible by num_executors"):
-    RunConfig(num_envs=6, num_executors=4, alpha=5)
+    RunConfig.make(num_envs=6, num_executors=4, alpha=5)
 
 
 def test_evaluations_score_the_params_of_their_boundary_whatever_the_timing(tmp_path):

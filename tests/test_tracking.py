@@ -25,7 +25,7 @@ def cartpole(tmp_path, name, **kw):
               log_every_s=1e9, learner=LearnerConfig(algo="ppo", num_minibatches=4, ppo_epochs=2,
                                                      optimizer="adam", learning_rate=1e-3))
   base.update(kw)
-  return RunConfig(**base)
+  return RunConfig.make(**base)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ def test_resumed_run_continues_its_tensorboard_log(tmp_path):
   change) logs each update once: TensorBoard hides what the first session wrote after the
   checkpoint, as metrics.csv drops it."""
   def cfg(name, segments, **kw):
-    return RunConfig(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2,
+    return RunConfig.make(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2,
                      total_steps=4 * 8 * segments, seed=9, logdir=str(tmp_path / name),
                      log_every_s=1e9, eval_episodes=1,
                      learner=LearnerConfig(algo="a2c", unroll_length=8), **kw)
@@ -259,16 +259,16 @@ def test_tracker_drops_a_failing_sink_and_goes_on(capsys):
 
 def test_bad_output_options_fail_with_one_line(monkeypatch):
   with pytest.raises(ConfigError, match="video_every must be >= 0"):
-    RunConfig(video_every=-1)
+    RunConfig.make(video_every=-1)
   with pytest.raises(ConfigError, match="wandb_mode must be one of"):
-    RunConfig(wandb_mode="maybe")
+    RunConfig.make(wandb_mode="maybe")
   real = tracking.importlib.util.find_spec
   monkeypatch.setattr(tracking.importlib.util, "find_spec",
                       lambda name, *a: None if name == "wandb" else real(name, *a))
-  cfg = RunConfig(wandb_project="p")  # a config can be built anywhere; a run needs the package
+  cfg = RunConfig.make(wandb_project="p")  # a config can be built anywhere; a run needs the package
   with pytest.raises(ConfigError, match=r"--wandb_project needs the wandb package"):
     tracking.check_packages(cfg)
-  tracking.check_packages(RunConfig(wandb_project=""))  # not asked for: not needed
+  tracking.check_packages(RunConfig.make(wandb_project=""))  # not asked for: not needed
   with pytest.raises(ConfigError, match="vstep renders no frames"):
     video.check_recordable("vstep", {})
 
@@ -278,6 +278,6 @@ def test_output_options_do_not_block_a_resume():
   for name in ("tensorboard", "video_every", "video_final", "wandb_project", "wandb_entity",
                "wandb_mode"):
     del saved[name]  # a checkpoint written before these options existed
-  now = RunConfig(tensorboard=False, video_every=1000, video_final=True, wandb_project="p",
+  now = RunConfig.make(tensorboard=False, video_every=1000, video_final=True, wandb_project="p",
                   wandb_mode="offline")
   assert checkpoint.incompatible_changes(saved, json.loads(json.dumps(now.to_dict()))) == {}

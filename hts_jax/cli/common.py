@@ -72,23 +72,28 @@ def _fields(cls, skip):
     yield field, typing.get_origin(kind) or kind
 
 
+def _flag_name(cls, field, renamed) -> str:
+  return renamed.get(field.name, getattr(cls, "FLAG_PREFIX", "") + field.name)
+
+
 def define_config_flags(cls, renamed=None, skip=()) -> None:
   """Defines a flag for every field of the config dataclass `cls` (a nested config's fields are
-  flags of their own), named as the field or `renamed[field name]`, with the field's default and
-  its docstring as help. Types: bool, int, float, str (an enum where `hts_config.CHOICES` lists
-  the values), dict (a JSON object), tuple (of ints, comma separated). Fields in `skip` get none."""
+  flags of their own), named as the field (after the dataclass's `FLAG_PREFIX`, if it has one) or
+  `renamed[field name]`, with the field's default and its docstring as help. Types: bool, int,
+  float, str (an enum where `hts_config.CHOICES` lists the values), dict (a JSON object), tuple
+  (of ints, comma separated). Fields in `skip` get none."""
   renamed, docs = renamed or {}, field_docs(cls)
   for field, kind in _fields(cls, skip):
     if dataclasses.is_dataclass(kind):
       define_config_flags(kind, renamed, skip)
       continue
-    name = renamed.get(field.name, field.name)
+    name = _flag_name(cls, field, renamed)
     if field.name not in docs:
       raise TypeError(f"{cls.__name__}.{field.name} has no docstring (the help of --{name})")
     default = (field.default if field.default_factory is dataclasses.MISSING
                else field.default_factory())
-    if kind is str and field.name in hts_config.CHOICES:
-      flags.DEFINE_enum(name, default, list(hts_config.CHOICES[field.name]), docs[field.name])
+    if kind is str and name in hts_config.CHOICES:
+      flags.DEFINE_enum(name, default, list(hts_config.CHOICES[name]), docs[field.name])
     elif kind is tuple:  # of ints: a comma-separated list
       flags.DEFINE_list(name, ",".join(str(x) for x in default), docs[field.name])
     elif kind in (bool, int, float, str, dict):
@@ -107,7 +112,7 @@ def config_from_flags(cls, value, renamed=None, skip=()):
     if dataclasses.is_dataclass(kind):
       kwargs[field.name] = config_from_flags(kind, value, renamed, skip)
       continue
-    name = renamed.get(field.name, field.name)
+    name = _flag_name(cls, field, renamed)
     if kind is dict:
       kwargs[field.name] = _json_object(name, value(name))
     elif kind is tuple:
@@ -139,15 +144,14 @@ def _json_object(name, text):
 
 def run_quiet(**config):
   """One run of the runtime in a temporary logdir, its progress lines sent to stderr (benchmark
-  scripts keep stdout for their JSON). `config`: RunConfig fields; `learner`: LearnerConfig fields.
+  scripts keep stdout for their JSON). `config`: RunConfig fields by flag name (`RunConfig.make`);
+  `learner`: a dict of LearnerConfig fields.
   Returns summary.json's dict."""
   import contextlib  # pylint: disable=import-outside-toplevel
   import tempfile  # pylint: disable=import-outside-toplevel
-  from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
   from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
-  learner = LearnerConfig(**config.pop("learner", {}))
   with tempfile.TemporaryDirectory() as logdir:
-    cfg = RunConfig(**{"logdir": logdir, "eval_episodes": 1, "log_every_s": 1e9, **config},
-                    learner=learner)
+    cfg = hts_config.RunConfig.make(**{"logdir": logdir, "eval_episodes": 1, "log_every_s": 1e9,
+                                       **config})
     with contextlib.redirect_stdout(sys.stderr):
       return modes.run(cfg)

@@ -77,7 +77,7 @@ def main(argv):
   # A failed process of a multi-process run exits at once: jax.distributed's shutdown barrier
   # would wait for the peers, which are still running (the launcher or the coordination service
   # stops them). Its own children and shared memory are cleaned up before that.
-  fail = cli.fail if cfg.num_processes == 1 else cli.fail_now
+  fail = cli.fail if cfg.distributed.num_processes == 1 else cli.fail_now
   try:
     summary = runner.run()
   except modes.RunError as e:
@@ -90,7 +90,8 @@ def main(argv):
   print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s "
         f"({summary['sps']:,.0f} sps), {summary['updates']} updates, final eval return "
         f"{final:.1f}, policy lag {summary['policy_lag']['histogram']}, "
-        f"param_sha256 {summary['param_sha256'][:16]}..., summary: {cfg.logdir}/summary.json")
+        f"param_sha256 {summary['param_sha256'][:16]}..., "
+        f"summary: {cfg.outputs.logdir}/summary.json")
 
 
 def run():

@@ -77,18 +77,19 @@ class UnrollQueue:
 
 
 def _policy_rows(runner: Runner) -> int:
-  return runner.num_rows // runner.config.num_actors
+  return runner.num_rows // runner.config.rollout.num_actors
 
 
 def _learner_step(runner: Runner, lcfg):
-  if len(runner.config.learner_devices) > 1:
+  if len(runner.config.devices.learner_devices) > 1:
     raise ConfigError("--mode=async runs its learner on one device")
   return jax.jit(algorithms.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer))
 
 
 def _learner_input(runner: Runner, segment):
   """Zeros in the learner's batch shape (for compiling ahead): unrolls x rows per actor."""
-  cols = runner.config.async_unrolls_per_update * _policy_rows(runner)
+  cfg = runner.config
+  cols = cfg.asynchronous.unrolls_per_update(cfg.rollout) * _policy_rows(runner)
   z = lambda x: np.zeros(x.shape[:1] + (cols,) + x.shape[2:], x.dtype)
   return Unroll(segment=jax.tree.map(z, segment), behaviour_log_probs=z(segment.rewards))
 
@@ -101,12 +102,13 @@ class _Async:
     cfg = self.cfg
     self.worker = runner.learner
     self.params = ParamsBox(self.worker.version, runner.actor_params(self.worker.state.params))
-    self.unrolls = UnrollQueue(max(cfg.num_actors, cfg.async_unrolls_per_update))
+    self.unrolls = UnrollQueue(max(cfg.rollout.num_actors,
+                                   cfg.asynchronous.unrolls_per_update(cfg.rollout)))
     self.acting = threading.Event()
     self.results: "collections.deque" = collections.deque()
     self.unroll_lags: List[int] = []
     self.queue_lags: List[int] = []
-    self.per_actor = cfg.num_executors // cfg.num_actors
+    self.per_actor = cfg.rollout.num_executors // cfg.rollout.num_actors
 
   def actor(self, index: int, stats: ActorStats) -> None:
     ctl = self.ctl
@@ -137,7 +139,7 @@ class _Async:
     for _ in range(cfg.learner_updates):
       batch = []
       t0 = time.perf_counter()
-      while len(batch) < cfg.async_unrolls_per_update:
+      while len(batch) < cfg.asynchronous.unrolls_per_update(cfg.rollout):
         item = self.unrolls.get(timeout=0.1)
         if item is None and self.unrolls.closed:
           return
@@ -172,8 +174,8 @@ class _Async:
 def run_async(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   cfg, book, sup = runner.config, ctl.book, ctl.supervisor
   a = _Async(runner, ctl)
-  ctl.spawn_executors(state_buffer_of=[k // a.per_actor for k in range(cfg.num_executors)])
-  for i in range(cfg.num_actors):
+  ctl.spawn_executors(state_buffer_of=[k // a.per_actor for k in range(cfg.rollout.num_executors)])
+  for i in range(cfg.rollout.num_actors):
     sup.start_thread(a.actor, f"actor-{i}", i, ctl.new_actor_stats())
   sup.start_thread(a.learner, "learner")
   sup.on_shutdown(a.unrolls.close)
@@ -204,5 +206,5 @@ def run_async(runner: Runner, ctl: Controller) -> Dict[str, Any]:
 
 
 MODE = Mode(name="async", policy_rows=_policy_rows, loop=run_async, learner_step=_learner_step,
-            learner_input=_learner_input, acts_with_extras=True, correction="none",
+            learner_input=_learner_input, acts_with_extras=True,
             no_checkpoints="unrolls in flight have no consistent boundary")

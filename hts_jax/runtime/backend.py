@@ -7,7 +7,7 @@ autotuner picks GEMM and convolution algorithms by timing them at compile time, 
 compile different kernels. `--xla_gpu_deterministic_ops=true` "guarantees run-to-run determinism on
 GPU" (XLA's flag help): deterministic scatters and reductions, and GEMM autotuning off; the HTS-RL
 contract (the same `param_sha256` for any number of actors, and run after run) needs it, so
-`RunConfig.xla_deterministic` defaults to on. XLA reads the flag once, when JAX creates its
+`--xla_deterministic` defaults to on. XLA reads the flag once, when JAX creates its
 backends: `configure` sets it in `XLA_FLAGS` before that, and refuses a GPU backend that already
 started with the other setting.
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional, Sequence
 
+from hts_jax.mode_options import RULES
 from hts_jax.runtime import reporting
 from hts_jax.runtime.buffers import Done
 
@@ -113,10 +114,9 @@ def summary(config, book: Book, env_steps: int, updates: int, wall: float, param
   return {
       "env_steps": env_steps, "updates": updates, "wall_time_s": wall,
       "sps": env_steps / wall, "mode": config.mode, "algo": config.learner.algo,
-      "env": config.env, "alpha": config.alpha, "num_actors": config.num_actors,
-      "num_executors": config.num_executors, "num_envs": config.num_envs, "seed": config.seed,
-      "correction": {"hts": config.learner.correction, "async": "vtrace"}.get(config.mode,
-                                                                             "none"),
+      **{k: getattr(config.rollout, k)
+         for k in ("env", "alpha", "num_actors", "num_executors", "num_envs", "seed")},
+      "correction": RULES[config.mode].reports or config.learner.correction,
       "network": network_kind,
       "param_sha256": params_sha,
       "episode_returns": book.returns,

@@ -37,7 +37,7 @@ from hts_jax.runtime.learner_worker import LearnResult
 from hts_jax.runtime.observers import (CheckpointWriter, Evaluations, Observer, Snapshot,
                                        UpdateEvent, output_observers, tracker_of)
 from hts_jax.runtime.placement import COMPILES
-from hts_jax.runtime.storage import Storages, StorageSpec
+from hts_jax.runtime.storage import Storages, shm_prefix
 from hts_jax.runtime.supervisor import Interrupted, RunError, Supervisor, interrupted_message
 
 if TYPE_CHECKING:
@@ -53,46 +53,44 @@ class Controller:
     cfg = self.config = runner.config
     restored = runner.restored
     self.checkpoints = checkpoints
-    self.primary = cfg.process_id == 0  # process 0 writes the outputs and evaluates
+    self.primary = cfg.distributed.process_id == 0  # process 0 writes the outputs and evaluates
     self.observers: List[Observer] = output_observers(
         cfg, None if restored is None else runner.learner.version, total_steps)
-    self.storages = Storages(StorageSpec(cfg.alpha, cfg.local_envs, runner.info.obs_shape,
-                                         runner.info.obs_dtype, runner.num_agents,
-                                         final_obs=cfg.learner.bootstrap_truncation),
-                             create=True)
+    self.storages = Storages(runner.storage_spec, create=True,
+                             name_prefix=shm_prefix(cfg.outputs.logdir))
     self.supervisor = Supervisor(cfg.env_ids_of_executor)
     self.barrier = AlphaBarrier(self.supervisor)
-    self.book = (Book.new(cfg.num_envs, cfg.eval_every) if restored is None else
+    self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else
                  Book.from_json(restored["host"]["book"]))
     self.first_segment = 0 if restored is None else restored["host"]["segment"] + 1
     # A restored checkpoint holds the segment before first_segment, maybe not yet learned.
     self.restored_unlearned = (restored is not None and not restored["host"].get("learned"))
     if restored is not None:
       self.storages.load(self.first_segment - 1, restored["storage"])
-    self.evaluator = Evaluator(cfg.env, cfg.env_kwargs, runner.network.apply, cfg.eval_episodes,
-                               cfg.seed, greedy=cfg.evaluates_greedy,
-                               max_steps=cfg.eval_max_steps, results=self.book.eval,
+    self.evaluator = Evaluator(cfg.rollout.env, cfg.rollout.env_kwargs, runner.network.apply,
+                               cfg.evaluation.eval_episodes, cfg.rollout.seed,
+                               greedy=cfg.evaluates_greedy,
+                               max_steps=cfg.evaluation.eval_max_steps, results=self.book.eval,
                                num_agents=runner.num_agents,
                                sharding=runner.placement.eval_params,
                                tracker=tracker_of(self.observers),
-                               video_dir=os.path.join(cfg.logdir, "videos"))
+                               video_dir=os.path.join(cfg.outputs.logdir, "videos"))
     if self.primary:  # the one that evaluates
       self.observers.append(Evaluations(self.evaluator))
       self.evaluator.compile(runner.learner.state.params, runner.info.obs_shape,
                              runner.info.obs_dtype)
-    self.writer = CheckpointWriter(cfg.logdir, self.evaluator)
+    self.writer = CheckpointWriter(cfg.outputs.logdir, self.evaluator)
     self.observers.append(self.writer)  # each event has one kind of observer: order is free
     # The idle/efficiency figures per update are the tracker's only: not computed without one.
     self._figures_per_update = tracker_of(self.observers) is not None
     # Videos: one each time the env steps pass a multiple of video_every (counted from the
     # steps a resumed run starts at).
-    self._videos_done = (self.first_segment * cfg.steps_per_segment // cfg.video_every
-                         if cfg.video_every else 0)
+    every = cfg.evaluation.video_every
+    self._videos_done = self.first_segment * cfg.rollout.steps_per_segment // every if every else 0
     self.state_buffers: List[StateBuffer] = []
     self.actor_stats: List[ActorStats] = []
-    self._t_start = time.perf_counter()
+    self._t_start, self._cpu0 = time.perf_counter(), time.process_time()
     self._wall_before = self.book.wall_time_s
-    self._cpu0 = time.process_time()
 
   def __enter__(self) -> "Controller":
     self.supervisor.install_signal_handlers()
@@ -152,9 +150,10 @@ class Controller:
     """Executor processes for every env, one action buffer each; they post to state buffer
     `state_buffer_of[k]` (default: one state buffer shared by all)."""
     cfg, runner = self.config, self.runner
-    owners = list(state_buffer_of) if state_buffer_of is not None else [0] * cfg.num_executors
+    owners = ([0] * cfg.rollout.num_executors if state_buffer_of is None
+              else list(state_buffer_of))
     self.state_buffers = [StateBuffer() for _ in range(max(owners) + 1)]
-    inboxes = [ActionBuffer() for _ in range(cfg.num_executors)]
+    inboxes = [ActionBuffer() for _ in range(cfg.rollout.num_executors)]
     saved = None if runner.restored is None else runner.restored["envs"]
     specs = executor_specs(cfg, self.storages.spec, runner.layout, self.first_segment, saved)
     self.supervisor.spawn_executors(specs, inboxes,
@@ -193,21 +192,23 @@ class Controller:
 
   def _evaluate_if_due(self, env_steps: int, params) -> None:
     cfg, book = self.config, self.book
-    last = env_steps >= cfg.num_segments * cfg.steps_per_segment  # `finish` evaluates the last
-    if cfg.video_every and env_steps // cfg.video_every > self._videos_done and not last:
-      self._videos_done = env_steps // cfg.video_every
+    # `finish` evaluates the last.
+    last = env_steps >= cfg.rollout.num_segments * cfg.rollout.steps_per_segment
+    every = cfg.evaluation.video_every
+    if every and env_steps // every > self._videos_done and not last:
+      self._videos_done = env_steps // every
       self._notify("on_video", env_steps, params)
     if book.next_eval is not None and env_steps >= book.next_eval and not last:
       self._notify("on_evaluation", env_steps, self.wall(), params)
       book.last_eval = env_steps
       while book.next_eval <= env_steps:
-        book.next_eval += cfg.eval_every
+        book.next_eval += cfg.evaluation.eval_every
 
   def target_reached(self) -> bool:
     """`--stop_at_return`, judged on the running average of the evaluations (`analysis.metrics.
     running_averages`, the paper's: the mean of the 10 most recent) submitted before the current
     boundary (the previous boundary's is waited for if it is still running)."""
-    target = self.config.stop_at_return
+    target = self.config.evaluation.stop_at_return
     if target is None:
       return False
     reached = False
@@ -223,12 +224,12 @@ class Controller:
     """Saves when due or when a signal asked for it (and then stops the run with Interrupted)."""
     cfg, sup = self.config, self.supervisor
     updates = self.runner.learner.version
-    signum, multi = sup.signal, cfg.num_processes > 1
+    signum, multi = sup.signal, cfg.distributed.num_processes > 1
     if multi:  # a signal in any process: every process saves and stops at this boundary
       signals = distributed.allgather_ints([sup.signal or 0])[:, 0]
       signum = int(signals[np.flatnonzero(signals)[0]]) if signals.any() else None
-    due = cfg.checkpoint_every > 0 and updates % cfg.checkpoint_every == 0
-    if not (due or signum is not None) or segment + 1 >= cfg.num_segments:
+    due = cfg.outputs.checkpoint_every > 0 and updates % cfg.outputs.checkpoint_every == 0
+    if not (due or signum is not None) or segment + 1 >= cfg.rollout.num_segments:
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
     env_states = self.barrier.collect_env_states()
     st = self.storages.filling(segment)
@@ -241,11 +242,11 @@ class Controller:
             "config": json.loads(json.dumps(cfg.to_dict()))}
     self._notify("on_checkpoint", Snapshot(updates, self.runner.learner.state, storage,
                                            env_states, host, self.evaluator.submitted,
-                                           cfg.process_id if multi else None))
+                                           cfg.distributed.process_id if multi else None))
     if multi or signum is not None:  # multi: every process writes now, together (orbax)
       self.writer.flush()
     if signum is not None:
-      path = os.path.join(checkpoint.directory(cfg.logdir), str(updates))
+      path = os.path.join(checkpoint.directory(cfg.outputs.logdir), str(updates))
       raise Interrupted(interrupted_message(signum, updates, path), signum)
 
   # ------------------------------------------------------------ the end
@@ -261,11 +262,11 @@ class Controller:
     book.wall_time_s = wall
     self._notify("flush")
     params = distributed.local_copy(runner.learner.state.params)
-    if cfg.num_processes > 1:  # every env's episodes, from the process that ran it
+    if cfg.distributed.num_processes > 1:  # every env's episodes, from the process that ran it
       parts = distributed.allgather_json(book.returns)
-      book.returns = [[r for part in parts for r in part[e]] for e in range(cfg.num_envs)]
+      book.returns = [[r for part in parts for r in part[e]] for e in range(cfg.rollout.num_envs)]
     self._notify("on_evaluation", env_steps, wall, params)
-    if cfg.video_final:
+    if cfg.evaluation.video_final:
       self._notify("on_video", env_steps, params, final=True)
     sup = self.supervisor
     wait = lambda p: sup.wait(lambda: p() or sup.signal is not None)
@@ -291,9 +292,9 @@ class Controller:
       out.update(extras())
     self._notify("on_finish", env_steps, self.figures(env_steps))
     if self.primary:
-      reporting.write_json_atomic(os.path.join(cfg.logdir, "summary.json"), out)
+      reporting.write_json_atomic(os.path.join(cfg.outputs.logdir, "summary.json"), out)
     if interrupted is not None:
       raise Interrupted(f"interrupted by {signal.Signals(interrupted).name} during the final "
                         f"evaluation; training finished ({runner.learner.version} updates) and "
-                        f"{cfg.logdir}/summary.json holds the run without it", interrupted)
+                        f"{cfg.outputs.logdir}/summary.json holds the run without it", interrupted)
     return out

@@ -28,13 +28,13 @@ def initialize(config) -> None:
   """Joins the multi-process run `config` describes (nothing for one process). Must run before
   JAX creates its backends."""
   global _joined
-  if config.num_processes == 1 or _joined:  # joined once per process
+  if config.distributed.num_processes == 1 or _joined:  # joined once per process
     return
   _joined = True
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
   jax.distributed.initialize(
-      coordinator_address=config.coordinator_address or None,
-      num_processes=config.num_processes, process_id=config.process_id,
+      coordinator_address=config.distributed.coordinator_address or None,
+      num_processes=config.distributed.num_processes, process_id=config.distributed.process_id,
       initialization_timeout=120, heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S)
 
 

@@ -43,14 +43,14 @@ def make_pool(cfg, index: int, m: int):
   """The envpool instance of group `index` (`m` envs, seeds `base + index * m + i`)."""
   import envpool  # pylint: disable=import-outside-toplevel
   # The same env_kwargs as the ale-py path (validated there), in envpool's names.
-  kw = dict(cfg.env_kwargs)
+  kw = dict(cfg.rollout.env_kwargs)
   extra = {}
   if "max_num_frames_per_episode" in kw:
     extra["max_episode_steps"] = int(kw["max_num_frames_per_episode"]) // 4
-  threads = max(1, cfg.num_executors // cfg.num_actors)
+  threads = max(1, cfg.rollout.num_executors // cfg.rollout.num_actors)
   return envpool.make(
-      f"{cfg.env.split(':', 1)[1]}-v5", env_type="gymnasium", num_envs=m, batch_size=m,
-      num_threads=threads, seed=seeding.envpool_base_seed(cfg.seed) + index * m,
+      f"{cfg.rollout.env.split(':', 1)[1]}-v5", env_type="gymnasium", num_envs=m, batch_size=m,
+      num_threads=threads, seed=seeding.envpool_base_seed(cfg.rollout.seed) + index * m,
       episodic_life=True, reward_clip=True, noop_max=kw.get("noop_max", 30),
       stack_num=kw.get("frame_stack", 4), img_height=84, img_width=84, frame_skip=4,
       repeat_action_probability=0.25 if kw.get("sticky", False) else 0.0, **extra)
@@ -116,7 +116,7 @@ class EnvpoolGroup:
 
   def __init__(self, index: int, cfg, acting: ActingParts, storages: Storages,
                supervisor: Supervisor, params: ParamsBox, stats: ActorStats):
-    self.index, self.alpha = index, cfg.alpha
+    self.index, self.alpha = index, cfg.rollout.alpha
     layout = acting.layout
     self.m = layout.envs_per_executor
     self.env_ids = np.arange(index * self.m, (index + 1) * self.m)
@@ -173,7 +173,7 @@ def start_envpool_groups(runner: "Runner", ctl: "Controller", params: ParamsBox)
   """One envpool group thread per actor, registered with the supervisor as executors and with
   the barrier (their action buffers)."""
   inboxes = []
-  for g in range(runner.config.num_actors):
+  for g in range(runner.config.rollout.num_actors):
     group = EnvpoolGroup(g, runner.config, runner.acting, ctl.storages, ctl.supervisor, params,
                          ctl.new_actor_stats())
     inboxes.append(group.inbox)

@@ -67,14 +67,14 @@ def executor_specs(cfg, storage: StorageSpec, layout: BlockLayout, first_segment
                    saved_envs: Optional[Dict[int, bytes]] = None) -> List[ExecutorSpec]:
   """The specs of this process's executors for run config `cfg` (`saved_envs`: a checkpoint's
   pickled envs, by global env id)."""
-  specs = []
-  for k in range(cfg.num_executors):
+  specs, r = [], cfg.rollout
+  for k in range(r.num_executors):
     ids = cfg.env_ids_of_executor(k)
     specs.append(ExecutorSpec(
-        index=k, env=cfg.env, env_kwargs=cfg.env_kwargs, seed=cfg.seed, alpha=cfg.alpha,
-        storage=storage, layout=layout, delay_s=cfg.executor_delay_s,
-        jitter_s=cfg.executor_jitter_s, decorrelate_steps=cfg.decorrelate_steps,
-        first_segment=first_segment, vectorize=cfg.vector_envs, env_offset=cfg.env_offset,
+        index=k, env=r.env, env_kwargs=r.env_kwargs, seed=r.seed, alpha=r.alpha,
+        storage=storage, layout=layout, delay_s=cfg.testing.executor_delay_s,
+        jitter_s=cfg.testing.executor_jitter_s, decorrelate_steps=r.decorrelate_steps,
+        first_segment=first_segment, vectorize=r.vector_envs, env_offset=cfg.env_offset,
         env_states=None if saved_envs is None else {e: saved_envs[e] for e in ids}))
   return specs
 

@@ -45,7 +45,7 @@ from hts_jax.runtime.mode import Mode
 from hts_jax.runtime.runner import Runner
 
 def _policy_rows(runner: Runner) -> int:
-  return runner.num_rows // runner.config.gala_agents
+  return runner.num_rows // runner.config.gala.agents
 
 
 def _agent_input(runner: Runner, segment):
@@ -59,14 +59,14 @@ class _Agents:
 
   def __init__(self, runner: Runner, ctl: Controller):
     self.runner, self.ctl, cfg = runner, ctl, runner.config
-    self.n = n = cfg.gala_agents
-    per = cfg.num_executors // n
-    ctl.spawn_executors(state_buffer_of=[k // per for k in range(cfg.num_executors)])
+    self.n = n = cfg.gala.agents
+    per = cfg.rollout.num_executors // n
+    ctl.spawn_executors(state_buffer_of=[k // per for k in range(cfg.rollout.num_executors)])
     self.samplers = [LockstepSampler(runner.acting, ctl.barrier, ctl.storages,
                                      range(i * per, (i + 1) * per), ctl.state_buffers[i].reader,
                                      ctl.new_actor_stats()) for i in range(n)]
     self.rounds = Rounds(n)
-    self.ring = Ring(n, cfg.gala_gossip, cfg.gala_staleness)
+    self.ring = Ring(n, cfg.gala.gossip, cfg.gala.staleness)
     self.stopping = threading.Event()
     ctl.supervisor.on_shutdown(self.close)
 
@@ -112,7 +112,7 @@ class _Gala(_Agents):
   def agent(self, i: int) -> None:
     worker, sampler, ctl = self.workers[i], self.samplers[i], self.ctl
     lo, hi = sampler.span
-    for k in range(self.runner.config.num_segments):
+    for k in range(self.runner.config.rollout.num_segments):
       got = self.collect(i, k, worker.version, worker.state.params)
       if got is None:
         return
@@ -141,7 +141,7 @@ class _AllReduce(_Agents):
     self.jobs: List["queue.Queue"] = [queue.Queue() for _ in range(self.n)]
 
   def agent(self, i: int) -> None:
-    for k in range(self.runner.config.num_segments):
+    for k in range(self.runner.config.rollout.num_segments):
       job = None
       while job is None and not self.stopping.is_set():
         try:
@@ -168,7 +168,7 @@ def _mean_metrics(results: List[LearnResult]) -> LearnResult:
 
 def _run(runner: Runner, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
   cfg, book, learner = runner.config, ctl.book, runner.learner
-  n_seg, per_seg = cfg.num_segments, cfg.steps_per_segment
+  n_seg, per_seg = cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   is_gala = isinstance(agents, _Gala)
   if not is_gala:
     agents.publish(learner.version, learner.state.params)
@@ -217,8 +217,8 @@ def _gala_summary(agents: _Gala, ctl: Controller, final, dists_max, dists_mean, 
   scale = float(gala.norm(mean))
   lag = reporting.lag_summary(staleness)
   return {
-      "agents": agents.n, "gossip": ctl.config.gala_gossip,
-      "staleness": ctl.config.gala_staleness if ctl.config.gala_gossip == "fixed" else None,
+      "agents": agents.n, "gossip": ctl.config.gala.gossip,
+      "staleness": ctl.config.gala.staleness if ctl.config.gala.gossip == "fixed" else None,
       "epsilon_ball": {"max": max(dists_max), "mean": float(np.mean(dists_mean)),
                        "final": np.asarray(dists).tolist(), "params_norm": scale,
                        "max_relative": max(dists_max) / scale if scale else None,
@@ -240,7 +240,7 @@ def _compile_gala(runner: Runner) -> None:
   """The gossip's mixing and the epsilon-ball, compiled before the clock like the steps."""
   params = runner.learner.state.params
   jax.block_until_ready(gala.mix(params, params))
-  jax.block_until_ready(gala.consensus([params] * runner.config.gala_agents))
+  jax.block_until_ready(gala.consensus([params] * runner.config.gala.agents))
   jax.block_until_ready(gala.norm(params))
 
 
@@ -255,6 +255,6 @@ def run_allreduce(runner: Runner, ctl: Controller) -> Dict[str, Any]:
 
 _NO_CHECKPOINTS = "its agents keep their own params and storages"
 GALA = Mode(name="gala", policy_rows=_policy_rows, loop=run_gala, learner_input=_agent_input,
-            correction="none", no_checkpoints=_NO_CHECKPOINTS)
+            no_checkpoints=_NO_CHECKPOINTS)
 ALLREDUCE = Mode(name="allreduce", policy_rows=_policy_rows, loop=run_allreduce,
-                 correction="none", no_checkpoints=_NO_CHECKPOINTS)
+                 no_checkpoints=_NO_CHECKPOINTS)

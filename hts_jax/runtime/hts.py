@@ -37,7 +37,7 @@ def _policy_rows(runner: Runner) -> int:
 def start_actors(runner: Runner, ctl: Controller, params: ParamsBox) -> None:
   """`num_actors` actor threads on the shared state buffer."""
   sup, sb = ctl.supervisor, ctl.state_buffers[0]
-  for i in range(runner.config.num_actors):
+  for i in range(runner.config.rollout.num_actors):
     batcher = BlockBatcher.from_parts(runner.acting, ctl.storages)
     sup.start_thread(actor_loop, f"actor-{i}", batcher, sb.reader, sb.writer,
                      ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats())
@@ -48,14 +48,14 @@ def run_hts(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   cfg, book, learner, sup, barrier = (runner.config, ctl.book, runner.learner, ctl.supervisor,
                                       ctl.barrier)
   params = ParamsBox(learner.version, runner.actor_params(learner.state.params))
-  if cfg.envpool:
+  if cfg.rollout.envpool:
     start_envpool_groups(runner, ctl, params)
   else:
     ctl.spawn_executors()
     start_actors(runner, ctl, params)
   sup.start_thread(learner.run, "learner")
   sup.on_shutdown(learner.stop)
-  first, n_seg, per_seg = ctl.first_segment, cfg.num_segments, cfg.steps_per_segment
+  first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   barrier.wait_started()
   barrier.go(first)
   ctl.start_clock()  # the clock starts when every executor has created its envs

@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from hts_jax.config import ConfigError, RunConfig
+from hts_jax.mode_options import RULES, ModeRules
 from hts_jax.runtime.controller import Controller
 
 if TYPE_CHECKING:
@@ -22,18 +23,21 @@ if TYPE_CHECKING:
 class Mode:
   """`policy_rows(runner)` the actors' fixed call shape; `learner_step(runner, lcfg)` the compiled
   update (default: the delayed-gradient A2C/PPO step); `learner_input(runner, segment)` an example
-  input to compile it with; `acts_with_extras` whether actors need log-probs; `correction` the
-  learner correction it forces ("none" for the baselines); `no_checkpoints` why it cannot
-  checkpoint, if it cannot; `loop(runner, controller)` the run itself. (What the JAX-free config
-  asks of a mode, its option checks and update size, is in `hts_jax/mode_options.py`.)"""
+  input to compile it with; `acts_with_extras` whether actors need log-probs; `no_checkpoints` why
+  it cannot checkpoint, if it cannot; `loop(runner, controller)` the run itself. What the JAX-free
+  config knows of a mode (its options and their checks, the correction it forces or reports, its
+  update size) is its `rules` (`hts_jax/mode_options.py`)."""
   name: str
   policy_rows: Callable[["Runner"], int]
   loop: Callable[["Runner", Controller], Dict[str, Any]]
   learner_step: Optional[Callable] = None
   learner_input: Optional[Callable] = None
   acts_with_extras: bool = False
-  correction: Optional[str] = None
   no_checkpoints: Optional[str] = None
+
+  @property
+  def rules(self) -> ModeRules:
+    return RULES[self.name]
 
   @property
   def checkpoints(self) -> bool:
@@ -41,7 +45,7 @@ class Mode:
 
   def check(self, config: RunConfig, resume: bool) -> None:
     """Refuses what this mode cannot do with `config` (one line)."""
-    if not self.checkpoints and (resume or config.checkpoint_every):
+    if not self.checkpoints and (resume or config.outputs.checkpoint_every):
       raise ConfigError(f"--mode={self.name} does not checkpoint ({self.no_checkpoints}); "
                         "use --mode=hts or sync")
 
@@ -51,6 +55,6 @@ class Mode:
 
   def run(self, runner: "Runner") -> Dict[str, Any]:
     """Runs the loop inside the run's controller; returns the summary."""
-    os.makedirs(runner.config.logdir, exist_ok=True)
+    os.makedirs(runner.config.outputs.logdir, exist_ok=True)
     with Controller(runner, self.total_steps(runner.config), self.checkpoints) as ctl:
       return self.loop(runner, ctl)

@@ -16,14 +16,14 @@ MODES = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE, gala.GALA, 
 
 def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   """The runner for `config.mode`; bad configurations raise ConfigError before anything spawns."""
-  backend.configure(config.xla_deterministic)  # before JAX creates its backends
+  backend.configure(config.devices.xla_deterministic)  # before JAX creates its backends
   tracking.check_packages(config)
   mode = MODES[config.mode]
   mode.check(config, resume)
-  if config.num_processes > 1:
+  if config.distributed.num_processes > 1:
     if config.mode == "async":
       raise ConfigError("--num_processes > 1 runs --mode=hts or --mode=sync")
-    if config.envpool:
+    if config.rollout.envpool:
       raise ConfigError("--envpool runs in one process")
     distributed.initialize(config)
   return Runner(config, mode, resume=resume)

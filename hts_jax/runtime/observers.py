@@ -193,9 +193,9 @@ def output_observers(cfg, resumed_updates: Optional[int], total_steps: int) -> L
   """Process 0's outputs that do not depend on the evaluator: metrics.csv, the tracker (first: one
   that cannot start, W&B, stops the run before the rest; what was opened is closed) and the
   progress line over `total_steps`. Other processes write none."""
-  if cfg.process_id != 0:
+  if cfg.distributed.process_id != 0:
     return []
-  csv = MetricsCsv(cfg.logdir, keep_updates=resumed_updates)
+  csv = MetricsCsv(cfg.outputs.logdir, keep_updates=resumed_updates)
   out: List[Observer] = [csv]
   try:
     tracker = tracking.open_tracker(cfg, purge_step=(
@@ -205,7 +205,7 @@ def output_observers(cfg, resumed_updates: Optional[int], total_steps: int) -> L
     raise
   if tracker is not None:
     out.append(TrackerScalars(tracker))
-  out.append(ProgressLines(total_steps, cfg.log_every_s, cfg.mode))
+  out.append(ProgressLines(total_steps, cfg.outputs.log_every_s, cfg.mode))
   return out
 
 

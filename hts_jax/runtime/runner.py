@@ -55,85 +55,91 @@ class Runner:
 
   def __init__(self, config: RunConfig, mode: "Mode", resume: bool = False):
     self.config, self.mode = config, mode
-    self.info = envs.env_info(config.env, config.env_kwargs)
-    if (config.video_every or config.video_final) and config.process_id == 0:
-      video.check_recordable(config.env, config.env_kwargs)  # process 0 records
-    kind = config.network
+    r = config.rollout
+    self.info = envs.env_info(r.env, r.env_kwargs)
+    videos = config.evaluation.video_every or config.evaluation.video_final
+    if videos and config.distributed.process_id == 0:
+      video.check_recordable(r.env, r.env_kwargs)  # process 0 records
+    kind = r.network
     if kind == "auto":
       kind = networks.default_network_for(self.info.obs_shape)
     self.network_kind = kind
     self.network = networks.make_network(kind, self.info.num_actions)
     lcfg = config.learner
-    if mode.correction is not None:
-      lcfg = dataclasses.replace(lcfg, correction=mode.correction)
+    if mode.rules.forces_correction is not None:
+      lcfg = dataclasses.replace(lcfg, correction=mode.rules.forces_correction)
     self.optimizer = learner.make_optimizer(lcfg)
-    key = jax.random.PRNGKey(seeding.learner_seed(config.seed))
+    key = jax.random.PRNGKey(seeding.learner_seed(r.seed))
     init_key, state_key = jax.random.split(key)
     params = self.network.init(init_key, jnp.zeros((1,) + self.info.obs_shape,
                                                    self.info.obs_dtype))
     state = learner.init_train_state(params, self.optimizer, state_key)
-    self.placement = Placement(config.learner_devices, config.actor_devices)
+    self.placement = Placement(config.devices.learner_devices, config.devices.actor_devices)
     self.restored = self._restore(state) if resume else None
     if self.restored is not None:
       state = self.restored["state"]
-    elif checkpoint.latest_step(config.logdir) is not None:
-      raise ConfigError(f"{checkpoint.directory(config.logdir)} holds a checkpoint: pass --resume "
-                        "to continue that run, or choose another --logdir")
+    elif checkpoint.latest_step(config.outputs.logdir) is not None:
+      raise ConfigError(f"{checkpoint.directory(config.outputs.logdir)} holds a checkpoint: pass "
+                        "--resume to continue that run, or choose another --logdir")
     self.num_agents = self.info.num_agents
     # Storage rows of this process: (env_id - env_offset) * agents + agent.
     self.num_rows = config.local_envs * self.num_agents
     # envpool: one group of envs per actor thread plays the executor (envpool_group.py).
     # --alternating_groups: each executor's envs in two blocks, one per group (sync.py).
-    block_envs = (config.local_envs // config.num_executors // 2 if config.alternating_groups
-                  else config.actor_batch_envs)
-    self.layout = BlockLayout(config.local_envs,
-                              config.num_actors if config.envpool else config.num_executors,
+    block_envs = (config.local_envs // r.num_executors // 2 if config.sync.alternating_groups
+                  else r.actor_batch_envs)
+    self.layout = BlockLayout(config.local_envs, r.num_actors if r.envpool else r.num_executors,
                               block_envs, self.num_agents)
     first_row = config.env_offset * self.num_agents  # action streams keyed by global rows
-    self.streams = seeding.action_streams(config.seed, config.num_envs * self.num_agents)[
+    self.streams = seeding.action_streams(r.seed, r.num_envs * self.num_agents)[
         first_row:first_row + self.num_rows]
     step = (mode.learner_step(self, lcfg) if mode.learner_step else learner.make_learner_step(
         lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
         devices=self.placement.learner_parallel))
     state = place_replicated(state, self.placement.learner_state)
     self.learner = LearnerWorker(step, state, sharding=self.placement.learner_data,
-                                 delay_s=config.learner_delay_s)
+                                 delay_s=config.testing.learner_delay_s)
     self.policy_rows = mode.policy_rows(self)
     self.policy = make_policy_step(self.network.apply, self.policy_rows,
                                    devices=self.placement.actor_parallel)
-    self.acting = ActingParts(self.layout, self.policy, self.streams, config.alpha,
+    self.acting = ActingParts(self.layout, self.policy, self.streams, r.alpha,
                               tuple(self.info.obs_shape), self.info.obs_dtype, self.policy_rows,
                               with_extras=mode.acts_with_extras)
     self.compile_s = self._compile()
 
   def _restore(self, abstract_state) -> Dict[str, Any]:
     cfg = self.config
-    if checkpoint.latest_step(cfg.logdir) is None:
-      raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(cfg.logdir)}")
+    if checkpoint.latest_step(cfg.outputs.logdir) is None:
+      raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(cfg.outputs.logdir)}")
     process = None
-    if cfg.num_processes > 1:  # the state is restored straight onto every process's devices
-      process = cfg.process_id
+    # The state is restored straight onto every process's devices.
+    if cfg.distributed.num_processes > 1:
+      process = cfg.distributed.process_id
       abstract_state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(
           x.shape, x.dtype, sharding=self.placement.learner_state), abstract_state)
-    ckpt = checkpoint.restore(cfg.logdir, abstract_state, process=process)
+    ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, process=process)
     changed = checkpoint.incompatible_changes(ckpt["host"]["config"],
                                               json.loads(json.dumps(cfg.to_dict())))
     if changed:
       k = sorted(changed)[0]
       raise ConfigError(f"--resume: {k} differs from the checkpoint ({changed[k][0]!r} there, "
                         f"{changed[k][1]!r} now)")
-    if ckpt["host"]["segment"] + 1 > cfg.num_segments:
+    if ckpt["host"]["segment"] + 1 > cfg.rollout.num_segments:
       raise ConfigError(f"--resume: the checkpoint is at segment {ckpt['host']['segment']}, "
-                        f"beyond --total_steps={cfg.total_steps}")
+                        f"beyond --total_steps={cfg.rollout.total_steps}")
     return ckpt
+
+  @property
+  def storage_spec(self) -> storage_lib.StorageSpec:
+    """The shape of this process's storages (alpha steps of its env rows)."""
+    cfg = self.config
+    return storage_lib.StorageSpec(cfg.rollout.alpha, cfg.local_envs, self.info.obs_shape,
+                                   self.info.obs_dtype, self.num_agents,
+                                   final_obs=cfg.learner.bootstrap_truncation)
 
   def zeros_segment(self) -> Segment:
     """A segment of zeros shaped like the storages' (what the learner is compiled for)."""
-    cfg = self.config
-    spec = storage_lib.StorageSpec(cfg.alpha, cfg.local_envs, self.info.obs_shape,
-                                   self.info.obs_dtype, self.num_agents,
-                                   final_obs=cfg.learner.bootstrap_truncation)
-    return segment_of(storage_lib.zeros(spec))
+    return segment_of(storage_lib.zeros(self.storage_spec))
 
   def _compile(self) -> float:
     """Compiles the learner and policy steps with their real input shardings before the clock

@@ -16,12 +16,16 @@ Executors fill one storage while the learner consumes the other; roles swap ever
                               `--bootstrap_truncation`
 
 All arrays of both storages live in one shared-memory block; `StorageSpec` (picklable) lets another
-process attach to it.
+process attach to it. The block is named after the run's logdir (`shm_prefix`), so that a test or an
+operator can tell which run a /dev/shm entry belongs to.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import os
+import secrets
 from multiprocessing import shared_memory
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -69,10 +73,13 @@ class StorageSpec:
 class Storages:
   """Both storages as numpy views of one shared-memory block. `storages[s].obs` etc."""
 
-  def __init__(self, spec: StorageSpec, create: bool):
+  def __init__(self, spec: StorageSpec, create: bool, name_prefix: Optional[str] = None):
+    """`create`: make the block (named `<name_prefix>_<random>`, or Python's default name), else
+    attach to `spec.shm_name`."""
     layout, size = spec.layout()
     if create:
-      self._shm = shared_memory.SharedMemory(create=True, size=size)
+      name = None if name_prefix is None else f"{name_prefix}_{secrets.token_hex(4)}"
+      self._shm = shared_memory.SharedMemory(name=name, create=True, size=size)
       spec = dataclasses.replace(spec, shm_name=self._shm.name)
     else:
       self._shm = _attach(spec.shm_name)
@@ -136,6 +143,11 @@ class _Storage:
 def zeros(spec: StorageSpec) -> _Storage:
   """One storage's arrays as zeros in ordinary memory (for compiling ahead)."""
   return _Storage(**{name: np.zeros(shape, dtype) for name, shape, dtype in spec.fields()})
+
+
+def shm_prefix(logdir: str) -> str:
+  """The prefix of the shared-memory names of the run writing to `logdir` (every process of it)."""
+  return "hts" + hashlib.sha1(os.path.realpath(logdir).encode()).hexdigest()[:10]
 
 
 def _attach(name: str) -> shared_memory.SharedMemory:

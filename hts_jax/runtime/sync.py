@@ -32,7 +32,7 @@ def _groups(runner: Runner) -> List[List[int]]:
   """The blocks stepped together: all of them, or with --alternating_groups each executor's
   first block (group 0) and second block (group 1)."""
   layout = runner.layout
-  if not runner.config.alternating_groups:
+  if not runner.config.sync.alternating_groups:
     return [list(range(len(layout.blocks)))]
   per = [layout.blocks_of_executor(k) for k in range(layout.num_executors)]
   return [[b[g] for b in per] for g in (0, 1)]
@@ -57,7 +57,7 @@ def _executor_rollout(runner: Runner, ctl: Controller) -> Rollout:
     params = runner.actor_params(learner.state.params)  # copied to the actor devices once
     barrier.go(seg)
     waiting: List[list] = [[] for _ in groups]  # records read, by group
-    for t in range(cfg.alpha):
+    for t in range(cfg.rollout.alpha):
       for g, blocks in enumerate(groups):
         t0 = time.perf_counter()
         while len(waiting[g]) < len(blocks):
@@ -95,8 +95,8 @@ def _envpool_rollout(runner: Runner, ctl: Controller) -> Rollout:
 
 def run_sync(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   cfg, book, learner = runner.config, ctl.book, runner.learner
-  rollout = (_envpool_rollout if cfg.envpool else _executor_rollout)(runner, ctl)
-  first, n_seg, per_seg = ctl.first_segment, cfg.num_segments, cfg.steps_per_segment
+  rollout = (_envpool_rollout if cfg.rollout.envpool else _executor_rollout)(runner, ctl)
+  first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   ctl.barrier.wait_started()
   ctl.start_clock()
   steps = first * per_seg
@@ -114,4 +114,4 @@ def run_sync(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   return ctl.finish(steps)
 
 
-MODE = Mode(name="sync", policy_rows=_policy_rows, loop=run_sync, correction="none")
+MODE = Mode(name="sync", policy_rows=_policy_rows, loop=run_sync)

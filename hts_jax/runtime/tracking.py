@@ -162,12 +162,12 @@ def open_tracker(config, purge_step: Optional[int] = None) -> Optional[Tracker]:
   (TensorBoard: as text). Raises RunError (one line) where W&B cannot start a run."""
   config_dict = json.loads(json.dumps(config.to_dict()))
   sinks: List[Any] = []
-  if config.tensorboard:
-    sinks.append(TensorBoardSink(config.logdir, purge_step))
-  if config.wandb_project:
+  if config.outputs.tensorboard:
+    sinks.append(TensorBoardSink(config.outputs.logdir, purge_step))
+  if config.outputs.wandb_project:
     try:
-      sinks.append(WandbSink(config.logdir, config_dict, config.wandb_project,
-                             config.wandb_entity, config.wandb_mode))
+      sinks.append(WandbSink(config.outputs.logdir, config_dict, config.outputs.wandb_project,
+                             config.outputs.wandb_entity, config.outputs.wandb_mode))
     except Exception as e:  # pylint: disable=broad-except
       for sink in sinks:
         sink.close()
@@ -183,7 +183,7 @@ def check_packages(config) -> None:
   """Refuses (ConfigError, one line) an output option whose package is not installed:
   --tensorboard needs tensorboardX, --wandb_project wandb. Checked where a run starts
   (`modes.make_runner`), not when a config is built, so configs can be made on any machine."""
-  for flag, module, wanted in (("tensorboard", "tensorboardX", config.tensorboard),
-                               ("wandb_project", "wandb", bool(config.wandb_project))):
+  for flag, module, wanted in (("tensorboard", "tensorboardX", config.outputs.tensorboard),
+                               ("wandb_project", "wandb", bool(config.outputs.wandb_project))):
     if wanted and importlib.util.find_spec(module) is None:
       raise ConfigError(f"--{flag} needs the {module} package (pip install -r requirements.txt)")
