@@ -18,8 +18,8 @@ SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
 def _config(values):
   """The RunConfig the launcher builds from these flags (parsed as the launcher parses them)."""
   code = ("import sys; from absl import flags; from experiments import train; "
-          "flags.FLAGS(sys.argv); c = train.build_config(); import json, dataclasses; "
-          "print(json.dumps(dataclasses.asdict(c)))")
+          "flags.FLAGS(sys.argv); c = train.build_config(); import json; "
+          "print(json.dumps(c.to_dict()))")
   cmd = [sys.executable, "-c", code] + rg.train_command(values, "/tmp/x")[3:]
   out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
   return json.loads(out)
