@@ -34,6 +34,7 @@ def test_atari_rejects_unknown_kwargs(bad):
     envs.make_env("atari:Breakout", bad)
 
 
+@pytest.mark.slow
 def test_hts_a2c_on_breakout_is_deterministic_across_actor_counts(tmp_path):
   def run(actors, executors):
     cfg = RunConfig.make(env="atari:Breakout", alpha=5, num_envs=4, num_executors=executors,

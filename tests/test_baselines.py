@@ -39,6 +39,7 @@ def test_sync_ppo_runs(tmp_path):
   assert s["updates"] == 6 and s["policy_lag"]["max"] == 0
 
 
+@pytest.mark.slow
 def test_async_lag_grows_with_the_number_of_actors(tmp_path):
   """Slow learner (0.1 s/update), one unroll per update, as IMPALA's fixed learner batch: the
   more actors, the staler the unrolls the learner consumes (paper Claim 2)."""

@@ -31,11 +31,18 @@ def _max_diff(a, b):
   return max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
+_SLOW = pytest.mark.slow  # the fast lane keeps one case of each algorithm and network kind
+
+
 @pytest.mark.parametrize("algo,correction,kind,reduction,masked", [
-    ("a2c", "delayed", "mlp", "mean", False), ("ppo", "delayed", "mlp", "mean", False),
-    ("a2c", "truncated_is", "mlp", "mean", False), ("ppo", "none", "mlp", "mean", False),
-    ("a2c", "delayed", "cnn", "mean", False), ("a2c", "delayed", "mlp", "mean", True),
-    ("ppo", "delayed", "mlp", "mean", True), ("ppo", "delayed", "mlp", "sum", True)])
+    ("a2c", "delayed", "mlp", "mean", False),
+    pytest.param("ppo", "delayed", "mlp", "mean", False, marks=_SLOW),
+    ("a2c", "truncated_is", "mlp", "mean", False),
+    pytest.param("ppo", "none", "mlp", "mean", False, marks=_SLOW),
+    pytest.param("a2c", "delayed", "cnn", "mean", False, marks=_SLOW),
+    ("a2c", "delayed", "mlp", "mean", True),
+    ("ppo", "delayed", "mlp", "mean", True),
+    pytest.param("ppo", "delayed", "mlp", "sum", True, marks=_SLOW)])
 def test_sharded_learner_step_equals_single_device(algo, correction, kind, reduction, masked):
   """Also with invalid (masked) transitions spread unevenly over the shards and with IMPALA's
   summed loss: losses, metrics (clip_frac too) and params are the global batch's."""

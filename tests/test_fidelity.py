@@ -189,6 +189,7 @@ def test_ppo_transition_minibatches_draw_every_env_at_its_own_steps():
   assert (old == old[:, :, :1]).all()  # all envs of the chosen steps
 
 
+@pytest.mark.slow
 def test_bootstrap_truncation_end_to_end_is_deterministic(tmp_path):
   """`--bootstrap_truncation` through the runtime (executors record `truncated` and `final_obs`):
   one `param_sha256` for any executor/actor count, another than the terminal treatment's."""

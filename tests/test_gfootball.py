@@ -25,6 +25,7 @@ def ppo_run(tmp_path, name, scenario, env_kwargs, actors=1, executors=2, num_env
   return modes.run(cfg)
 
 
+@pytest.mark.slow
 def test_hts_ppo_on_empty_goal_close_extracted(tmp_path):
   info = envs.env_info("gfootball:academy_empty_goal_close", {})
   assert info.obs_shape == (72, 96, 16) and info.obs_dtype == "uint8" and info.num_actions == 19
@@ -33,6 +34,7 @@ def test_hts_ppo_on_empty_goal_close_extracted(tmp_path):
   assert s["policy_lag"]["histogram"] == {"0": 1, "1": 2}
 
 
+@pytest.mark.slow
 def test_three_agents_share_the_policy_deterministically(tmp_path):
   info = envs.env_info("gfootball:academy_3_vs_1_with_keeper", {"num_agents": 3})
   assert info.num_agents == 3 and info.obs_shape == (72, 96, 16)
@@ -61,6 +63,7 @@ def display():
     os.environ["DISPLAY"] = old
 
 
+@pytest.mark.slow
 def test_raw_pixels_have_the_right_shapes(display):
   env = envs.make_env("gfootball:academy_empty_goal_close", {"representation": "pixels"})
   obs, _ = env.reset(seed=1)

@@ -142,6 +142,7 @@ def test_every_algo_and_mode_builds_on_its_defaults(algo, mode):
   assert _build_config(f"--algo={algo}", f"--mode={mode}", "--alpha=320").rollout.alpha == 320
 
 
+@pytest.mark.slow
 def test_ppo_on_its_defaults_runs(tmp_path):
   """`--algo=ppo` alone used to stop with 'alpha (segment length 5) must be a multiple of
   num_minibatches (4)'."""

@@ -9,6 +9,7 @@ from nbclient import NotebookClient
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow  # executes whole notebooks (tooling); CI runs them
 @pytest.mark.parametrize("name,expect", [
     ("alpha_sweep", "ok: every alpha ran its budget"),
     ("actor_sweep", "identical across [1, 2, 4] actors"),

@@ -9,6 +9,7 @@ import sys
 
 import jax
 import numpy as np
+import pytest
 
 from hts_jax.config import RunConfig
 from hts_jax.runtime import modes
@@ -54,6 +55,7 @@ def _train(logdir, devices, *flags):
   return proc
 
 
+@pytest.mark.slow
 def test_disjoint_learner_and_actor_devices(tmp_path):
   """4 learner devices and 2 actor devices, disjoint (it used to fail with 'Received
   incompatible devices for jitted computation'): runs, one hash for 1 or 3 actors, no
