@@ -25,7 +25,7 @@ from hts_jax.config_sections import (WANDB_MODES, Devices, Distributed, Evaluati
                                      Outputs, Rollout, Testing, resumable)
 from hts_jax.learner_config import (ALGOS, CORRECTIONS, GOSSIP, MINIBATCHES,  # noqa: F401
                                     NETWORK_KINDS, NETWORKS, OPTIMIZERS, REDUCTIONS, ConfigError,
-                                    LearnerConfig, check, check_choices)
+                                    LearnerConfig, check, check_choices, flag_name)
 from hts_jax.mode_options import MODES, RULES, AsyncOptions, GalaOptions, SyncOptions
 
 # The str fields that take one of a few values, by flag name (the launcher's flags are enums).
@@ -172,19 +172,18 @@ def _section_types() -> Dict[str, type]:
 
 
 @functools.lru_cache(maxsize=None)
+def _section_fields() -> Dict[str, Tuple[str, dataclasses.Field]]:
+  """(section, field) of every section field by its flag name."""
+  return {learner_config.flag_name(kind, field.name): (section, field)
+          for section, kind in _section_types().items() for field in dataclasses.fields(kind)}
+
+
 def flag_fields() -> Dict[str, Tuple[str, str]]:
   """(section, field name) of every section field by its flag name."""
-  out = {}
-  for section, kind in _section_types().items():
-    prefix = getattr(kind, "FLAG_PREFIX", "")
-    for field in dataclasses.fields(kind):
-      out[prefix + field.name] = (section, field.name)
-  return out
+  return {name: (section, field.name) for name, (section, field) in _section_fields().items()}
 
 
 def resumable_fields() -> frozenset:
   """The flag names of the fields marked `resumable` (a resumed run may change them)."""
-  types = _section_types()
-  return frozenset(name for name, (section, field) in flag_fields().items()
-                   if next(f for f in dataclasses.fields(types[section])
-                           if f.name == field).metadata.get("resumable"))
+  return frozenset(name for name, (_, field) in _section_fields().items()
+                   if field.metadata.get("resumable"))

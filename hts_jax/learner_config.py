@@ -30,12 +30,17 @@ def check(cond: bool, message: str) -> None:
     raise ConfigError(message)
 
 
+def flag_name(cls, field_name: str) -> str:
+  """The launcher flag of the config dataclass `cls`'s field: its name after the dataclass's
+  `FLAG_PREFIX`, if it has one."""
+  return getattr(cls, "FLAG_PREFIX", "") + field_name
+
+
 def check_choices(config) -> None:
   """Checks the fields of `config` (a config dataclass) that take one of `CHOICES` (keyed by flag
-  name: `FLAG_PREFIX` + field name where the dataclass has a prefix)."""
-  prefix = getattr(type(config), "FLAG_PREFIX", "")
+  name)."""
   for field in dataclasses.fields(config):
-    name = prefix + field.name
+    name = flag_name(type(config), field.name)
     if name in CHOICES:
       value, choices = getattr(config, field.name), CHOICES[name]
       check(value in choices, f"{name} must be one of {choices}, got {value!r}")

@@ -73,7 +73,7 @@ def _fields(cls, skip):
 
 
 def _flag_name(cls, field, renamed) -> str:
-  return renamed.get(field.name, getattr(cls, "FLAG_PREFIX", "") + field.name)
+  return renamed.get(field.name, hts_config.flag_name(cls, field.name))
 
 
 def define_config_flags(cls, renamed=None, skip=()) -> None:
