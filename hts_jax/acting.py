@@ -12,9 +12,9 @@ from typing import Callable
 
 import chex
 import jax
-import jax.numpy as jnp
 
 from hts_jax import losses
+from hts_jax.heads import Head
 from hts_jax.types import ApplyFn
 
 
@@ -23,18 +23,19 @@ def row_keys(seeds: chex.Array) -> chex.Array:
   return jax.vmap(lambda s: jax.random.fold_in(jax.random.PRNGKey(s[0]), s[1]))(seeds)
 
 
-def build_policy_core(apply_fn: ApplyFn, greedy: bool = False) -> Callable:
-  """Pure `core(params, obs [P, ...], seeds [P, 2]) -> (actions [P], extras)`."""
+def build_policy_core(apply_fn: ApplyFn, greedy: bool = False,
+                      head: Head = losses.CATEGORICAL) -> Callable:
+  """Pure `core(params, obs [P, ...], seeds [P, 2]) -> (actions [P, *action_shape], extras)`;
+  `greedy`: the head's mode (argmax, the Gaussian's mean) instead of a sample."""
 
   def core(params, obs, seeds):
     chex.assert_rank(seeds, 2)
     chex.assert_equal(obs.shape[0], seeds.shape[0])
     logits, value = apply_fn(params, obs)
     if greedy:
-      actions = jnp.argmax(logits, axis=-1)
+      actions = head.mode(logits)
     else:
-      actions = jax.vmap(jax.random.categorical)(row_keys(seeds), logits)
-    actions = actions.astype(jnp.int32)
-    return actions, dict(log_prob=losses.log_prob(logits, actions), value=value)
+      actions = jax.vmap(head.sample)(row_keys(seeds), logits)
+    return actions, dict(log_prob=losses.log_prob(logits, actions, head), value=value)
 
   return core

@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from hts_jax import losses
+from hts_jax import losses, normalization
 from hts_jax.config import LearnerConfig
+from hts_jax.heads import Head
 from hts_jax.types import ApplyFn, Segment, TrainState, Unroll
 
 
@@ -107,13 +108,13 @@ class _Weighted:
 
 
 # Segment fields with one entry per step `[T, B, ...]` (obs has T+1).
-_STEP_FLAGS = ("actions", "rewards", "dones", "valid", "truncated")  # [T, B]
-_PER_STEP_FIELDS = _STEP_FLAGS + ("final_obs",)
+_STEP_FLAGS = ("rewards", "dones", "valid", "truncated")  # [T, B]
+_PER_STEP_FIELDS = _STEP_FLAGS + ("actions", "final_obs")  # actions: [T, B] or [T, B, D]
 
 
 def complete_segment(segment: Segment) -> Segment:
   """The segment with `valid` (all ones) and `truncated` (all zeros) filled in where absent."""
-  ones = jnp.ones(segment.actions.shape, jnp.float32)
+  ones = jnp.ones(segment.rewards.shape, jnp.float32)
   valid = ones if segment.valid is None else segment.valid.astype(jnp.float32)
   truncated = (0.0 * ones if segment.truncated is None
                else segment.truncated.astype(jnp.float32))
@@ -135,7 +136,7 @@ def bootstrapped_rewards(config: LearnerConfig, apply_fn: ApplyFn, params,
 
 def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
                      optimizer: optax.GradientTransformation, axis_name: Optional[str] = None,
-                     unroll: bool = True):
+                     unroll: bool = True, head: Head = losses.CATEGORICAL):
   """A2C's algorithm update: T // unroll_length n-step steps (paper Eq. 3/4) from `start`.
 
   `update(start, opt_state, segment, weights, key) -> (end, opt_state, summed updates, metrics)`.
@@ -153,7 +154,7 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
     returns = losses.nstep_returns(rewards, chunk.dones, bootstrap, config.gamma)
     loss, metrics = losses.a2c_loss(logits, values, chunk.actions, returns, config.value_coef,
                                     config.entropy_coef, weights=weights, mask=chunk.valid,
-                                    reduction=config.loss_reduction)
+                                    reduction=config.loss_reduction, head=head)
     return _shard_weighted(loss, metrics, chunk.valid, config.loss_reduction, axis_name)
 
   def update(start, opt_state, segment: Segment, weights, key):
@@ -210,7 +211,7 @@ class PPOBatch(NamedTuple):
 
 def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
                      optimizer: optax.GradientTransformation, axis_name: Optional[str] = None,
-                     unroll: bool = True):
+                     unroll: bool = True, head: Head = losses.CATEGORICAL):
   """PPO's algorithm update: epochs x minibatches clipped-surrogate steps from `start`, GAE
   computed once at `start` (Schulman et al. 2017; Kostrikov's PPO)."""
 
@@ -220,13 +221,13 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
         logits, values, batch.actions, batch.old_log_probs, batch.old_values, batch.advantages,
         batch.returns, config.clip_eps, config.value_coef, config.entropy_coef,
         clip_value_loss=config.clip_value_loss, weights=batch.weights, mask=batch.valid,
-        reduction=config.loss_reduction)
+        reduction=config.loss_reduction, head=head)
     return _shard_weighted(loss, metrics, batch.valid, config.loss_reduction, axis_name)
 
   def update(start, opt_state, segment: Segment, weights, key):
-    t_len, b = segment.actions.shape
+    t_len, b = segment.rewards.shape
     logits, values = apply_tb(apply_fn, start, segment.obs)
-    old_logp = losses.log_prob(logits[:-1], segment.actions)
+    old_logp = losses.log_prob(logits[:-1], segment.actions, head)
     rewards = bootstrapped_rewards(config, apply_fn, start, segment)
     advantages, returns = losses.gae(rewards, segment.dones, values, config.gamma,
                                      config.gae_lambda)
@@ -258,15 +259,16 @@ def check_segment(segment: Segment) -> None:
   per_step = [getattr(segment, f) for f in _STEP_FLAGS if getattr(segment, f) is not None]
   chex.assert_rank(per_step, 2)
   chex.assert_equal_shape(per_step)
+  chex.assert_equal_shape_prefix([segment.actions, segment.rewards], 2)
   chex.assert_equal(segment.obs.shape[:2],
-                    (segment.actions.shape[0] + 1, segment.actions.shape[1]))
+                    (segment.rewards.shape[0] + 1, segment.rewards.shape[1]))
   if segment.final_obs is not None:
     chex.assert_equal_shape([segment.final_obs, segment.obs[1:]])
 
 
 def build_vtrace_update(config: LearnerConfig, apply_fn: ApplyFn,
                         optimizer: optax.GradientTransformation,
-                        axis_name: Optional[str] = None):
+                        axis_name: Optional[str] = None, head: Head = losses.CATEGORICAL):
   """IMPALA's learner (Espeholt et al. 2018) for the asynchronous baseline: one `sgd_step` per
   batch of unrolls, gradients at the current params θ_j, off-policy corrected by V-trace
   (ρ̄ = c̄ = 1, λ = 1). No delayed gradient: θ_{j+1} = θ_j + u. With `loss_reduction="sum"` the
@@ -279,15 +281,17 @@ def build_vtrace_update(config: LearnerConfig, apply_fn: ApplyFn,
     loss, metrics = losses.vtrace_loss(
         logits[:-1], values[:-1], jax.lax.stop_gradient(values[-1]), segment.actions,
         unroll.behaviour_log_probs, rewards, segment.dones, config.gamma, config.value_coef,
-        config.entropy_coef, mask=segment.valid, reduction=config.loss_reduction)
+        config.entropy_coef, mask=segment.valid, reduction=config.loss_reduction, head=head)
     return _shard_weighted(loss, metrics, segment.valid, config.loss_reduction, axis_name)
 
   def update(state: TrainState, unroll: Unroll):
     check_segment(unroll.segment)
-    chex.assert_equal_shape([unroll.segment.actions, unroll.behaviour_log_probs])
+    chex.assert_equal_shape([unroll.segment.rewards, unroll.behaviour_log_probs])
     unroll = unroll.replace(segment=complete_segment(unroll.segment))
     params, opt_state, _, metrics = sgd_step(optimizer, loss_fn, state.params, state.opt_state,
                                              unroll, axis_name)
+    params = normalization.update_params(params, unroll.segment.obs[:-1], unroll.segment.valid,
+                                         axis_name)
     metrics["params_finite"] = params_finite(params)
     return state.replace(params=params, behaviour_params=state.params, opt_state=opt_state,
                          update_count=state.update_count + 1), metrics

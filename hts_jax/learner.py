@@ -37,10 +37,11 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
-from hts_jax import losses
+from hts_jax import losses, normalization
 from hts_jax.algorithms import (ALGORITHMS, apply_tb, check_segment, complete_segment, pmean,
                                 params_finite)
 from hts_jax.config import LearnerConfig
+from hts_jax.heads import Head
 from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
 
@@ -80,7 +81,8 @@ def init_train_state(params, optimizer: optax.GradientTransformation,
 
 def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
                          optimizer: optax.GradientTransformation,
-                         axis_name: Optional[str] = None, unroll: bool = True) -> LearnerStep:
+                         axis_name: Optional[str] = None, unroll: bool = True,
+                         head: Head = losses.CATEGORICAL) -> LearnerStep:
   """Returns the pure (unjitted) learner iteration `update(state, segment) -> (state, metrics)`:
   the algorithm's update computed from θ_{j-1} and applied to θ_j (paper Eq. 6).
 
@@ -90,8 +92,10 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     optimizer: an optax transformation (usually `make_optimizer(config)`).
     axis_name: the data-parallel axis to average gradients over, or None on one device.
     unroll: unroll the loop over optimizer steps (see `unroll_for`).
+    head: the policy head of the network's policy output (`hts_jax.heads`).
   """
-  algorithm_update = ALGORITHMS[config.algo](config, apply_fn, optimizer, axis_name, unroll)
+  algorithm_update = ALGORITHMS[config.algo](config, apply_fn, optimizer, axis_name, unroll,
+                                             head=head)
 
   def update(state: TrainState, segment: Segment):
     check_segment(segment)
@@ -100,13 +104,16 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     key = jax.random.fold_in(state.key, state.update_count)
     delayed = config.correction == "delayed"
     start = state.behaviour_params if delayed else state.params
-    weights = (truncated_is_weights(apply_fn, state, segment)
+    weights = (truncated_is_weights(apply_fn, state, segment, head)
                if config.correction == "truncated_is"
-               else jnp.ones(segment.actions.shape, jnp.float32))
+               else jnp.ones(segment.rewards.shape, jnp.float32))
     end, opt_state, summed, metrics = algorithm_update(start, state.opt_state, segment, weights,
                                                        key)
     # Delayed gradient: the updates computed from θ_{j-1} are applied to θ_j (Eq. 6).
     new_params = optax.apply_updates(state.params, summed) if delayed else end
+    # Observation statistics (if any) take in the segment after the update that scored it.
+    new_params = normalization.update_params(new_params, segment.obs[:-1], segment.valid,
+                                             axis_name)
     metrics["is_weight"] = pmean(jnp.mean(weights), axis_name)
     metrics["params_finite"] = params_finite(new_params)
     new_state = state.replace(params=new_params, behaviour_params=state.params,
@@ -116,12 +123,13 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
   return update
 
 
-def truncated_is_weights(apply_fn: ApplyFn, state: TrainState, segment: Segment) -> chex.Array:
+def truncated_is_weights(apply_fn: ApplyFn, state: TrainState, segment: Segment,
+                         head: Head = losses.CATEGORICAL) -> chex.Array:
   """min(1, π_j(a|s) / π_{j-1}(a|s)), fixed for the whole iteration (paper Table A1)."""
   logits_j, _ = apply_tb(apply_fn, state.params, segment.obs[:-1])
   logits_b, _ = apply_tb(apply_fn, state.behaviour_params, segment.obs[:-1])
-  log_ratio = (losses.log_prob(logits_j, segment.actions)
-               - losses.log_prob(logits_b, segment.actions))
+  log_ratio = (losses.log_prob(logits_j, segment.actions, head)
+               - losses.log_prob(logits_b, segment.actions, head))
   return jax.lax.stop_gradient(jnp.minimum(1.0, jnp.exp(log_ratio)))
 
 
@@ -133,7 +141,7 @@ def data_mesh(devices: Sequence[jax.Device]) -> Mesh:
 def make_learner_step(config: LearnerConfig, apply_fn: ApplyFn,
                       optimizer: optax.GradientTransformation,
                       devices: Optional[Sequence[jax.Device]] = None,
-                      unroll: bool = True) -> LearnerStep:
+                      unroll: bool = True, head: Head = losses.CATEGORICAL) -> LearnerStep:
   """The compiled learner step `step(state, segment) -> (state, metrics)`.
 
   With `devices=None` it is `jax.jit`ed for the default device. With a list of devices it is
@@ -143,8 +151,9 @@ def make_learner_step(config: LearnerConfig, apply_fn: ApplyFn,
   keep the single-device layout either way.
   """
   if devices is None:
-    return jax.jit(build_learner_update(config, apply_fn, optimizer, unroll=unroll))
-  update = build_learner_update(config, apply_fn, optimizer, axis_name=DATA_AXIS, unroll=unroll)
+    return jax.jit(build_learner_update(config, apply_fn, optimizer, unroll=unroll, head=head))
+  update = build_learner_update(config, apply_fn, optimizer, axis_name=DATA_AXIS, unroll=unroll,
+                                head=head)
   # check_vma=False: rlax's scans carry unannotated accumulators; every cross-device quantity is
   # an explicit pmean, so the replicated out_specs hold by construction.
   sharded = jax.shard_map(update, mesh=data_mesh(devices), in_specs=(P(), P(None, DATA_AXIS)),

@@ -100,6 +100,10 @@ class LearnerConfig:
   bootstrap_truncation: bool = False
   """Bootstrap episodes cut by a time limit from V(final observation) instead of treating the cut
   as terminal (the paper's and the references' behaviour)."""
+  normalize_obs: bool = False
+  """Standardise observations by running statistics kept in the learner's state (updated from
+  each whole segment, published with the params; clipped to ±10 as in CleanRL's
+  ppo_continuous_action), for vector observations (`hts_jax.normalization`)."""
 
   def __post_init__(self):
     check_choices(self)

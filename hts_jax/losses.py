@@ -25,20 +25,22 @@ import jax.numpy as jnp
 import rlax
 
 from hts_jax import config
+from hts_jax.heads import Categorical, Head
 
 Metrics = Dict[str, chex.Array]
 
-
-def log_prob(logits: chex.Array, actions: chex.Array) -> chex.Array:
-  """log π(a|s) for `logits [..., A]` and integer `actions [...]`."""
-  logp_all = jax.nn.log_softmax(logits)
-  return jnp.take_along_axis(logp_all, actions[..., None].astype(jnp.int32), axis=-1)[..., 0]
+# Discrete actions: the losses' default head (its terms are rlax's own).
+CATEGORICAL = Categorical(num_actions=0)
 
 
-def entropy(logits: chex.Array) -> chex.Array:
-  """Entropy of the categorical distribution, `[..., A] -> [...]`."""
-  logp_all = jax.nn.log_softmax(logits)
-  return -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
+def log_prob(logits: chex.Array, actions: chex.Array, head: Head = CATEGORICAL) -> chex.Array:
+  """log π(a|s) for the policy output `[..., K]` and `actions` (`[...]` ints or `[..., D]`)."""
+  return head.log_prob(logits, actions)
+
+
+def entropy(logits: chex.Array, head: Head = CATEGORICAL) -> chex.Array:
+  """Entropy of the policy, `[..., K] -> [...]`."""
+  return head.entropy(logits)
 
 
 def _discounts(dones: chex.Array, gamma: float) -> chex.Array:
@@ -102,6 +104,14 @@ def _flat_logits(logits: chex.Array) -> chex.Array:
   return logits.reshape((-1, logits.shape[-1]))
 
 
+def _flat_actions(actions: chex.Array, head: Head) -> chex.Array:
+  return actions.reshape((-1,) + head.action_shape)
+
+
+def _check_actions(values: chex.Array, actions: chex.Array, head: Head) -> None:
+  chex.assert_shape(actions, values.shape + head.action_shape)
+
+
 def _scale(n: int, mask: Optional[chex.Array], reduction: str):
   """Factor turning a mean over all `n` samples of `x * mask` into the requested reduction."""
   if reduction == "sum":
@@ -140,8 +150,8 @@ def _sample_weights(logits, values, weights, mask, reduction):
 
 def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, returns: chex.Array,
              value_coef: float, entropy_coef: float, weights: Optional[chex.Array] = None,
-             mask: Optional[chex.Array] = None,
-             reduction: str = "mean") -> Tuple[chex.Array, Metrics]:
+             mask: Optional[chex.Array] = None, reduction: str = "mean",
+             head: Head = CATEGORICAL) -> Tuple[chex.Array, Metrics]:
   """Advantage actor-critic loss (paper Eq. 3/4; Mnih et al. 2016).
 
   L = -mean(w · sg(R - V) · log π(a|s)) + c_v · mean((R - V)^2) - c_e · mean(H[π(·|s)])
@@ -156,14 +166,16 @@ def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, return
     weights: optional `[...]` per-sample weights (truncated importance weights), no gradient.
     mask: optional `[...]` 1 for real transitions, 0 for steps to leave out (see the module doc).
     reduction: "mean" or "sum" over samples.
+    head: the policy head (`hts_jax.heads`; default categorical logits, int actions).
   """
-  chex.assert_equal_shape([values, actions, returns])
+  chex.assert_equal_shape([values, returns])
+  _check_actions(values, actions, head)
   m, w, scale = _sample_weights(logits, values, weights, mask, reduction)
   adv = returns - values
-  pg_loss = rlax.policy_gradient_loss(_flat_logits(logits), _flat(actions).astype(jnp.int32),
-                                      _flat(adv), w) * scale
+  pg_loss = head.pg_loss(_flat_logits(logits), _flat_actions(actions, head), _flat(adv),
+                         w) * scale
   value_loss = _reduce(jnp.square(adv), mask, reduction)
-  ent = -rlax.entropy_loss(_flat_logits(logits), m) * scale
+  ent = -head.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent)
 
@@ -172,7 +184,7 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
              old_values: chex.Array, advantages: chex.Array, returns: chex.Array, clip_eps: float,
              value_coef: float, entropy_coef: float, clip_value_loss: bool = True,
              weights: Optional[chex.Array] = None, mask: Optional[chex.Array] = None,
-             reduction: str = "mean") -> Tuple[chex.Array, Metrics]:
+             reduction: str = "mean", head: Head = CATEGORICAL) -> Tuple[chex.Array, Metrics]:
   """PPO clipped-surrogate loss (Schulman et al. 2017), value loss as in Kostrikov's PPO.
 
   L = -mean(w · min(ρ A, clip(ρ, 1-ε, 1+ε) A)) + c_v · ½ mean(max((V-R)², (V_clip-R)²))
@@ -188,17 +200,19 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
     weights: optional per-sample weights (truncated importance weights), no gradient.
     mask: optional 1 for real transitions, 0 for steps to leave out.
     reduction: "mean" or "sum" over samples.
+    head: the policy head (`hts_jax.heads`; default categorical logits, int actions).
   """
-  chex.assert_equal_shape([values, actions, old_log_probs, old_values, advantages, returns])
+  chex.assert_equal_shape([values, old_log_probs, old_values, advantages, returns])
+  _check_actions(values, actions, head)
   m, w, scale = _sample_weights(logits, values, weights, mask, reduction)
-  ratio = jnp.exp(log_prob(logits, actions) - old_log_probs)
+  ratio = jnp.exp(head.log_prob(logits, actions) - old_log_probs)
   pg_loss = rlax.clipped_surrogate_pg_loss(_flat(ratio), w * _flat(advantages), clip_eps) * scale
   v_err = jnp.square(values - returns)
   if clip_value_loss:
     v_clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
     v_err = jnp.maximum(v_err, jnp.square(v_clipped - returns))
   value_loss = 0.5 * _reduce(v_err, mask, reduction)
-  ent = -rlax.entropy_loss(_flat_logits(logits), m) * scale
+  ent = -head.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
   clipped = (jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)
   clip_frac = _reduce(clipped, mask, "mean")
@@ -211,7 +225,7 @@ def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Ar
                 dones: chex.Array, gamma: float, value_coef: float, entropy_coef: float,
                 lambda_: float = 1.0, clip_rho_threshold: float = 1.0,
                 clip_pg_rho_threshold: float = 1.0, mask: Optional[chex.Array] = None,
-                reduction: str = "mean") -> Tuple[chex.Array, Metrics]:
+                reduction: str = "mean", head: Head = CATEGORICAL) -> Tuple[chex.Array, Metrics]:
   """IMPALA's V-trace actor-critic loss (Espeholt et al. 2018), for the asynchronous baseline.
 
   IMPALA sums its loss over the batch and time (`reduction="sum"`, what its published learning
@@ -224,11 +238,13 @@ def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Ar
     value_coef, entropy_coef: c_v, c_e (positive c_e raises entropy).
     mask: optional `[T, B]`, 1 for real transitions, 0 for steps to leave out.
     reduction: "mean" or "sum" over samples.
+    head: the policy head (`hts_jax.heads`; default categorical logits, int actions).
   """
   chex.assert_rank([logits, values, bootstrap_value], [3, 2, 1])
-  chex.assert_equal_shape([values, actions, behaviour_log_probs, rewards, dones])
+  chex.assert_equal_shape([values, behaviour_log_probs, rewards, dones])
+  _check_actions(values, actions, head)
   m, _, scale = _sample_weights(logits, values, None, mask, reduction)
-  logp = log_prob(logits, actions)
+  logp = head.log_prob(logits, actions)
   rho = jnp.exp(logp - behaviour_log_probs)
   v_t = jnp.concatenate([values[1:], bootstrap_value[None]], axis=0)
 
@@ -239,10 +255,10 @@ def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Ar
 
   out = jax.vmap(one_stream, in_axes=1, out_axes=1)(
       values, v_t, rewards, _discounts(dones, gamma), jax.lax.stop_gradient(rho))
-  pg_loss = rlax.policy_gradient_loss(_flat_logits(logits), _flat(actions).astype(jnp.int32),
-                                      _flat(out.pg_advantage), m) * scale
+  pg_loss = head.pg_loss(_flat_logits(logits), _flat_actions(actions, head),
+                         _flat(out.pg_advantage), m) * scale
   value_loss = 0.5 * _reduce(jnp.square(out.errors), mask, reduction)
-  ent = -rlax.entropy_loss(_flat_logits(logits), m) * scale
+  ent = -head.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
                     mean_rho=_reduce(rho, mask, "mean"))

@@ -2,8 +2,8 @@
 options (`SyncOptions`, `AsyncOptions`, `GalaOptions`, each validating itself and checking what it
 needs of the rest of the config), the learner correction it forces, the correction name its
 summary reports and its update size where an update is not one segment. No JAX import (see
-`config.py`); the mode's loop and compiled steps are its `hts_jax.runtime` module's `Mode`.
-A new mode adds its entry here (CONTRIBUTING.md)."""
+`config.py`); the mode's loop and compiled steps are the `Mode` its entry's `runtime` names.
+A new mode is its module plus its entry here (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
@@ -84,8 +84,10 @@ class GalaOptions:
     m, k, r = cfg.mode, self.agents, cfg.rollout
     check(k >= (2 if m == "gala" else 1),
           f"gala_agents must be >= {2 if m == 'gala' else 1} for --mode={m}, got {k}")
-    check(cfg.distributed.num_processes == 1 and not r.envpool,
-          f"--mode={m} runs in one process over executor envs (no --envpool)")
+    check(not r.envpool, f"--mode={m} runs over executor envs (no --envpool)")
+    check(not cfg.learner.normalize_obs,
+          f"--mode={m}: --normalize_obs is not available (each agent would keep statistics of "
+          "its own envs, which gossip would average)")
     check(n % k == 0 and r.num_executors % k == 0,
           f"--mode={m}: num_envs ({n}) and num_executors ({r.num_executors}) must be "
           f"divisible by gala_agents ({k}): each agent owns whole executors")
@@ -104,14 +106,22 @@ class ModeRules:
   `where` " per process" in a multi-process run); `forces_correction`: the learner correction it
   runs with whatever --correction says (None: --correction applies); `reports`: the correction
   its summary names (None: --correction's); `steps_per_update(config)`, `sgd_steps_per_update`:
-  its update size where an update is not one segment's (None: one segment, the learner's steps)."""
+  its update size where an update is not one segment's (None: one segment, the learner's steps);
+  `multi_process`: whether it runs over several processes (jax.distributed); `runtime`: where its
+  `Mode` (loop and compiled steps) lives, "module:attribute", imported by `hts_jax.runtime.modes`
+  only, so that this module stays JAX-free."""
+  runtime: str
   options: Optional[str] = None
   forces_correction: Optional[str] = None
   reports: Optional[str] = None
   steps_per_update: Optional[Callable[..., int]] = None
   sgd_steps_per_update: Optional[int] = None
+  multi_process: bool = True
 
   def check_run(self, cfg, n: int, where: str) -> None:
+    if not self.multi_process:
+      check(cfg.distributed.num_processes == 1, "--num_processes > 1 runs " + " or ".join(
+          f"--mode={m}" for m, rules in RULES.items() if rules.multi_process))
     if self.forces_correction is not None:
       check(cfg.learner.correction == "delayed",
             f"--correction applies to --mode=hts (the baselines have no policy lag to "
@@ -121,13 +131,17 @@ class ModeRules:
 
 
 RULES: Dict[str, ModeRules] = {
-    "hts": ModeRules(),
-    "sync": ModeRules(options="sync", forces_correction="none", reports="none"),
+    "hts": ModeRules("hts_jax.runtime.hts:MODE"),
+    "sync": ModeRules("hts_jax.runtime.sync:MODE", options="sync", forces_correction="none",
+                      reports="none"),
     # IMPALA: one V-trace step per batch of unrolls.
-    "async": ModeRules(options="asynchronous", forces_correction="none", reports="vtrace",
+    "async": ModeRules("hts_jax.runtime.asynchronous:MODE", options="asynchronous",
+                       forces_correction="none", reports="vtrace",
                        steps_per_update=lambda cfg: cfg.asynchronous.steps_per_update(cfg.rollout),
-                       sgd_steps_per_update=1),
-    "gala": ModeRules(options="gala", forces_correction="none", reports="none"),
-    "allreduce": ModeRules(options="gala", forces_correction="none", reports="none"),
+                       sgd_steps_per_update=1, multi_process=False),
+    "gala": ModeRules("hts_jax.runtime.gala:GALA", options="gala", forces_correction="none",
+                      reports="none", multi_process=False),
+    "allreduce": ModeRules("hts_jax.runtime.gala:ALLREDUCE", options="gala",
+                           forces_correction="none", reports="none", multi_process=False),
 }
 MODES = tuple(RULES)  # what --mode takes

@@ -65,6 +65,26 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   entropy 0.01, gamma 0.99 (Table 2); base learning rate 7e-4 scaled by sqrt(learners): 1.4e-3
   (Table 2); 30 no-ops at the start (Table 2, our Atari default); 40M steps (Table 1's longest
   budget); evaluation as `atari_a2c`. Gossip as the paper's (async).
+
+- `mujoco_ppo`: PPO's MuJoCo setup (Schulman et al. 2017, Table 3, as CleanRL's
+  `ppo_continuous_action.py` defaults carry it): 2048 env steps per update from one env
+  (horizon 2048, CleanRL `--num-envs 1 --num-steps 2048`), 10 epochs (Table 3; `--update-epochs
+  10`), 32 minibatches of 64 (Table 3 minibatch 64; `--num-minibatches 32`), Adam lr 3e-4 (Table
+  3; `--learning-rate 3e-4`) with eps 1e-5 and linear decay to 0 (CleanRL `--anneal-lr`),
+  gamma 0.99 and GAE lambda 0.95 (Table 3), clip 0.2 (Table 3 "clipping parameter"; CleanRL
+  `--clip-coef 0.2`, clipped value loss `--clip-vloss`), value coef 0.5, entropy 0 (CleanRL
+  `--vf-coef 0.5 --ent-coef 0.0`), grad norm 0.5 (`--max-grad-norm 0.5`), normalised advantages
+  (`--norm-adv`), observations normalised and clipped to ±10 (CleanRL's `NormalizeObservation`
+  and `TransformObservation`; here in the learner's state), 64-64 tanh towers with a
+  state-independent log-std (Table 3's policy; CleanRL's `Agent`), 1M env steps (Table 3 / §6.1
+  "one million timesteps"). Time-limit truncations bootstrap from the cut observation. Evaluation
+  samples from the policy (CleanRL reports the returns of training episodes). HalfCheetah-v5 by
+  default; `--env=Hopper-v5` etc. Not carried over: CleanRL's return-based reward scaling
+  (`NormalizeReward`), which hts_jax does not have yet.
+
+- `mujoco_hts_ppo`: `mujoco_ppo` as HTS-PPO: the same 2048 steps and 32 minibatches per update,
+  from 8 envs x 256-step segments (2 executors, 1 actor on the 2-core machine), so that executors
+  and the learner overlap; `--mode=sync` gives the synchronous PPO it is compared with.
 """
 
 PRESETS = {
@@ -115,3 +135,11 @@ PRESETS = {
         eval_episodes=10, eval_greedy=False),
 }
 PRESETS["atari_allreduce"] = dict(PRESETS["atari_gala"], mode="allreduce")
+PRESETS["mujoco_ppo"] = dict(
+    env="HalfCheetah-v5", algo="ppo", num_envs=1, num_executors=1, num_actors=1, alpha=2048,
+    total_steps=1_000_000, optimizer="adam", lr=3e-4, adam_eps=1e-5, lr_decay=True, ppo_epochs=10,
+    num_minibatches=32, minibatch="transitions", clip_eps=0.2, clip_value_loss=True,
+    entropy_coef=0.0, value_coef=0.5, gamma=0.99, gae_lambda=0.95, max_grad_norm=0.5,
+    normalize_advantages=True, normalize_obs=True, bootstrap_truncation=True,
+    eval_every=100_000, eval_episodes=10, eval_greedy=False)
+PRESETS["mujoco_hts_ppo"] = dict(PRESETS["mujoco_ppo"], num_envs=8, num_executors=2, alpha=256)

@@ -62,3 +62,14 @@ class SlowCartPole(CartPoleEnv):
 
 gym.register("SlowStartCartPole-v0", entry_point=SlowStartCartPole, max_episode_steps=500)
 gym.register("SlowCartPole-v0", entry_point=SlowCartPole, max_episode_steps=500)
+
+
+class MatrixActionCartPole(CartPoleEnv):
+  """A 2-D Box action space, which hts_jax refuses (only Discrete and 1-D Box are supported)."""
+
+  def __init__(self, **kwargs):
+    super().__init__(**kwargs)
+    self.action_space = gym.spaces.Box(-1.0, 1.0, (2, 2))
+
+
+gym.register("MatrixActionCartPole-v0", entry_point=MatrixActionCartPole, max_episode_steps=500)

@@ -81,6 +81,7 @@ def _launch(tmp_path, name, *extra):
     return json.load(f)
 
 
+@pytest.mark.slow  # a launcher subprocess; test_placement keeps the in-process runs
 def test_launcher_sets_the_flag_by_default_and_it_changes_no_bits_on_cpu(tmp_path):
   on = _launch(tmp_path, "on")
   off = _launch(tmp_path, "off", "--noxla_deterministic")

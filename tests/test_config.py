@@ -62,3 +62,8 @@ def test_mode_rules_answer_the_modes_questions():
   with pytest.raises(ConfigError, match="--correction applies to --mode=hts"):
     RunConfig.make(mode="sync", learner={"correction": "none"})
   assert [RULES[m].reports for m in config.MODES] == [None, "none", "vtrace", "none", "none"]
+  # A mode's rules name its runtime module; those that run in one process refuse more in one line.
+  assert [m for m in config.MODES if RULES[m].multi_process] == ["hts", "sync"]
+  for mode in ("async", "gala", "allreduce"):
+    with pytest.raises(ConfigError, match="^--num_processes > 1 runs --mode=hts or --mode=sync$"):
+      RunConfig.make(mode=mode, num_envs=8, num_executors=2, num_processes=2, gala_agents=2)

@@ -40,7 +40,7 @@ _SLOW = pytest.mark.slow  # the fast lane keeps one case of each algorithm and n
     ("a2c", "truncated_is", "mlp", "mean", False),
     pytest.param("ppo", "none", "mlp", "mean", False, marks=_SLOW),
     pytest.param("a2c", "delayed", "cnn", "mean", False, marks=_SLOW),
-    ("a2c", "delayed", "mlp", "mean", True),
+    pytest.param("a2c", "delayed", "mlp", "mean", True, marks=_SLOW),
     ("ppo", "delayed", "mlp", "mean", True),
     pytest.param("ppo", "delayed", "mlp", "sum", True, marks=_SLOW)])
 def test_sharded_learner_step_equals_single_device(algo, correction, kind, reduction, masked):

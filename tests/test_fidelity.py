@@ -47,7 +47,7 @@ def _close_trees(a, b, atol=1e-6):
     np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=0, atol=atol)
 
 
-@pytest.mark.parametrize("algo", ["a2c", "ppo", "vtrace"])
+@pytest.mark.parametrize("algo", ["a2c", "ppo", pytest.param("vtrace", marks=pytest.mark.slow)])
 def test_masked_fake_step_learns_as_if_absent(algo):
   """envpool's layout with its fake step masked gives the update of the ale-py layout (bug 1);
   unmasked, the fake step changes it."""

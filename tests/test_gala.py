@@ -160,7 +160,7 @@ def test_alternating_groups_give_plain_syncs_bits(tmp_path):
     (dict(mode="gala", gala_agents=1), "gala_agents must be >= 2"),
     (dict(mode="gala", gala_agents=3), "divisible by gala_agents"),
     (dict(mode="gala", num_actors=2), "--num_actors must be 1"),
-    (dict(mode="allreduce", envpool=True, env="atari:Pong"), "one process"),
+    (dict(mode="allreduce", envpool=True, env="atari:Pong"), "no --envpool"),
     (dict(mode="hts", alternating_groups=True), "option of --mode=sync"),
     (dict(mode="sync", alternating_groups=True, num_executors=8), "must be even"),
     (dict(mode="gala", gala_gossip="sometimes"), "gala_gossip must be one of"),

@@ -1,7 +1,6 @@
 """The rollout hot path: blocks, the state/action buffers, fixed-shape actor calls, and the
 shutdown and fault paths of the parts (each defect found reading the old runtime has a test)."""
 
-import json
 import multiprocessing as mp
 import os
 import re

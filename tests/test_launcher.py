@@ -48,6 +48,7 @@ def test_bad_input_fails_with_one_line(tmp_path, flags, message):
   assert not os.path.exists(tmp_path / "run" / "metrics.csv")  # nothing ran
 
 
+@pytest.mark.slow  # a whole launcher run in a subprocess (test_runtime runs in process)
 def test_short_run_prints_progress_and_result(tmp_path):
   proc = launch(tmp_path, "--env=CartPole-v1", "--algo=a2c", "--num_envs=4", "--num_executors=2",
                 "--total_steps=2000", "--log_every_s=0")

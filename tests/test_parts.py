@@ -10,6 +10,7 @@ import pytest
 
 from hts_jax import seeding
 from hts_jax.config import ConfigError, RunConfig
+from hts_jax.mode_options import RULES
 from hts_jax.runtime import observers
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer
@@ -186,6 +187,13 @@ def test_modes_without_checkpoints_refuse_them_in_one_line(tmp_path, mode):
     MODES[mode].check(cfg, resume=False)
   MODES["hts"].check(cfg, resume=True)
   MODES["sync"].check(cfg, resume=True)
+
+
+def test_modes_are_loaded_from_the_modules_their_rules_name():
+  assert tuple(MODES) == tuple(RULES)
+  for name, mode in MODES.items():
+    module = RULES[name].runtime.split(":")[0]
+    assert mode.name == name and mode.loop.__module__ == module and mode.rules is RULES[name]
 
 
 def test_every_mode_reports_its_env_steps_per_update():

@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from hts_jax.config import LearnerConfig, RunConfig
+from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from hts_jax.runtime import checkpoint, modes
 from hts_jax.runtime.storage import shm_prefix
 
@@ -80,7 +80,8 @@ def uninterrupted(tmp_path_factory):
   return summary(logdir)
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130),
+                                      pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)])
 def test_interrupt_then_resume_ends_bit_identical(tmp_path, uninterrupted, sig, code):
   logdir = str(tmp_path)
   # Slow envs so that the signal lands mid-run; the delay changes timing, never results.
@@ -112,6 +113,7 @@ def test_interrupt_then_resume_ends_bit_identical(tmp_path, uninterrupted, sig, 
     assert [int(r["updates"]) for r in csv.DictReader(f)] == list(range(1, 13))
 
 
+@pytest.mark.slow  # launcher subprocesses; the resume test above checks the refusal in process
 def test_resume_rejects_a_changed_config(tmp_path):
   logdir = str(tmp_path)
   proc = run_cli(logdir, *BASE, "--total_steps=768", "--checkpoint_every=2")
@@ -200,7 +202,8 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   assert not leftover_shm(tmp_path)
 
 
-@pytest.mark.parametrize("mode,bootstrap", [("hts", False), ("sync", False), ("hts", True)])
+@pytest.mark.parametrize("mode,bootstrap", [("hts", False), ("sync", False),
+                                               pytest.param("hts", True, marks=pytest.mark.slow)])
 def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode, bootstrap):
   """A run checkpointed mid-way and resumed (with more total_steps) ends bit-identical to a run
   that went straight through, in every checkpointing mode; also with `bootstrap_truncation`
@@ -221,6 +224,9 @@ def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode, bootst
   assert resumed["param_sha256"] == straight["param_sha256"]
   assert resumed["episode_returns"] == straight["episode_returns"]
   assert resumed["policy_lag"]["per_update"] == straight["policy_lag"]["per_update"]
+  with pytest.raises(ConfigError, match=r"^--resume: seed differs from the checkpoint \(9 there, 10 "
+                     r"now\)$"):
+    modes.make_runner(cfg("split", 6, seed=10), resume=True)
 
 
 def _wait_for(pred, proc, timeout=300):
@@ -249,7 +255,8 @@ def test_signal_during_executor_start_up_stops_cleanly(tmp_path):
   assert not leftover_shm(tmp_path)
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130),
+                                      pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)])
 def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path, sig, code):
   """Defect: a signal during the final evaluation was swallowed (exit 0). Ctrl-C (SIGINT) there
   keeps what training produced as SIGTERM does."""

@@ -8,8 +8,10 @@
 - `vstep`: the variable-step-time task (`hts_jax.envs.vstep`; also the gymnasium id
   `hts_jax/VStep-v0`); `env_kwargs`: dist, mean_s, var_s2, rate, unit_s, mode, obs_dim,
   num_actions, episode_length.
-- any registered gymnasium id with a discrete action space, e.g. `CartPole-v1`
-  (`env_kwargs` go to `gymnasium.make`).
+- any registered gymnasium id with a discrete action space, e.g. `CartPole-v1`, or a 1-D `Box`
+  one, e.g. MuJoCo's `HalfCheetah-v5` (`env_kwargs` go to `gymnasium.make`). A `Box` env clips
+  the action it is given to the space's bounds (`wrappers.ClipAction`): the policy's
+  unclipped sample is what the storage keeps and the learner scores.
 
 Every env reports finished episodes through `info["episode_return"]` / `info["episode_length"]`
 (raw scores: for Atari a whole game, not a life, before reward clipping).
@@ -25,18 +27,28 @@ import numpy as np
 
 from hts_jax.config import ConfigError
 from hts_jax.envs import vstep  # registers hts_jax/VStep-v0
-from hts_jax.envs.wrappers import RecordRawEpisode
+from hts_jax.envs.wrappers import ClipAction, MujocoState, RecordRawEpisode, is_mujoco
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvInfo:
   obs_shape: Tuple[int, ...]  # per agent
   obs_dtype: str  # "uint8" or "float32": what the storages hold
-  num_actions: int
+  num_actions: int  # Discrete: the number of actions; continuous: the action's size D
   # Agents per env replica (GFootball: controlled players). Each agent is one storage row
   # (row = env_id * num_agents + agent) and shares the policy; obs then carry a leading agent axis
   # and rewards are per agent.
   num_agents: int = 1
+  continuous: bool = False  # a 1-D Box action space: float32 actions [D]
+
+  @property
+  def action_shape(self) -> Tuple[int, ...]:
+    """One row's action: () for a discrete action, (D,) for a continuous one."""
+    return (self.num_actions,) if self.continuous else ()
+
+  @property
+  def action_dtype(self) -> str:
+    return "float32" if self.continuous else "int32"
 
 
 def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
@@ -74,14 +86,24 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
     raise ConfigError(f"unknown env {name!r}: {e}") from None
   except TypeError as e:
     raise ConfigError(f"bad env_kwargs for {name!r}: {e}") from None
-  if not isinstance(env.action_space, gym.spaces.Discrete):
+  space = env.action_space
+  if _is_box(space):
+    return RecordRawEpisode(ClipAction(MujocoState(env) if is_mujoco(env) else env))
+  if not isinstance(space, gym.spaces.Discrete):
     env.close()
-    raise ConfigError(f"env {name!r} has action space {env.action_space}; only Discrete is "
+    raise ConfigError(f"env {name!r} has action space {space}; Discrete and 1-D Box are "
                       "supported")
   return RecordRawEpisode(env)
 
 
+def _is_box(space) -> bool:
+  return (isinstance(space, gym.spaces.Box) and len(space.shape) == 1
+          and bool(np.all(np.isfinite(space.low))) and bool(np.all(np.isfinite(space.high))))
+
+
 def _num_actions(space) -> int:
+  if isinstance(space, gym.spaces.Box):
+    return int(space.shape[0])
   if isinstance(space, gym.spaces.MultiDiscrete):  # one Discrete per agent, all the same
     return int(space.nvec.flat[0])
   return int(space.n)
@@ -94,6 +116,7 @@ def env_info(name: str, env_kwargs: Dict[str, Any]) -> EnvInfo:
     dtype = "uint8" if space.dtype == np.uint8 else "float32"
     agents = int(getattr(env.unwrapped, "num_agents", 1))
     shape = tuple(space.shape)[1:] if agents > 1 else tuple(space.shape)
-    return EnvInfo(shape, dtype, _num_actions(env.action_space), agents)
+    return EnvInfo(shape, dtype, _num_actions(env.action_space), agents,
+                   continuous=isinstance(env.action_space, gym.spaces.Box))
   finally:
     env.close()

@@ -83,7 +83,8 @@ def _policy_rows(runner: Runner) -> int:
 def _learner_step(runner: Runner, lcfg):
   if len(runner.config.devices.learner_devices) > 1:
     raise ConfigError("--mode=async runs its learner on one device")
-  return jax.jit(algorithms.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer))
+  return jax.jit(algorithms.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer,
+                                                head=runner.head))
 
 
 def _learner_input(runner: Runner, segment):

@@ -65,7 +65,9 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
          env_states: Optional[Dict[int, bytes]], host: Dict[str, Any],
          process: Optional[int] = None) -> str:
   """Saves a checkpoint; in a multi-process run every process calls it (with its `process`)."""
-  envs = {} if env_states is None else {
+  # Envs that cannot be pickled leave a placeholder (orbax refuses an empty tree); a resume then
+  # rebuilds them (`env_states_saved` False).
+  envs = {"none": np.zeros((1,), np.uint8)} if env_states is None else {
       str(e): np.frombuffer(b, np.uint8).copy() for e, b in env_states.items()}
   host = dict(host, env_states_saved=env_states is not None)
   own = dict(storage=ocp.args.StandardSave({k: np.asarray(v) for k, v in storage.items()}),

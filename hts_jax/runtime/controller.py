@@ -71,7 +71,7 @@ class Controller:
                                cfg.evaluation.eval_episodes, cfg.rollout.seed,
                                greedy=cfg.evaluates_greedy,
                                max_steps=cfg.evaluation.eval_max_steps, results=self.book.eval,
-                               num_agents=runner.num_agents,
+                               num_agents=runner.num_agents, head=runner.head,
                                sharding=runner.placement.eval_params,
                                tracker=tracker_of(self.observers),
                                video_dir=os.path.join(cfg.outputs.logdir, "videos"))

@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import jax
 import numpy as np
 
-from hts_jax import envs, seeding
+from hts_jax import envs, losses, seeding
+from hts_jax.heads import Head
 from hts_jax.runtime import distributed
 from hts_jax.runtime import video as video_lib
 from hts_jax.runtime.policy import make_policy_step
@@ -43,7 +44,7 @@ class Evaluator:
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
                seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None,
                num_agents: int = 1, sharding=None, tracker=None, video_dir: Optional[str] = None,
-               max_steps: int = 0):
+               max_steps: int = 0, head: Optional[Head] = None):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
     self.max_steps = min(max_steps, MAX_EPISODE_STEPS) if max_steps > 0 else MAX_EPISODE_STEPS
@@ -51,7 +52,8 @@ class Evaluator:
     self.last_cut = 0  # episodes cut at max_steps in the latest evaluation of this thread's
     self.seed = seed
     self.num_agents = num_agents
-    self.policy = make_policy_step(apply_fn, episodes * num_agents, greedy=greedy)
+    self.policy = make_policy_step(apply_fn, episodes * num_agents, greedy=greedy,
+                                   head=head or losses.CATEGORICAL)
     self.sharding = sharding  # where evaluated params are placed (the first actor device)
     self.results: List[Dict[str, Any]] = list(results or [])
     self._restored = len(self.results)
@@ -239,7 +241,7 @@ class Evaluator:
       for i in np.flatnonzero(running):
         act = actions[i * a:(i + 1) * a]
         o, _, terminated, truncated, info = replicas[i].step(
-            int(act[0]) if a == 1 else act.tolist())
+            act[0].tolist() if a == 1 else act.tolist())
         obs[i * a:(i + 1) * a] = np.reshape(o, (a,) + shape)
         if "episode_return" in info:
           returns[i] = info["episode_return"]

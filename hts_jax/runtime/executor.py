@@ -25,6 +25,7 @@ import signal
 import time
 from typing import Any, Dict, List, Optional
 
+import gymnasium as gym
 import numpy as np
 
 from hts_jax import envs, seeding
@@ -224,7 +225,10 @@ def _decorrelate(env, obs, max_steps: int, seed: int):
   """Takes a random number in [0, max_steps] of uniform-random actions (Stooke & Abbeel 2018)."""
   rng = np.random.default_rng(seed)
   for _ in range(int(rng.integers(0, max_steps + 1))):
-    obs, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+    space = env.action_space
+    action = (rng.uniform(space.low, space.high).astype(space.dtype)
+              if isinstance(space, gym.spaces.Box) else int(rng.integers(space.n)))
+    obs, _, terminated, truncated, _ = env.step(action)
     if terminated or truncated:
       obs, _ = env.reset()
   return obs

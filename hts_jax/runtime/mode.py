@@ -2,7 +2,7 @@
 
 A new mode is one module that defines a `Mode` and a loop `loop(runner, ctl) -> summary` composed
 of the parts (`Runner`'s built parts, the `Controller`'s barrier, boundary and `finish`), plus its
-name in `modes.MODES` (see CONTRIBUTING.md).
+entry in `mode_options.RULES`, which names the module (see CONTRIBUTING.md).
 """
 
 from __future__ import annotations

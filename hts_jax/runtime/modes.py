@@ -4,14 +4,26 @@ and allreduce (its all-reduce A2C baseline)."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Dict
 
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import asynchronous, backend, distributed, gala, hts, sync, tracking
+from hts_jax.mode_options import RULES
+from hts_jax.runtime import backend, distributed, tracking
+from hts_jax.runtime.mode import Mode
 from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.supervisor import Interrupted, RunError  # pylint: disable=unused-import
 
-MODES = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE, gala.GALA, gala.ALLREDUCE)}
+
+def _load(name: str) -> Mode:
+  """The `Mode` that `RULES[name].runtime` ("module:attribute") names."""
+  module, attribute = RULES[name].runtime.split(":")
+  mode = getattr(importlib.import_module(module), attribute)
+  assert isinstance(mode, Mode) and mode.name == name, (name, RULES[name].runtime)
+  return mode
+
+
+MODES: Dict[str, Mode] = {name: _load(name) for name in RULES}
 
 
 def make_runner(config: RunConfig, resume: bool = False) -> Runner:
@@ -21,8 +33,6 @@ def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   mode = MODES[config.mode]
   mode.check(config, resume)
   if config.distributed.num_processes > 1:
-    if config.mode == "async":
-      raise ConfigError("--num_processes > 1 runs --mode=hts or --mode=sync")
     if config.rollout.envpool:
       raise ConfigError("--envpool runs in one process")
     distributed.initialize(config)

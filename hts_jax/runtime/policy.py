@@ -17,7 +17,9 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
+from hts_jax import losses
 from hts_jax.acting import build_policy_core
+from hts_jax.heads import Head
 from hts_jax.types import DATA_AXIS, ApplyFn
 
 
@@ -31,9 +33,10 @@ class PolicyStep:
   """
 
   def __init__(self, apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
-               devices: Optional[Sequence[jax.Device]] = None):
+               devices: Optional[Sequence[jax.Device]] = None, head: Head = losses.CATEGORICAL):
     self.batch_size = int(batch_size)
-    core = build_policy_core(apply_fn, greedy)
+    self.head = head
+    core = build_policy_core(apply_fn, greedy, head)
     # Actors that only need actions (HTS, sync, envpool, evaluation) run a core without the
     # extras: XLA then drops the value tower and the log-prob, and one output comes back.
     actions_core = lambda params, obs, seeds: core(params, obs, seeds)[0]
@@ -75,6 +78,7 @@ class PolicyStep:
 
 
 def make_policy_step(apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
-                     devices: Optional[Sequence[jax.Device]] = None) -> PolicyStep:
+                     devices: Optional[Sequence[jax.Device]] = None,
+                     head: Head = losses.CATEGORICAL) -> PolicyStep:
   """Factory for `PolicyStep` (see its docstring)."""
-  return PolicyStep(apply_fn, batch_size, greedy=greedy, devices=devices)
+  return PolicyStep(apply_fn, batch_size, greedy=greedy, devices=devices, head=head)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hts_jax import envs, learner, networks, seeding
+from hts_jax import envs, heads, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.runtime import checkpoint, distributed, video
 from hts_jax.runtime.actor import ActingParts
@@ -64,7 +64,8 @@ class Runner:
     if kind == "auto":
       kind = networks.default_network_for(self.info.obs_shape)
     self.network_kind = kind
-    self.network = networks.make_network(kind, self.info.num_actions)
+    self.head = heads.for_env(self.info)
+    self.network = networks.make_network(kind, self.head, config.learner.normalize_obs)
     lcfg = config.learner
     if mode.rules.forces_correction is not None:
       lcfg = dataclasses.replace(lcfg, correction=mode.rules.forces_correction)
@@ -95,13 +96,13 @@ class Runner:
         first_row:first_row + self.num_rows]
     step = (mode.learner_step(self, lcfg) if mode.learner_step else learner.make_learner_step(
         lcfg, self.network.apply, self.optimizer, unroll=learner.unroll_for(kind),
-        devices=self.placement.learner_parallel))
+        devices=self.placement.learner_parallel, head=self.head))
     state = place_replicated(state, self.placement.learner_state)
     self.learner = LearnerWorker(step, state, sharding=self.placement.learner_data,
                                  delay_s=config.testing.learner_delay_s)
     self.policy_rows = mode.policy_rows(self)
     self.policy = make_policy_step(self.network.apply, self.policy_rows,
-                                   devices=self.placement.actor_parallel)
+                                   devices=self.placement.actor_parallel, head=self.head)
     self.acting = ActingParts(self.layout, self.policy, self.streams, r.alpha,
                               tuple(self.info.obs_shape), self.info.obs_dtype, self.policy_rows,
                               with_extras=mode.acts_with_extras)
@@ -135,7 +136,9 @@ class Runner:
     cfg = self.config
     return storage_lib.StorageSpec(cfg.rollout.alpha, cfg.local_envs, self.info.obs_shape,
                                    self.info.obs_dtype, self.num_agents,
-                                   final_obs=cfg.learner.bootstrap_truncation)
+                                   final_obs=cfg.learner.bootstrap_truncation,
+                                   action_shape=self.info.action_shape,
+                                   action_dtype=self.info.action_dtype)
 
   def zeros_segment(self) -> Segment:
     """A segment of zeros shaped like the storages' (what the learner is compiled for)."""

@@ -4,7 +4,8 @@ Executors fill one storage while the learner consumes the other; roles swap ever
 (paper Section 4.1). One storage holds, in fixed `[t, env_id]` order (N = num_envs * num_agents rows; row = env_id * num_agents + agent):
 
   obs      [alpha+1, N, ...]  obs[t, e] is what the actor sees at env e's step t; obs[alpha] bootstraps
-  actions  [alpha, N]         int32, written by actors
+  actions  [alpha, N, *A]     written by actors: int32 `[alpha, N]` (discrete), float32
+                              `[alpha, N, D]` (continuous, the unclipped sample)
   version  [alpha, N]         int32, the params version (learner updates) that chose the action
   rewards  [alpha, N]         float32, written by executors
   dones    [alpha, N]         float32, 1 where the episode ended after the step
@@ -43,6 +44,8 @@ class StorageSpec:
   num_agents: int = 1
   shm_name: Optional[str] = None
   final_obs: bool = False
+  action_shape: Tuple[int, ...] = ()
+  action_dtype: str = "int32"
 
   @property
   def num_rows(self) -> int:
@@ -52,7 +55,8 @@ class StorageSpec:
   def fields(self) -> List[Tuple[str, Tuple[int, ...], str]]:
     a, n = self.alpha, self.num_rows
     out = [("obs", (a + 1, n) + tuple(self.obs_shape), self.obs_dtype),
-           ("actions", (a, n), "int32"), ("version", (a, n), "int32"),
+           ("actions", (a, n) + tuple(self.action_shape), self.action_dtype),
+           ("version", (a, n), "int32"),
            ("rewards", (a, n), "float32"), ("dones", (a, n), "float32"),
            ("valid", (a, n), "float32"), ("truncated", (a, n), "float32")]
     if self.final_obs:

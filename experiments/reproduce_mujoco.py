@@ -1,0 +1,171 @@
+"""PPO's MuJoCo benchmark under HTS: HTS-PPO against synchronous PPO with the same
+hyperparameters (`--preset=mujoco_hts_ppo`, PPO's MuJoCo setup: see `hts_jax/presets.py`), over
+tasks and seeds, returns at the end of the budget and SPS side by side.
+
+    python -m experiments.reproduce_mujoco                       # the grid (resumes: done runs stay)
+    python -m experiments.reproduce_mujoco --tasks=Hopper-v5 --seeds=0 --steps=200000
+    python -m experiments.reproduce_mujoco --report_only          # results.json, table, plot
+
+Each run is one `experiments.train` process (logdir `<results>/runs/<task>/<method>/seed<k>`; a
+run whose summary.json exists is not run again), one at a time, so that their SPS compare. The
+report reads the runs' summary.json and metrics.csv and writes `<results>/results.json` (with
+where and when it ran), `<results>/table.md` and `<results>/curves.png`. A run's final return is
+the mean, over its envs, of each env's last finished training episode (CleanRL reports training
+episodes too); its final evaluation is `eval_episodes` sampled episodes of the final params.
+
+CleanRL's published returns for `ppo_continuous_action.py` (1M steps, MuJoCo v4, the same
+hyperparameters with one env and return-based reward scaling) are in `CLEANRL` for comparison,
+with the page they come from.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Dict, List
+
+from absl import app, flags
+
+from experiments import provenance
+
+ROOT = provenance.ROOT
+METHODS = {"hts_ppo": ["--mode=hts"], "sync_ppo": ["--mode=sync"]}
+
+flags.DEFINE_list("tasks", ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5"], "MuJoCo tasks.")
+flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
+flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
+flags.DEFINE_integer("steps", 1_000_000, "Env steps per run.")
+flags.DEFINE_string("results", "results/mujoco", "Where runs and the report go.")
+flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
+FLAGS = flags.FLAGS
+
+
+def run_dir(results: str, task: str, method: str, seed: int) -> str:
+  return os.path.join(results, "runs", task, method, f"seed{seed}")
+
+
+def command(task: str, method: str, seed: int, steps: int, logdir: str) -> List[str]:
+  return [sys.executable, "-m", "experiments.train", "--preset=mujoco_hts_ppo", *METHODS[method],
+          f"--env={task}", f"--seed={seed}", f"--total_steps={steps}", f"--logdir={logdir}",
+          "--notensorboard", "--log_every_s=60"]
+
+
+def final_return(summary: Dict[str, Any]) -> float:
+  """The mean over envs of each env's last finished training episode."""
+  last = [rs[-1] for rs in summary["episode_returns"] if rs]
+  return sum(last) / len(last)
+
+
+def curve(logdir: str) -> List[List[float]]:
+  """[[env_steps, recent training return]] from metrics.csv."""
+  out = []
+  with open(os.path.join(logdir, "metrics.csv")) as f:
+    for row in csv.DictReader(f):
+      if row.get("train_return") not in (None, ""):
+        out.append([int(float(row["env_steps"])), float(row["train_return"])])
+  return out
+
+
+def _spread(xs: List[float]) -> Dict[str, Any]:
+  return {"mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def report(results: str) -> Dict[str, Any]:
+  runs, table = [], {}
+  base = os.path.join(results, "runs")
+  for task in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+    for method in sorted(os.listdir(os.path.join(base, task))):
+      for seed_dir in sorted(os.listdir(os.path.join(base, task, method))):
+        logdir = os.path.join(base, task, method, seed_dir)
+        path = os.path.join(logdir, "summary.json")
+        if not os.path.exists(path):
+          continue
+        with open(path) as f:
+          s = json.load(f)
+        runs.append({"task": task, "method": method, "seed": s["seed"],
+                     "env_steps": s["env_steps"], "final_return": final_return(s),
+                     "final_eval": s["eval"][-1]["mean_return"] if s["eval"] else None,
+                     "sps": s["sps"], "wall_time_s": s["wall_time_s"],
+                     "param_sha256": s["param_sha256"][:16], "curve": curve(logdir)})
+  for task in sorted({r["task"] for r in runs}):
+    table[task] = {}
+    for method in sorted({r["method"] for r in runs if r["task"] == task}):
+      mine = [r for r in runs if r["task"] == task and r["method"] == method]
+      table[task][method] = {"final_return": _spread([r["final_return"] for r in mine]),
+                             "sps": _spread([r["sps"] for r in mine]),
+                             "env_steps": _spread([r["env_steps"] for r in mine])}
+  out = provenance.save(os.path.join(results, "results.json"),
+                        {"runs": runs, "table": table, "cleanrl": CLEANRL})
+  _write_table(results, table)
+  _plot(results, runs)
+  return out
+
+
+def _write_table(results: str, table: Dict[str, Any]) -> None:
+  lines = ["| task | method | seeds | env steps | final return, mean [min, max] | SPS, mean "
+           "[min, max] | CleanRL PPO (1M) |", "|---|---|---|---|---|---|---|"]
+  for task, methods in table.items():
+    for method, t in methods.items():
+      r, s = t["final_return"], t["sps"]
+      lines.append(f"| {task} | {method} | {r['n']} | {t['env_steps']['mean']:,.0f} | "
+                   f"{r['mean']:,.0f} [{r['min']:,.0f}, {r['max']:,.0f}] | {s['mean']:,.0f} "
+                   f"[{s['min']:,.0f}, {s['max']:,.0f}] | "
+                   f"{CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
+  with open(os.path.join(results, "table.md"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+
+
+def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
+  import matplotlib  # pylint: disable=import-outside-toplevel
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  tasks = sorted({r["task"] for r in runs})
+  if not tasks:
+    return
+  fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
+  colors = {"hts_ppo": "tab:red", "sync_ppo": "tab:blue"}
+  for ax, task in zip(axes[0], tasks):
+    for r in runs:
+      if r["task"] == task and r["curve"]:
+        xs, ys = zip(*r["curve"])
+        ax.plot(xs, ys, color=colors.get(r["method"], "gray"), alpha=0.8,
+                label=r["method"] if r["seed"] == 0 else None)
+    ax.set_title(task)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("training return")
+    ax.legend()
+  fig.tight_layout()
+  fig.savefig(os.path.join(results, "curves.png"), dpi=90)
+  plt.close(fig)
+
+
+# CleanRL's `ppo_continuous_action.py` on MuJoCo v4 at 1M steps (mean ± std over seeds), as its
+# PPO page publishes them (the openrlbenchmark table "ppo_continuous_action ({'tag': ['pr-424']})").
+CLEANRL = {
+    "source": "https://docs.cleanrl.dev/rl-algorithms/ppo/#ppo_continuous_actionpy",
+    "returns": {"HalfCheetah-v4": "1442.64 ± 46.03", "Walker2d-v4": "2287.95 ± 571.78",
+                "Hopper-v4": "2382.86 ± 271.74", "InvertedPendulum-v4": "963.09 ± 22.20"},
+}
+
+
+def main(argv):
+  del argv
+  if not FLAGS.report_only:
+    for task in FLAGS.tasks:
+      for seed in (int(s) for s in FLAGS.seeds):
+        for method in FLAGS.methods:
+          logdir = run_dir(FLAGS.results, task, method, seed)
+          if os.path.exists(os.path.join(logdir, "summary.json")):
+            continue
+          cmd = command(task, method, seed, FLAGS.steps, logdir)
+          print(" ".join(cmd[1:]), flush=True)
+          subprocess.run(cmd, cwd=ROOT, check=True)
+  out = report(FLAGS.results)
+  print(json.dumps(out["table"], indent=1))
+
+
+if __name__ == "__main__":
+  app.run(main)

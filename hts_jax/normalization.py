@@ -1,0 +1,76 @@
+"""Running observation statistics in the learner's state (pure; brax's `running_statistics` is the
+model): the network normalises its input with them, the learner updates them from each whole
+segment after its update, and they travel with the params to the actors at the boundary.
+
+They live in the network's variables as the collection `obs_norm` (`mean`, `m2` (summed squared
+deviations), `count`), beside `params`: the delayed gradient then scores a segment with the
+statistics its behaviour policy θ_{j-1} acted with, checkpoints carry them, and every actor,
+executor and learner-device count sees the same numbers (they are updated from the segment in its
+fixed `[t, env]` order, over the global batch). The network stops their gradient, so the
+optimizer leaves them as they are (a zero gradient gives a zero RMSProp or Adam update) and only
+`update` changes them.
+
+    x_norm = clip((x - mean) / sqrt(var + eps), -clip, clip),  var = m2 / count (1 before data)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+
+COLLECTION = "obs_norm"
+EPS = 1e-8
+
+
+def init(shape) -> Dict[str, chex.Array]:
+  return dict(mean=jnp.zeros(shape, jnp.float32), m2=jnp.zeros(shape, jnp.float32),
+              count=jnp.zeros((), jnp.float32))
+
+
+def variance(stats) -> chex.Array:
+  return jnp.where(stats["count"] > 0, stats["m2"] / jnp.maximum(stats["count"], 1.0), 1.0)
+
+
+def normalize(stats, x: chex.Array, clip: float) -> chex.Array:
+  """`x [N, *shape]` standardised by `stats` (no gradient into them) and clipped to ±clip."""
+  stats = jax.lax.stop_gradient(stats)
+  z = (x - stats["mean"]) / jnp.sqrt(variance(stats) + EPS)
+  return jnp.clip(z, -clip, clip)
+
+
+def _psum(x, axis_name):
+  return x if axis_name is None else jax.lax.psum(x, axis_name)
+
+
+def update(stats, x: chex.Array, mask: chex.Array, axis_name: Optional[str] = None):
+  """Merges the samples `x [T, B, *shape]` where `mask [T, B]` is 1 into `stats` (Chan et al.'s
+  parallel update), over the global batch when the batch is split over `axis_name`."""
+  x = x.astype(jnp.float32)
+  w = mask.astype(jnp.float32).reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+  n = _psum(jnp.sum(mask.astype(jnp.float32)), axis_name)
+  total = n + stats["count"]
+  safe_n = jnp.maximum(n, 1.0)
+  batch_mean = _psum(jnp.sum(x * w, axis=(0, 1)), axis_name) / safe_n
+  batch_m2 = _psum(jnp.sum(jnp.square(x - batch_mean) * w, axis=(0, 1)), axis_name)
+  delta = batch_mean - stats["mean"]
+  mean = stats["mean"] + delta * n / jnp.maximum(total, 1.0)
+  m2 = stats["m2"] + batch_m2 + jnp.square(delta) * stats["count"] * n / jnp.maximum(total, 1.0)
+  return dict(mean=mean, m2=m2, count=total)
+
+
+def update_params(params: Any, obs: chex.Array, mask: chex.Array,
+                  axis_name: Optional[str] = None) -> Any:
+  """`params` (the network's variables) with their observation statistics updated from the
+  segment's `obs [T, B, ...]` (the steps with `mask` 1); unchanged without statistics."""
+  if COLLECTION not in params:
+    return params
+
+  def walk(tree):  # the statistics sit under the normalising module's path
+    if "count" in tree:
+      return update(tree, obs, mask, axis_name)
+    return {k: walk(v) for k, v in tree.items()}
+
+  return {**params, COLLECTION: walk(params[COLLECTION])}
