@@ -51,3 +51,16 @@ def save(path: str, payload: Dict[str, Any]) -> Dict[str, Any]:
     json.dump(out, f, indent=1)
     f.write("\n")
   return out
+
+
+def replace_block(path: str, begin: str, end: str, markdown: str) -> bool:
+  """Replaces the text between the marker lines `begin` and `end` of the file at `path` (README's
+  script-written blocks) by `markdown`; False when the markers are missing."""
+  with open(path) as f:
+    text = f.read()
+  start, stop = text.find(begin), text.find(end)
+  if start < 0 or stop < start:
+    return False
+  with open(path, "w") as f:
+    f.write(text[:start] + f"{begin}\n{markdown}{end}" + text[stop + len(end):])
+  return True

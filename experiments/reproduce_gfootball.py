@@ -508,15 +508,7 @@ def readme_block(markdown: str) -> str:
 
 def update_readme(path: str, markdown: str) -> bool:
   """Replaces README's block between the markers; False when the markers are missing."""
-  with open(path) as f:
-    text = f.read()
-  start, end = text.find(README_BEGIN), text.find(README_END)
-  if start < 0 or end < start:
-    return False
-  text = text[:start] + readme_block(markdown) + text[end + len(README_END):]
-  with open(path, "w") as f:
-    f.write(text)
-  return True
+  return provenance.replace_block(path, README_BEGIN, README_END, markdown)
 
 
 # ---------------------------------------------------------------------------------------------

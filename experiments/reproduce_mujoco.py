@@ -9,7 +9,7 @@ tasks and seeds, returns at the end of the budget and SPS side by side.
 Each run is one `experiments.train` process (logdir `<results>/runs/<task>/<method>/seed<k>`; a
 run whose summary.json exists is not run again), one at a time, so that their SPS compare. The
 report reads the runs' summary.json and metrics.csv and writes `<results>/results.json` (with
-where and when it ran), `<results>/table.md` and `<results>/curves.png`. A run's final return is
+where and when it ran), `<results>/table.md`, `<results>/curves.png` and README's MuJoCo block. A run's final return is
 the mean, over its envs, of each env's last finished training episode (CleanRL reports training
 episodes too); its final evaluation is `eval_episodes` sampled episodes of the final params.
 
@@ -25,7 +25,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import app, flags
 
@@ -34,13 +34,20 @@ from experiments import provenance
 ROOT = provenance.ROOT
 METHODS = {"hts_ppo": ["--mode=hts"], "sync_ppo": ["--mode=sync"]}
 
-flags.DEFINE_list("tasks", ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5"], "MuJoCo tasks.")
-flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
-flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
-flags.DEFINE_integer("steps", 1_000_000, "Env steps per run.")
-flags.DEFINE_string("results", "results/mujoco", "Where runs and the report go.")
-flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
+README_BEGIN = "<!-- mujoco-results:begin (experiments/reproduce_mujoco.py writes this) -->"
+README_END = "<!-- mujoco-results:end -->"
 FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Defined only when this runs as the program (importing it leaves absl's flags alone)."""
+  flags.DEFINE_list("tasks", ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5"], "MuJoCo tasks.")
+  flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
+  flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
+  flags.DEFINE_integer("steps", 1_000_000, "Env steps per run.")
+  flags.DEFINE_string("results", "results/mujoco", "Where runs and the report go.")
+  flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
+  flags.DEFINE_bool("readme", True, "Rewrite README.md's MuJoCo block from results.json.")
 
 
 def run_dir(results: str, task: str, method: str, seed: int) -> str:
@@ -73,7 +80,7 @@ def _spread(xs: List[float]) -> Dict[str, Any]:
   return {"mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def report(results: str) -> Dict[str, Any]:
+def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
   runs, table = [], {}
   base = os.path.join(results, "runs")
   for task in sorted(os.listdir(base)) if os.path.isdir(base) else []:
@@ -99,13 +106,25 @@ def report(results: str) -> Dict[str, Any]:
                              "env_steps": _spread([r["env_steps"] for r in mine])}
   out = provenance.save(os.path.join(results, "results.json"),
                         {"runs": runs, "table": table, "cleanrl": CLEANRL})
-  _write_table(results, table)
+  markdown = render_markdown(out)
+  with open(os.path.join(results, "table.md"), "w") as f:
+    f.write(markdown)
   _plot(results, runs)
+  if readme and not provenance.replace_block(readme, README_BEGIN, README_END, markdown):
+    print(f"warning: {readme} has no {README_BEGIN!r} block; not updated", file=sys.stderr)
   return out
 
 
-def _write_table(results: str, table: Dict[str, Any]) -> None:
-  lines = ["| task | method | seeds | env steps | final return, mean [min, max] | SPS, mean "
+def render_markdown(out: Dict[str, Any]) -> str:
+  """The table (and where it came from) as README and table.md show it."""
+  table = out["table"]
+  lines = [f"**HTS-PPO vs synchronous PPO on MuJoCo** (`--preset=mujoco_hts_ppo`: PPO's MuJoCo "
+           "setup, 8 envs x 256 steps per update; only `--mode` differs). Final return: the mean "
+           "over the 8 envs of each one's last training episode; CleanRL's column is its "
+           f"published 1M-step return on the v4 task ({out['cleanrl']['source']}). Source: "
+           f"`results/mujoco/results.json`, {out['date']}, commit {out['commit'][:12]}, "
+           f"{out['machine']['cores']} cores; `{out['command']}`.", "",
+           "| task | method | seeds | env steps | final return, mean [min, max] | SPS, mean "
            "[min, max] | CleanRL PPO (1M) |", "|---|---|---|---|---|---|---|"]
   for task, methods in table.items():
     for method, t in methods.items():
@@ -114,8 +133,7 @@ def _write_table(results: str, table: Dict[str, Any]) -> None:
                    f"{r['mean']:,.0f} [{r['min']:,.0f}, {r['max']:,.0f}] | {s['mean']:,.0f} "
                    f"[{s['min']:,.0f}, {s['max']:,.0f}] | "
                    f"{CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
-  with open(os.path.join(results, "table.md"), "w") as f:
-    f.write("\n".join(lines) + "\n")
+  return "\n".join(lines) + "\n"
 
 
 def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
@@ -128,11 +146,13 @@ def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
   fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
   colors = {"hts_ppo": "tab:red", "sync_ppo": "tab:blue"}
   for ax, task in zip(axes[0], tasks):
+    labelled = set()
     for r in runs:
       if r["task"] == task and r["curve"]:
         xs, ys = zip(*r["curve"])
         ax.plot(xs, ys, color=colors.get(r["method"], "gray"), alpha=0.8,
-                label=r["method"] if r["seed"] == 0 else None)
+                label=None if r["method"] in labelled else r["method"])
+        labelled.add(r["method"])
     ax.set_title(task)
     ax.set_xlabel("env steps")
     ax.set_ylabel("training return")
@@ -163,9 +183,10 @@ def main(argv):
           cmd = command(task, method, seed, FLAGS.steps, logdir)
           print(" ".join(cmd[1:]), flush=True)
           subprocess.run(cmd, cwd=ROOT, check=True)
-  out = report(FLAGS.results)
+  out = report(FLAGS.results, os.path.join(ROOT, "README.md") if FLAGS.readme else None)
   print(json.dumps(out["table"], indent=1))
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

@@ -92,6 +92,8 @@ class RunConfig:
             f"with --envpool, num_envs{where} ({n}) must be divisible by num_actors "
             f"({r.num_actors}): each actor drives one envpool instance")
     self.learner.check_segment_length(r.alpha)
+    check(not (self.learner.normalize_rewards and p > 1),
+          "--normalize_rewards runs in one process")
 
   @classmethod
   def make(cls, mode: str = "hts", learner: Any = None, **values: Any) -> "RunConfig":

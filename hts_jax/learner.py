@@ -72,11 +72,13 @@ def make_optimizer(config: LearnerConfig) -> optax.GradientTransformation:
   return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), opt)
 
 
-def init_train_state(params, optimizer: optax.GradientTransformation,
-                     key: chex.PRNGKey) -> TrainState:
-  """θ_0 serves as both θ_j and θ_{j-1}: the first segment is collected by θ_0."""
+def init_train_state(params, optimizer: optax.GradientTransformation, key: chex.PRNGKey,
+                     reward_envs: int = 0) -> TrainState:
+  """θ_0 serves as both θ_j and θ_{j-1}: the first segment is collected by θ_0. `reward_envs`:
+  the storage rows whose rewards `normalize_rewards` scales (0: no reward scaling)."""
   return TrainState(params=params, behaviour_params=params, opt_state=optimizer.init(params),
-                    update_count=jnp.zeros((), jnp.int32), key=key)
+                    update_count=jnp.zeros((), jnp.int32), key=key,
+                    reward_norm=normalization.init_returns(reward_envs) if reward_envs else None)
 
 
 def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
@@ -101,6 +103,12 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     check_segment(segment)
     config.check_segment_length(segment.actions.shape[0])
     segment = complete_segment(segment)
+    reward_norm = state.reward_norm
+    if config.normalize_rewards:
+      rewards, reward_norm = normalization.scale_rewards(
+          reward_norm, segment.rewards, segment.dones, segment.valid, config.gamma,
+          normalization.CLIP, axis_name)
+      segment = segment.replace(rewards=rewards)
     key = jax.random.fold_in(state.key, state.update_count)
     delayed = config.correction == "delayed"
     start = state.behaviour_params if delayed else state.params
@@ -117,7 +125,8 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     metrics["is_weight"] = pmean(jnp.mean(weights), axis_name)
     metrics["params_finite"] = params_finite(new_params)
     new_state = state.replace(params=new_params, behaviour_params=state.params,
-                              opt_state=opt_state, update_count=state.update_count + 1)
+                              opt_state=opt_state, update_count=state.update_count + 1,
+                              reward_norm=reward_norm)
     return new_state, metrics
 
   return update

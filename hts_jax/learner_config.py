@@ -104,6 +104,10 @@ class LearnerConfig:
   """Standardise observations by running statistics kept in the learner's state (updated from
   each whole segment, published with the params; clipped to ±10 as in CleanRL's
   ppo_continuous_action), for vector observations (`hts_jax.normalization`)."""
+  normalize_rewards: bool = False
+  """Scale rewards by the running standard deviation of each env's discounted return (clipped to
+  ±10; OpenAI baselines' VecNormalize, CleanRL's NormalizeReward), kept in the learner's state
+  and updated from each whole segment. Episode returns and evaluations stay raw."""
 
   def __post_init__(self):
     check_choices(self)

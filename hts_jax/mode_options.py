@@ -46,6 +46,9 @@ class AsyncOptions:
     check(not r.envpool, "--envpool is for --mode=hts and --mode=sync")
     check(cfg.learner.algo == "a2c",
           "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
+    check(not cfg.learner.normalize_rewards,
+          "--mode=async: --normalize_rewards is not available (its unrolls come from any envs, "
+          "in any order)")
     check(r.num_executors % r.num_actors == 0,
           f"--mode=async: num_executors ({r.num_executors}) must be a multiple of "
           f"num_actors ({r.num_actors}): each actor owns whole executors")
@@ -85,9 +88,9 @@ class GalaOptions:
     check(k >= (2 if m == "gala" else 1),
           f"gala_agents must be >= {2 if m == 'gala' else 1} for --mode={m}, got {k}")
     check(not r.envpool, f"--mode={m} runs over executor envs (no --envpool)")
-    check(not cfg.learner.normalize_obs,
-          f"--mode={m}: --normalize_obs is not available (each agent would keep statistics of "
-          "its own envs, which gossip would average)")
+    check(not (cfg.learner.normalize_obs or cfg.learner.normalize_rewards),
+          f"--mode={m}: --normalize_obs and --normalize_rewards are not available (each agent "
+          "would keep statistics of its own envs, which gossip would average)")
     check(n % k == 0 and r.num_executors % k == 0,
           f"--mode={m}: num_envs ({n}) and num_executors ({r.num_executors}) must be "
           f"divisible by gala_agents ({k}): each agent owns whole executors")

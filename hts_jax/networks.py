@@ -41,7 +41,7 @@ def _to_float(obs):
 class _Input(nn.Module):
   """float32 observations, standardised by the learner's running statistics if `normalize`."""
   normalize: bool = False
-  clip: float = 10.0
+  clip: float = normalization.CLIP
 
   @nn.compact
   def __call__(self, obs):

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 COLLECTION = "obs_norm"
 EPS = 1e-8
+CLIP = 10.0  # normalised observations and scaled rewards are clipped to ±CLIP (CleanRL's 10)
 
 
 def init(shape) -> Dict[str, chex.Array]:
@@ -74,3 +75,42 @@ def update_params(params: Any, obs: chex.Array, mask: chex.Array,
     return {k: walk(v) for k, v in tree.items()}
 
   return {**params, COLLECTION: walk(params[COLLECTION])}
+
+
+# Reward scaling by the spread of the discounted return (OpenAI baselines' VecNormalize,
+# gymnasium's NormalizeReward, which CleanRL's PPO MuJoCo setup uses): each env accumulates
+# acc_t = γ·acc_{t-1}·(1 - done_{t-1}) + r_t; the running variance of acc over every env and step
+# seen scales the rewards, r_t / sqrt(var + eps), clipped to ±clip. Here the accumulators and the
+# statistics are the learner's (`TrainState.reward_norm`), updated from each whole segment in its
+# fixed [t, env] order, so they do not depend on executors, actors or timing; a segment's
+# rewards are scaled by the statistics that include it (the wrappers update before scaling too).
+
+
+def init_returns(num_envs: int) -> Dict[str, chex.Array]:
+  return dict(acc=jnp.zeros((num_envs,), jnp.float32), mean=jnp.zeros((), jnp.float32),
+              m2=jnp.zeros((), jnp.float32), count=jnp.zeros((), jnp.float32))
+
+
+def scale_rewards(stats, rewards: chex.Array, dones: chex.Array, mask: chex.Array, gamma: float,
+                  clip: float, axis_name: Optional[str] = None):
+  """`(scaled rewards [T, B], new stats)` for a segment's `rewards`, `dones`, `mask` `[T, B]`.
+  With `axis_name` the segment's columns are this device's share of `stats["acc"]` (in device
+  order), and the statistics cover the global batch."""
+  b = rewards.shape[1]
+  offset = 0 if axis_name is None else jax.lax.axis_index(axis_name) * b
+  acc0 = jax.lax.dynamic_slice(stats["acc"], (offset,), (b,))
+
+  def step(acc, x):
+    r, d, m = x
+    acc = gamma * acc + r * m
+    return acc * (1.0 - d), acc
+
+  acc_end, accs = jax.lax.scan(step, acc0, (rewards.astype(jnp.float32),
+                                            dones.astype(jnp.float32), mask.astype(jnp.float32)))
+  moments = update(dict(mean=stats["mean"], m2=stats["m2"], count=stats["count"]),
+                   accs[..., None], mask, axis_name)
+  moments = {k: v.reshape(()) for k, v in moments.items()}
+  scale = jnp.sqrt(variance(moments) + EPS)
+  scaled = jnp.clip(rewards / scale, -clip, clip)
+  acc = acc_end if axis_name is None else jax.lax.all_gather(acc_end, axis_name, tiled=True)
+  return scaled, dict(moments, acc=acc)

@@ -75,12 +75,13 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   `--clip-coef 0.2`, clipped value loss `--clip-vloss`), value coef 0.5, entropy 0 (CleanRL
   `--vf-coef 0.5 --ent-coef 0.0`), grad norm 0.5 (`--max-grad-norm 0.5`), normalised advantages
   (`--norm-adv`), observations normalised and clipped to ±10 (CleanRL's `NormalizeObservation`
-  and `TransformObservation`; here in the learner's state), 64-64 tanh towers with a
+  and `TransformObservation`), rewards scaled by the running spread of the discounted return and
+  clipped to ±10 (`NormalizeReward(gamma)`, `TransformReward`; both kept in the learner's state
+  here, not in per-env wrappers), 64-64 tanh towers with a
   state-independent log-std (Table 3's policy; CleanRL's `Agent`), 1M env steps (Table 3 / §6.1
   "one million timesteps"). Time-limit truncations bootstrap from the cut observation. Evaluation
   samples from the policy (CleanRL reports the returns of training episodes). HalfCheetah-v5 by
-  default; `--env=Hopper-v5` etc. Not carried over: CleanRL's return-based reward scaling
-  (`NormalizeReward`), which hts_jax does not have yet.
+  default; `--env=Hopper-v5` etc.
 
 - `mujoco_hts_ppo`: `mujoco_ppo` as HTS-PPO: the same 2048 steps and 32 minibatches per update,
   from 8 envs x 256-step segments (2 executors, 1 actor on the 2-core machine), so that executors
@@ -144,7 +145,8 @@ PRESETS["mujoco_ppo"] = dict(
     total_steps=1_000_000, optimizer="adam", lr=3e-4, adam_eps=1e-5, lr_decay=True, ppo_epochs=10,
     num_minibatches=32, minibatch="transitions", clip_eps=0.2, clip_value_loss=True,
     entropy_coef=0.0, value_coef=0.5, gamma=0.99, gae_lambda=0.95, max_grad_norm=0.5,
-    normalize_advantages=True, normalize_obs=True, bootstrap_truncation=True,
+    normalize_advantages=True, normalize_obs=True, normalize_rewards=True,
+    bootstrap_truncation=True,
     eval_every=100_000, eval_episodes=10, eval_greedy=False)
 PRESETS["mujoco_hts_ppo"] = dict(PRESETS["mujoco_ppo"], num_envs=8, num_executors=2, alpha=256,
                                  actor_batch=8)

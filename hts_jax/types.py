@@ -61,12 +61,16 @@ class TrainState:
     opt_state: optimizer state (optax).
     update_count: number of learner iterations applied so far (j).
     key: PRNG key; per-update keys are `fold_in(key, update_count)`, never reused.
+    reward_norm: with `LearnerConfig.normalize_rewards`, the per-env discounted-return
+      accumulators and the running moments that scale rewards (`hts_jax.normalization`); None
+      otherwise (a state without it has the same tree as before it existed).
   """
   params: Any
   behaviour_params: Any
   opt_state: optax.OptState
   update_count: chex.Array
   key: chex.PRNGKey
+  reward_norm: Any = None
 
 
 @flax.struct.dataclass

@@ -96,6 +96,27 @@ def test_normaliser_keeps_the_exact_moments_of_every_masked_in_sample():
   np.testing.assert_allclose(fresh, [[0.5, 10.0]], rtol=1e-6)
 
 
+def test_reward_scaling_follows_the_discounted_return_of_each_env_across_segments():
+  """Golden values from a plain numpy loop: acc_t = γ acc_{t-1} (1 - done_{t-1}) + r_t per env,
+  carried from segment to segment; the variance of every acc seen so far scales the rewards."""
+  rng = np.random.default_rng(6)
+  gamma, stats, acc, seen = 0.9, normalization.init_returns(3), np.zeros(3), []
+  for _ in range(3):
+    r = rng.normal(2.0, 3.0, size=(5, 3)).astype(np.float32)
+    d = (rng.random((5, 3)) < 0.25).astype(np.float32)
+    m = np.ones((5, 3), np.float32)
+    got, stats = normalization.scale_rewards(stats, jnp.asarray(r), jnp.asarray(d),
+                                             jnp.asarray(m), gamma, clip=10.0)
+    for t in range(5):
+      acc = gamma * acc + r[t]
+      seen.extend(acc.tolist())
+      acc = acc * (1 - d[t])
+    want = np.clip(r / np.sqrt(np.var(seen) + normalization.EPS), -10, 10)
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    np.testing.assert_allclose(stats["acc"], acc, rtol=1e-5)
+  assert float(stats["count"]) == len(seen) == 45
+
+
 def test_mujoco_envs_are_continuous_and_clip_their_actions_at_the_env():
   info = envs.env_info("InvertedPendulum-v5", {})
   assert info.continuous and info.action_shape == (1,) and info.action_dtype == "float32"
@@ -130,7 +151,8 @@ def _cfg(tmp_path, name, **kw):
               eval_episodes=2, eval_every=4 * 16 * 2, eval_max_steps=50,
               learner=LearnerConfig(algo="ppo", num_minibatches=4, ppo_epochs=2,
                                     optimizer="adam", learning_rate=3e-4, entropy_coef=0.0,
-                                    normalize_obs=True, bootstrap_truncation=True))
+                                    normalize_obs=True, normalize_rewards=True,
+                                    bootstrap_truncation=True))
   base.update(kw)
   return RunConfig.make(**base)
 
@@ -142,14 +164,14 @@ def test_mujoco_hts_is_bitwise_identical_for_any_actor_and_executor_count(tmp_pa
   assert a["episode_returns"] == b["episode_returns"]
   assert [e["returns"] for e in a["eval"]] == [e["returns"] for e in b["eval"]]
   assert a["policy_lag"]["per_update"] == [0] + [1] * 4  # the first segment is θ_0's
-  # The observation statistics moved (they are in the params the hash covers).
+  # The normalisers act: without them the params differ.
   plain = modes.run(_cfg(tmp_path, "c", learner=LearnerConfig(
       algo="ppo", num_minibatches=4, ppo_epochs=2, optimizer="adam", learning_rate=3e-4,
       entropy_coef=0.0, bootstrap_truncation=True)))
   assert plain["param_sha256"] != a["param_sha256"]
 
 
-def test_mujoco_resume_is_bit_exact_with_the_normaliser(tmp_path):
+def test_mujoco_resume_is_bit_exact_with_the_normalisers(tmp_path):
   straight = modes.run(_cfg(tmp_path, "straight", total_steps=4 * 16 * 6))
   modes.run(_cfg(tmp_path, "split", total_steps=4 * 16 * 4, checkpoint_every=2))
   assert checkpoint.latest_step(str(tmp_path / "split")) == 2
@@ -161,14 +183,17 @@ def test_mujoco_resume_is_bit_exact_with_the_normaliser(tmp_path):
 def test_mujoco_runs_in_sync_and_async_modes(tmp_path):
   sync = modes.run(_cfg(tmp_path, "sync", mode="sync"))
   assert sync["policy_lag"]["per_update"][-1] == 0
-  lcfg = LearnerConfig(algo="a2c", unroll_length=16, normalize_obs=True)
+  lcfg = LearnerConfig(algo="a2c", unroll_length=16, normalize_obs=True)  # no reward scaling
   impala = modes.run(_cfg(tmp_path, "async", mode="async", num_actors=2, learner=lcfg))
   assert impala["updates"] > 0 and np.isfinite(impala["eval"][-1]["mean_return"])
 
 
-def test_gala_refuses_the_normaliser_in_one_line(tmp_path):
-  with pytest.raises(ConfigError, match="^--mode=gala: --normalize_obs is not available"):
+def test_modes_without_a_fixed_env_order_refuse_the_normalisers_in_one_line(tmp_path):
+  with pytest.raises(ConfigError, match="^--mode=gala: --normalize_obs and --normalize_rewards"):
     _cfg(tmp_path, "g", mode="gala", gala_agents=2)
+  with pytest.raises(ConfigError, match="^--mode=async: --normalize_rewards is not available"):
+    _cfg(tmp_path, "a", mode="async", num_actors=2,
+         learner=LearnerConfig(algo="a2c", normalize_rewards=True))
 
 
 def test_mujoco_presets_hold_the_ppo_reference_values():
@@ -195,3 +220,21 @@ def test_hts_ppo_learns_inverted_pendulum(tmp_path):
           minibatch="transitions")))
   s = modes.run(cfg)
   assert s["eval"][-1]["mean_return"] >= 500, s["eval"]
+
+
+def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
+  from experiments import reproduce_mujoco as rm  # pylint: disable=import-outside-toplevel
+  results = tmp_path / "results"
+  for method, mode in (("hts_ppo", "hts"), ("sync_ppo", "sync")):
+    modes.run(_cfg(tmp_path, "x", mode=mode, logdir=rm.run_dir(str(results), "InvertedPendulum-v5",
+                                                              method, 11)))
+  readme = tmp_path / "README.md"
+  readme.write_text(f"# x\n{rm.README_BEGIN}\nold\n{rm.README_END}\ntail\n")
+  out = rm.report(str(results), str(readme))
+  assert {r["method"] for r in out["runs"]} == {"hts_ppo", "sync_ppo"}
+  assert out["table"]["InvertedPendulum-v5"]["hts_ppo"]["final_return"]["n"] == 1
+  assert out["runs"][0]["curve"] and out["command"] and out["commit"]
+  table = (results / "table.md").read_text()
+  assert "| InvertedPendulum-v5 | hts_ppo | 1 |" in table and "963.09 ± 22.20" in table
+  assert readme.read_text() == f"# x\n{rm.README_BEGIN}\n{table}{rm.README_END}\ntail\n"
+  assert (results / "curves.png").stat().st_size > 0

@@ -74,7 +74,9 @@ class Runner:
     init_key, state_key = jax.random.split(key)
     params = self.network.init(init_key, jnp.zeros((1,) + self.info.obs_shape,
                                                    self.info.obs_dtype))
-    state = learner.init_train_state(params, self.optimizer, state_key)
+    state = learner.init_train_state(
+        params, self.optimizer, state_key,
+        reward_envs=r.num_envs * self.info.num_agents if lcfg.normalize_rewards else 0)
     self.placement = Placement(config.devices.learner_devices, config.devices.actor_devices)
     self.restored = self._restore(state) if resume else None
     if self.restored is not None:
