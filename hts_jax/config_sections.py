@@ -24,6 +24,12 @@ def resumable(default: Any) -> Any:
   return dataclasses.field(default=default, metadata={"resumable": True})
 
 
+# The gymnasium MuJoCo ids that envpool 1.2.5 also provides (`--envpool` runs them there).
+ENVPOOL_MUJOCO = tuple(f"{task}-v{v}" for task in (
+    "HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid", "HumanoidStandup", "Swimmer",
+    "Reacher", "Pusher", "InvertedPendulum", "InvertedDoublePendulum") for v in (4, 5))
+
+
 @dataclasses.dataclass(frozen=True)
 class Rollout:
   """What the run computes: the env, its replicas and their split over processes and threads, the
@@ -56,9 +62,9 @@ class Rollout:
   """Start-state decorrelation (Stooke & Abbeel 2018): each env replica first takes a random
   number in [0, decorrelate_steps] of uniform-random actions, keyed by env id."""
   envpool: bool = False
-  """Atari fast path through envpool (`hts_jax.runtime.envpool_group`): num_actors actor threads
-  each drive an envpool instance over num_envs / num_actors envs; num_executors envpool
-  threads."""
+  """Fast path through envpool (`hts_jax.runtime.envpool_group`) for atari:<Game> and the MuJoCo
+  ids envpool has (e.g. HalfCheetah-v5): num_actors actor threads each drive an envpool instance
+  over num_envs / num_actors envs; num_executors envpool threads."""
   vector_envs: bool = True
   """Executors step plain CartPole-v1 blocks in one tight loop (`hts_jax.envs.blocks.CartPoleBlock`,
   bit-for-bit gymnasium's env); False steps every gymnasium replica in turn (same results,
@@ -71,7 +77,9 @@ class Rollout:
     for name in ("actor_batch", "seed", "decorrelate_steps"):
       check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
     if self.envpool:
-      check(self.env.startswith("atari:"), f"--envpool is for atari:<Game> envs, not {self.env!r}")
+      check(self.env.startswith("atari:") or self.env in ENVPOOL_MUJOCO,
+            "--envpool is for atari:<Game> envs and envpool's MuJoCo ids (HalfCheetah-v5, "
+            f"Hopper-v5, ...), not {self.env!r}")
       check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
 
   @property

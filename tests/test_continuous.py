@@ -3,6 +3,8 @@ against closed forms), the observation normaliser in the learner's state (exact 
 determinism, checkpoints), MuJoCo through gymnasium (action clipping at the env), and the HTS
 contracts on a MuJoCo task: the same bits for any actor and executor count, and on resume."""
 
+import json
+import os
 import pickle
 
 import gymnasium as gym
@@ -238,3 +240,29 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   assert "| InvertedPendulum-v5 | hts_ppo | 1 |" in table and "963.09 ± 22.20" in table
   assert readme.read_text() == f"# x\n{rm.README_BEGIN}\n{table}{rm.README_END}\ntail\n"
   assert (results / "curves.png").stat().st_size > 0
+
+
+def test_envpool_mujoco_is_deterministic_across_actor_counts_and_runs_sync_too(tmp_path):
+  """envpool's MuJoCo port on the --envpool path: the same bits with 1 and 2 actor groups (each
+  env's seed is base + env id whatever the grouping), sync runs on it, and its episodes score."""
+  pytest.importorskip("envpool")
+  a = modes.run(_cfg(tmp_path, "e1", envpool=True, num_actors=1))
+  b = modes.run(_cfg(tmp_path, "e2", envpool=True, num_actors=2))
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]
+  assert sum(len(r) for r in a["episode_returns"]) > 0
+  assert a["param_sha256"] != modes.run(_cfg(tmp_path, "g"))["param_sha256"]  # another engine
+  sync = modes.run(_cfg(tmp_path, "es", envpool=True, mode="sync", num_actors=2))
+  assert sync["policy_lag"]["per_update"][-1] == 0
+  with pytest.raises(ConfigError, match="^--envpool is for atari:<Game> envs and envpool's MuJoCo"):
+    _cfg(tmp_path, "x", env="Pendulum-v1", envpool=True)
+
+
+def test_readme_mujoco_block_is_the_committed_json_rendered():
+  from experiments import reproduce_mujoco as rm  # pylint: disable=import-outside-toplevel
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  with open(os.path.join(root, "results", "mujoco", "results.json")) as f:
+    out = json.load(f)
+  with open(os.path.join(root, "README.md")) as f:
+    readme = f.read()
+  assert f"{rm.README_BEGIN}\n{rm.render_markdown(out)}{rm.README_END}" in readme

@@ -1,4 +1,5 @@
-"""The envpool fast path for Atari (`--envpool`): envpool's C++ thread pool plays the executors.
+"""The envpool fast path (`--envpool`) for Atari and MuJoCo: envpool's C++ thread pool plays the
+executors.
 
 envpool's `recv()` always waits for a full `batch_size` of envs, so one asynchronous pool would
 deadlock at the end of a segment, when fewer envs than a batch are still stepping. Instead each
@@ -18,6 +19,11 @@ is a reset (its action is ignored, reward 0, `elapsed_step` does not advance). T
 with `valid` 0: every loss leaves it out and episode lengths do not count it
 (`tests/test_atari.py` checks this against envpool's own counters and the ale-py path). Env
 states cannot be checkpointed: a resumed run restarts envpool envs.
+
+MuJoCo (`HalfCheetah-v5`, ...): envpool's port of gymnasium's tasks, the same auto-reset
+convention, raw rewards and observations as they come; continuous actions are clipped to the
+space's bounds before the pool steps (the storage keeps the unclipped sample), as
+`envs.wrappers.ClipAction` does on the executors' path.
 """
 
 from __future__ import annotations
@@ -42,18 +48,25 @@ if TYPE_CHECKING:
 def make_pool(cfg, index: int, m: int):
   """The envpool instance of group `index` (`m` envs, seeds `base + index * m + i`)."""
   import envpool  # pylint: disable=import-outside-toplevel
+  threads = max(1, cfg.rollout.num_executors // cfg.rollout.num_actors)
+  seed = seeding.envpool_base_seed(cfg.rollout.seed) + index * m
+  if not is_atari(cfg.rollout.env):  # a MuJoCo id (config_sections.ENVPOOL_MUJOCO)
+    return envpool.make(cfg.rollout.env, env_type="gymnasium", num_envs=m, batch_size=m,
+                        num_threads=threads, seed=seed, **cfg.rollout.env_kwargs)
   # The same env_kwargs as the ale-py path (validated there), in envpool's names.
   kw = dict(cfg.rollout.env_kwargs)
   extra = {}
   if "max_num_frames_per_episode" in kw:
     extra["max_episode_steps"] = int(kw["max_num_frames_per_episode"]) // 4
-  threads = max(1, cfg.rollout.num_executors // cfg.rollout.num_actors)
   return envpool.make(
       f"{cfg.rollout.env.split(':', 1)[1]}-v5", env_type="gymnasium", num_envs=m, batch_size=m,
-      num_threads=threads, seed=seeding.envpool_base_seed(cfg.rollout.seed) + index * m,
-      episodic_life=True, reward_clip=True, noop_max=kw.get("noop_max", 30),
+      num_threads=threads, seed=seed, episodic_life=True, reward_clip=True, noop_max=kw.get("noop_max", 30),
       stack_num=kw.get("frame_stack", 4), img_height=84, img_width=84, frame_skip=4,
       repeat_action_probability=0.25 if kw.get("sticky", False) else 0.0, **extra)
+
+
+def is_atari(env: str) -> bool:
+  return env.startswith("atari:")
 
 
 class StepRecorder:
@@ -65,8 +78,8 @@ class StepRecorder:
   so no loss learns from it and no episode's length counts it.
   """
 
-  def __init__(self, env_ids: np.ndarray):
-    self.rows = env_ids
+  def __init__(self, env_ids: np.ndarray, atari: bool = True):
+    self.rows, self.atari = env_ids, atari
     m = len(env_ids)
     self.last_obs: Optional[np.ndarray] = None
     self.after_done = np.zeros(m, bool)
@@ -80,8 +93,12 @@ class StepRecorder:
 
   def reset(self, obs, info) -> None:
     """Takes the observations of the pool's first reset."""
-    self.last_obs = np.empty((len(self.rows),) + obs.shape[2:] + obs.shape[1:2], obs.dtype)
-    self.last_obs[info["env_id"]] = np.moveaxis(obs, 1, -1)  # [k, 84, 84] -> [84, 84, k]
+    obs = self._obs(obs)
+    self.last_obs = np.empty((len(self.rows),) + obs.shape[1:], obs.dtype)
+    self.last_obs[info["env_id"]] = obs
+
+  def _obs(self, obs):
+    return np.moveaxis(obs, 1, -1) if self.atari else obs  # Atari: [k, 84, 84] -> [84, 84, k]
 
   def record(self, st, t: int, obs, reward, terminated, truncated, info) -> None:
     """Writes step `t`'s results (`recv()`'s) into storage `st` and the episode books."""
@@ -95,14 +112,16 @@ class StepRecorder:
     st.valid[t, g_rows] = real
     cut = np.logical_and(truncated, ~np.asarray(terminated, bool))
     st.truncated[t, g_rows] = cut
-    frames = np.moveaxis(obs, 1, -1)
+    frames = self._obs(obs)
     st.obs[t + 1, g_rows] = frames
     if st.final_obs is not None and cut.any():  # envpool's obs at a cut is the episode's last
       st.final_obs[t, g_rows[cut]] = frames[cut]
     self.last_obs[local] = frames
-    self.ep_return[local] += info["reward"]  # raw score
+    self.ep_return[local] += info["reward"] if self.atari else reward  # the raw score
     self.ep_length[local] += real
-    game_over = np.logical_or(info["terminated"].astype(bool), truncated)
+    # Atari: a game ends with its last life (envpool's `terminated` info), not a lost life.
+    game_over = np.logical_or(info["terminated"].astype(bool) if self.atari else terminated,
+                              truncated)
     for i in np.flatnonzero(game_over):
       j = local[i]
       self.returns[int(self.rows[j])].append(float(self.ep_return[j]))
@@ -126,10 +145,13 @@ class EnvpoolGroup:
     self.inbox = buffers.ActionBuffer()
     self.ctrl = supervisor.add_thread_executor(self.inbox).writer
     self.pool = make_pool(cfg, index, self.m)
+    self.atari = is_atari(cfg.rollout.env)
+    space = self.pool.action_space
+    self.bounds = (space.low, space.high) if hasattr(space, "low") else None
 
   def run(self) -> None:
     rows = self.env_ids
-    rec = StepRecorder(rows)
+    rec = StepRecorder(rows, self.atari)
     self.pool.async_reset()
     obs, _, _, _, info = self.pool.recv()
     rec.reset(obs, info)
@@ -157,7 +179,10 @@ class EnvpoolGroup:
             self.stats.ready_rows += self.batcher.act(group, version, params)
             self.stats.calls += 1
           t0 = time.perf_counter()
-          self.pool.send(st.actions[t, rows], np.arange(self.m))
+          actions = st.actions[t, rows]
+          if self.bounds is not None:  # continuous: the env sees the clipped sample
+            actions = np.clip(actions, *self.bounds)
+          self.pool.send(actions, np.arange(self.m))
           out = self.pool.recv()
           busy += time.perf_counter() - t0
           rec.record(st, t, *out)
