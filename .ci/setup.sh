@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
 GFOOTBALL_VERSION=2.10.2
-# GFootball's build and rendering (FACTS.md recipe) and Xvfb for its raw-pixel mode.
+# GFootball's build and rendering (FACTS.md recipe), Xvfb for its raw-pixel mode; OSMesa for
+# MuJoCo's video frames without a display.
 APT_PACKAGES=(cmake build-essential libgl1-mesa-dev libsdl2-dev libsdl2-image-dev libsdl2-ttf-dev
-              libsdl2-gfx-dev libboost-all-dev libdirectfb-dev mesa-utils xvfb)
+              libsdl2-gfx-dev libboost-all-dev libdirectfb-dev mesa-utils xvfb libosmesa6)
 
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 missing=()

@@ -266,3 +266,13 @@ def test_readme_mujoco_block_is_the_committed_json_rendered():
   with open(os.path.join(root, "README.md")) as f:
     readme = f.read()
   assert f"{rm.README_BEGIN}\n{rm.render_markdown(out)}{rm.README_END}" in readme
+
+
+def test_mujoco_videos_record_without_a_display(tmp_path):
+  """The final evaluation's episode is rendered by OSMesa (no display, no GPU) into an mp4."""
+  s = modes.run(_cfg(tmp_path, "v", video_final=True, total_steps=4 * 16 * 2, eval_every=0))
+  videos = [v for v in s.get("videos", []) if "error" not in v]
+  assert videos, s.get("videos")
+  path = os.path.join(str(tmp_path / "v"), "videos")
+  files = [f for f in os.listdir(path) if f.endswith(".mp4")]
+  assert files and os.path.getsize(os.path.join(path, files[0])) > 1000

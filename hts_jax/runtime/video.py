@@ -53,7 +53,16 @@ def make_recording_env(env_name: str, env_kwargs: Dict[str, Any]):
     ensure_display()
   else:
     _sdl_video_driver()
+    _mujoco_gl()
   return envs.make_env(env_name, env_kwargs, train=False, render=True)
+
+
+def _mujoco_gl() -> None:
+  """MuJoCo's frames without a display: OSMesa, software OpenGL (the apt package libosmesa6),
+  unless MUJOCO_GL says otherwise (e.g. egl on a GPU machine). Set before PyOpenGL loads."""
+  if not os.environ.get("DISPLAY") and "MUJOCO_GL" not in os.environ:
+    os.environ["MUJOCO_GL"] = "osmesa"
+    os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
 
 
 def _sdl_video_driver() -> None:
