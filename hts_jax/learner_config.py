@@ -112,6 +112,8 @@ class LearnerConfig:
   def __post_init__(self):
     check_choices(self)
     check(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
+    # > 0 also keeps the normalisers' statistics (zero gradients) exactly unchanged by Adam.
+    check(self.adam_eps > 0, f"adam_eps must be > 0, got {self.adam_eps}")
     check(0 < self.gamma <= 1, f"gamma must be in (0, 1], got {self.gamma}")
     check(0 <= self.gae_lambda <= 1, f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
     check(self.max_grad_norm > 0, f"max_grad_norm must be > 0, got {self.max_grad_norm}")

@@ -32,12 +32,6 @@ _POLICY_INIT = nn.initializers.orthogonal(0.01)
 _VALUE_INIT = nn.initializers.orthogonal(1.0)
 
 
-def _to_float(obs):
-  if obs.dtype == jnp.uint8:
-    return obs.astype(jnp.float32) / 255.0
-  return obs.astype(jnp.float32)
-
-
 class _Input(nn.Module):
   """float32 observations, standardised by the learner's running statistics if `normalize`."""
   normalize: bool = False
@@ -45,7 +39,7 @@ class _Input(nn.Module):
 
   @nn.compact
   def __call__(self, obs):
-    x = _to_float(obs)
+    x = normalization.as_float(obs)
     if not self.normalize:
       return x
     stats = {k: self.variable(normalization.COLLECTION, k, lambda s=v: s).value

@@ -26,6 +26,13 @@ EPS = 1e-8
 CLIP = 10.0  # normalised observations and scaled rewards are clipped to ±CLIP (CleanRL's 10)
 
 
+def as_float(obs: chex.Array) -> chex.Array:
+  """What the network sees before normalising: float32, uint8 frames scaled to [0, 1]."""
+  if obs.dtype == jnp.uint8:
+    return obs.astype(jnp.float32) / 255.0
+  return obs.astype(jnp.float32)
+
+
 def init(shape) -> Dict[str, chex.Array]:
   return dict(mean=jnp.zeros(shape, jnp.float32), m2=jnp.zeros(shape, jnp.float32),
               count=jnp.zeros((), jnp.float32))
@@ -49,7 +56,7 @@ def _psum(x, axis_name):
 def update(stats, x: chex.Array, mask: chex.Array, axis_name: Optional[str] = None):
   """Merges the samples `x [T, B, *shape]` where `mask [T, B]` is 1 into `stats` (Chan et al.'s
   parallel update), over the global batch when the batch is split over `axis_name`."""
-  x = x.astype(jnp.float32)
+  x = as_float(x)
   w = mask.astype(jnp.float32).reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
   n = _psum(jnp.sum(mask.astype(jnp.float32)), axis_name)
   total = n + stats["count"]
@@ -108,7 +115,7 @@ def scale_rewards(stats, rewards: chex.Array, dones: chex.Array, mask: chex.Arra
   acc_end, accs = jax.lax.scan(step, acc0, (rewards.astype(jnp.float32),
                                             dones.astype(jnp.float32), mask.astype(jnp.float32)))
   moments = update(dict(mean=stats["mean"], m2=stats["m2"], count=stats["count"]),
-                   accs[..., None], mask, axis_name)
+                   accs[..., None], mask, axis_name)  # accs are float32 already
   moments = {k: v.reshape(()) for k, v in moments.items()}
   scale = jnp.sqrt(variance(moments) + EPS)
   scaled = jnp.clip(rewards / scale, -clip, clip)

@@ -96,6 +96,12 @@ def test_normaliser_keeps_the_exact_moments_of_every_masked_in_sample():
   # Before any data the network sees its input unchanged; large values clip at ±clip.
   fresh = normalization.normalize(normalization.init((2,)), jnp.array([[0.5, 40.0]]), clip=10.0)
   np.testing.assert_allclose(fresh, [[0.5, 10.0]], rtol=1e-6)
+  # uint8 frames: the statistics are of what the network sees, the frames scaled to [0, 1].
+  net = networks.make_network("mlp", 2, normalize_obs=True)
+  params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 3), jnp.uint8))
+  frames = jnp.full((2, 2, 3), 255, jnp.uint8)
+  stats = normalization.update_params(params, frames, jnp.ones((2, 2)))["obs_norm"]
+  np.testing.assert_allclose(stats["_Input_0"]["mean"], 1.0)
 
 
 def test_reward_scaling_follows_the_discounted_return_of_each_env_across_segments():
@@ -177,6 +183,10 @@ def test_mujoco_resume_is_bit_exact_with_the_normalisers(tmp_path):
   straight = modes.run(_cfg(tmp_path, "straight", total_steps=4 * 16 * 6))
   modes.run(_cfg(tmp_path, "split", total_steps=4 * 16 * 4, checkpoint_every=2))
   assert checkpoint.latest_step(str(tmp_path / "split")) == 2
+  with pytest.raises(ConfigError, match="^--resume: normalize_obs differs from the checkpoint"):
+    modes.make_runner(_cfg(tmp_path, "split", total_steps=4 * 16 * 6, learner=LearnerConfig(
+        algo="ppo", num_minibatches=4, ppo_epochs=2, optimizer="adam", learning_rate=3e-4,
+        entropy_coef=0.0, normalize_rewards=True, bootstrap_truncation=True)), resume=True)
   resumed = modes.run(_cfg(tmp_path, "split", total_steps=4 * 16 * 6), resume=True)
   assert resumed["param_sha256"] == straight["param_sha256"]
   assert resumed["episode_returns"] == straight["episode_returns"]

@@ -151,6 +151,17 @@ def restore(logdir: str, abstract_state, step: Optional[int] = None,
           "envs": env_states, "host": host, "step": step}
 
 
+def saved_host(logdir: str) -> Dict[str, Any]:
+  """The newest checkpoint's shared host record (its config among it), read alone: a resume
+  compares configs before restoring a state whose tree the config shapes."""
+  mngr = _manager(logdir)
+  try:
+    return dict(mngr.restore(mngr.latest_step(), args=ocp.args.Composite(
+        host=ocp.args.JsonRestore()))["host"])
+  finally:
+    mngr.close()
+
+
 def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict[str, Any]:
   """Config fields that differ between a checkpoint and a resumed run and may not. A field the
   checkpoint's config lacks (added to RunConfig or LearnerConfig since it was written) counts as
@@ -160,10 +171,15 @@ def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict
   resumable = resumable_fields()
   if isinstance(saved.get("learner"), dict):
     saved["learner"] = {**defaults["learner"], **saved["learner"]}
-  out = {}
-  for k in set(saved) | set(current):
-    if k in resumable:
-      continue
-    if saved.get(k) != current.get(k):
-      out[k] = (saved.get(k), current.get(k))
+  out = _differing(saved, current, resumable | {"learner"})
+  if isinstance(saved.get("learner"), dict) and isinstance(current.get("learner"), dict):
+    # Named by the learner field that differs (its flag's name), not by the whole section.
+    out.update(_differing(saved["learner"], current["learner"], resumable))
+  elif saved.get("learner") != current.get("learner"):
+    out["learner"] = (saved.get("learner"), current.get("learner"))
   return out
+
+
+def _differing(saved: Dict[str, Any], current: Dict[str, Any], skip: frozenset) -> Dict[str, Any]:
+  return {k: (saved.get(k), current.get(k)) for k in set(saved) | set(current)
+          if k not in skip and saved.get(k) != current.get(k)}

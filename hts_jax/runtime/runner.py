@@ -81,6 +81,10 @@ class Runner:
     self.restored = self._restore(state) if resume else None
     if self.restored is not None:
       state = self.restored["state"]
+      if self.restored["envs"] is None and state.reward_norm is not None:
+        # Envs restart from a reset (envpool, unpicklable envs): so do their discounted returns.
+        state = state.replace(reward_norm=dict(
+            state.reward_norm, acc=jnp.zeros_like(state.reward_norm["acc"])))
     elif checkpoint.latest_step(config.outputs.logdir) is not None:
       raise ConfigError(f"{checkpoint.directory(config.outputs.logdir)} holds a checkpoint: pass "
                         "--resume to continue that run, or choose another --logdir")
@@ -120,13 +124,13 @@ class Runner:
       process = cfg.distributed.process_id
       abstract_state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(
           x.shape, x.dtype, sharding=self.placement.learner_state), abstract_state)
-    ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, process=process)
-    changed = checkpoint.incompatible_changes(ckpt["host"]["config"],
+    changed = checkpoint.incompatible_changes(checkpoint.saved_host(cfg.outputs.logdir)["config"],
                                               json.loads(json.dumps(cfg.to_dict())))
     if changed:
       k = sorted(changed)[0]
       raise ConfigError(f"--resume: {k} differs from the checkpoint ({changed[k][0]!r} there, "
                         f"{changed[k][1]!r} now)")
+    ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, process=process)
     if ckpt["host"]["segment"] + 1 > cfg.rollout.num_segments:
       raise ConfigError(f"--resume: the checkpoint is at segment {ckpt['host']['segment']}, "
                         f"beyond --total_steps={cfg.rollout.total_steps}")
