@@ -67,9 +67,12 @@ def final_return(summary: Dict[str, Any]) -> float:
 
 
 def curve(logdir: str) -> List[List[float]]:
-  """[[env_steps, recent training return]] from metrics.csv."""
+  """[[env_steps, recent training return]] from metrics.csv (none if the run has no file)."""
   out = []
-  with open(os.path.join(logdir, "metrics.csv")) as f:
+  path = os.path.join(logdir, "metrics.csv")
+  if not os.path.exists(path):
+    return out
+  with open(path) as f:
     for row in csv.DictReader(f):
       if row.get("train_return") not in (None, ""):
         out.append([int(float(row["env_steps"])), float(row["train_return"])])
@@ -101,7 +104,9 @@ def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
     table[task] = {}
     for method in sorted({r["method"] for r in runs if r["task"] == task}):
       mine = [r for r in runs if r["task"] == task and r["method"] == method]
+      evals = [r["final_eval"] for r in mine if r["final_eval"] is not None]
       table[task][method] = {"final_return": _spread([r["final_return"] for r in mine]),
+                             "final_eval": _spread(evals) if evals else None,
                              "sps": _spread([r["sps"] for r in mine]),
                              "env_steps": _spread([r["env_steps"] for r in mine])}
   out = provenance.save(os.path.join(results, "results.json"),
@@ -124,16 +129,22 @@ def render_markdown(out: Dict[str, Any]) -> str:
            f"published 1M-step return on the v4 task ({out['cleanrl']['source']}). Source: "
            f"`results/mujoco/results.json`, {out['date']}, commit {out['commit'][:12]}, "
            f"{out['machine']['cores']} cores; `{out['command']}`.", "",
-           "| task | method | seeds | env steps | final return, mean [min, max] | SPS, mean "
-           "[min, max] | CleanRL PPO (1M) |", "|---|---|---|---|---|---|---|"]
+           "| task | method | seeds | env steps | final return, mean [min, max] | final "
+           "evaluation (10 episodes), mean [min, max] | SPS, mean [min, max] | CleanRL PPO (1M) |",
+           "|---|---|---|---|---|---|---|---|"]
   for task, methods in table.items():
     for method, t in methods.items():
-      r, s = t["final_return"], t["sps"]
-      lines.append(f"| {task} | {method} | {r['n']} | {t['env_steps']['mean']:,.0f} | "
-                   f"{r['mean']:,.0f} [{r['min']:,.0f}, {r['max']:,.0f}] | {s['mean']:,.0f} "
-                   f"[{s['min']:,.0f}, {s['max']:,.0f}] | "
+      lines.append(f"| {task} | {method} | {t['final_return']['n']} | "
+                   f"{t['env_steps']['mean']:,.0f} | {_cell(t['final_return'])} | "
+                   f"{_cell(t.get('final_eval'))} | {_cell(t['sps'])} | "
                    f"{CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
   return "\n".join(lines) + "\n"
+
+
+def _cell(spread: Optional[Dict[str, Any]]) -> str:
+  if not spread:
+    return ""
+  return f"{spread['mean']:,.0f} [{spread['min']:,.0f}, {spread['max']:,.0f}]"
 
 
 def _plot(results: str, runs: List[Dict[str, Any]]) -> None:

@@ -250,6 +250,10 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   assert "| InvertedPendulum-v5 | hts_ppo | 1 |" in table and "963.09 ± 22.20" in table
   assert readme.read_text() == f"# x\n{rm.README_BEGIN}\n{table}{rm.README_END}\ntail\n"
   assert (results / "curves.png").stat().st_size > 0
+  # A run without its metrics.csv still reports, with no curve.
+  os.remove(os.path.join(rm.run_dir(str(results), "InvertedPendulum-v5", "sync_ppo", 11),
+                         "metrics.csv"))
+  assert [bool(r["curve"]) for r in rm.report(str(results))["runs"]] == [True, False]
 
 
 def test_envpool_mujoco_is_deterministic_across_actor_counts_and_runs_sync_too(tmp_path):
