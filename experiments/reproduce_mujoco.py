@@ -32,7 +32,13 @@ from absl import app, flags
 from experiments import provenance
 
 ROOT = provenance.ROOT
-METHODS = {"hts_ppo": ["--mode=hts"], "sync_ppo": ["--mode=sync"]}
+# The benchmark's two methods, and HTS-PPO under the paper's other policy-lag corrections (Table
+# A1; `--methods=hts_ppo_none,hts_ppo_tis` runs them): the data is still one update old, but the
+# PPO update starts at θ_j instead of the delayed gradient's θ_{j-1}.
+METHODS = {"hts_ppo": ["--mode=hts"], "sync_ppo": ["--mode=sync"],
+           "hts_ppo_none": ["--mode=hts", "--correction=none"],
+           "hts_ppo_tis": ["--mode=hts", "--correction=truncated_is"]}
+DEFAULT_METHODS = ["hts_ppo", "sync_ppo"]
 
 README_BEGIN = "<!-- mujoco-results:begin (experiments/reproduce_mujoco.py writes this) -->"
 README_END = "<!-- mujoco-results:end -->"
@@ -42,7 +48,7 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
   """Defined only when this runs as the program (importing it leaves absl's flags alone)."""
   flags.DEFINE_list("tasks", ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5"], "MuJoCo tasks.")
-  flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
+  flags.DEFINE_list("methods", DEFAULT_METHODS, f"Methods to run, of {sorted(METHODS)}.")
   flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds.")
   flags.DEFINE_integer("steps", 1_000_000, "Env steps per run.")
   flags.DEFINE_string("results", "results/mujoco", "Where runs and the report go.")
@@ -128,7 +134,12 @@ def render_markdown(out: Dict[str, Any]) -> str:
            "over the 8 envs of each one's last training episode; CleanRL's column is its "
            f"published 1M-step return on the v4 task ({out['cleanrl']['source']}). Source: "
            f"`results/mujoco/results.json`, {out['date']}, commit {out['commit'][:12]}, "
-           f"{out['machine']['cores']} cores; `{out['command']}`.", "",
+           f"{out['machine']['cores']} cores ({out['machine'].get('cpu', '?')}); `{out['command']}`.", "",
+           *(["`hts_ppo_none` and `hts_ppo_tis` are HTS-PPO with `--correction=none` and "
+              "`--correction=truncated_is` (the paper's Table A1 alternatives to the delayed "
+              "gradient: the PPO update starts at θ_j on data collected by θ_{j-1}).", ""]
+             if any(m not in DEFAULT_METHODS for methods in table.values() for m in methods)
+             else []),
            "| task | method | seeds | env steps | final return, mean [min, max] | final "
            "evaluation (10 episodes), mean [min, max] | SPS, mean [min, max] | CleanRL PPO (1M) |",
            "|---|---|---|---|---|---|---|---|"]
@@ -155,7 +166,8 @@ def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
   if not tasks:
     return
   fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
-  colors = {"hts_ppo": "tab:red", "sync_ppo": "tab:blue"}
+  colors = {"hts_ppo": "tab:red", "sync_ppo": "tab:blue", "hts_ppo_none": "tab:orange",
+            "hts_ppo_tis": "tab:green"}
   for ax, task in zip(axes[0], tasks):
     labelled = set()
     for r in runs:
@@ -184,6 +196,9 @@ CLEANRL = {
 
 def main(argv):
   del argv
+  unknown = sorted(set(FLAGS.methods) - set(METHODS))
+  if unknown:
+    raise app.UsageError(f"--methods: unknown {unknown}; expected some of {sorted(METHODS)}")
   if not FLAGS.report_only:
     for task in FLAGS.tasks:
       for seed in (int(s) for s in FLAGS.seeds):
