@@ -16,3 +16,6 @@ if ROOT not in sys.path:
 def pytest_configure(config):
   config.addinivalue_line("markers", "slow: learning/end-to-end tests (run in CI; skip locally "
                           "with -m 'not slow')")
+  config.addinivalue_line("markers", "tooling: tests of the project's tools rather than the "
+                          "runtime (the wheel and its commands, the GPU bench's runs): -m tooling "
+                          "runs them alone, -m 'not tooling' leaves them out")

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.tooling
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 COLLECT = r"""

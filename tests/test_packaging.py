@@ -10,6 +10,8 @@ import tomllib
 
 import pytest
 
+pytestmark = pytest.mark.tooling
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMANDS = {"hts-train": "hts_jax.cli.train:run", "hts-launch": "hts_jax.cli.launch:run",
             "hts-report": "hts_jax.cli.report:run"}
