@@ -126,7 +126,9 @@ class ModeRules:
       check(cfg.distributed.num_processes == 1, "--num_processes > 1 runs " + " or ".join(
           f"--mode={m}" for m, rules in RULES.items() if rules.multi_process))
     if self.forces_correction is not None:
-      check(cfg.learner.correction == "delayed",
+      # The default (unset) or the correction the mode applies anyway (a preset made for HTS may
+      # name it); any other is refused.
+      check(cfg.learner.correction in ("delayed", self.forces_correction),
             f"--correction applies to --mode=hts (the baselines have no policy lag to "
             f"correct, or correct it with V-trace), got {cfg.learner.correction!r}")
     if self.options is not None:

@@ -61,7 +61,7 @@ def test_async_configuration_errors(tmp_path):
   with pytest.raises(ConfigError, match="use --algo=a2c"):
     RunConfig.make(mode="async", learner=LearnerConfig(algo="ppo", num_minibatches=1), alpha=4)
   with pytest.raises(ConfigError, match="applies to --mode=hts"):
-    RunConfig.make(mode="sync", learner=LearnerConfig(correction="none"))
+    RunConfig.make(mode="sync", learner=LearnerConfig(correction="truncated_is"))
   with pytest.raises(ConfigError, match="does not checkpoint"):
     modes.make_runner(RunConfig.make(mode="async", checkpoint_every=2, logdir=str(tmp_path)))
 
