@@ -53,14 +53,21 @@ def save(path: str, payload: Dict[str, Any]) -> Dict[str, Any]:
   return out
 
 
-def replace_block(path: str, begin: str, end: str, markdown: str) -> bool:
-  """Replaces the text between the marker lines `begin` and `end` of the file at `path` (README's
-  script-written blocks) by `markdown`; False when the markers are missing."""
-  with open(path) as f:
-    text = f.read()
+def with_block(text: str, begin: str, end: str, markdown: str) -> Optional[str]:
+  """`text` with the part from the marker `begin` to the marker `end` (README's script-written
+  blocks) replaced by `begin`, `markdown`, `end`; None when the markers are missing."""
   start, stop = text.find(begin), text.find(end)
   if start < 0 or stop < start:
+    return None
+  return text[:start] + f"{begin}\n{markdown}{end}" + text[stop + len(end):]
+
+
+def replace_block(path: str, begin: str, end: str, markdown: str) -> bool:
+  """`with_block` on the file at `path`, in place; False when the markers are missing."""
+  with open(path) as f:
+    text = with_block(f.read(), begin, end, markdown)
+  if text is None:
     return False
   with open(path, "w") as f:
-    f.write(text[:start] + f"{begin}\n{markdown}{end}" + text[stop + len(end):])
+    f.write(text)
   return True

@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Optional
 from absl import app
 from absl import flags
 
+from experiments import provenance
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results", "benchmarks")
 BEGIN = "<!-- benchmark-results:begin (experiments/render_results.py writes this) -->"
@@ -117,10 +119,7 @@ def block(markdown: str) -> str:
 
 def replace_block(text: str, markdown: str) -> Optional[str]:
   """`text` with its block between the markers replaced; None when the markers are missing."""
-  start, end = text.find(BEGIN), text.find(END)
-  if start < 0 or end < start:
-    return None
-  return text[:start] + block(markdown) + text[end + len(END):]
+  return provenance.with_block(text, BEGIN, END, markdown)
 
 
 def main(argv):
