@@ -9,7 +9,7 @@ log-probabilities and entropies, and gives the losses their policy-gradient and 
 - `DiagGaussian` (1-D `Box` action spaces): `policy_out` holds `[mean, log_std]`, `[N, 2D]`
   (the MLP's log-std is a state-independent parameter broadcast over the rows, as in Schulman et
   al. 2017 and CleanRL's `ppo_continuous_action`); actions are float32 `[N, D]`, the unclipped
-  sample (the env clips it to the space's bounds, `gymnasium.wrappers.ClipAction`, and the
+  sample (the env clips it to the space's bounds, `hts_jax.envs.wrappers.ClipAction`, and the
   learner scores the sample itself, as the references do). Log-probabilities and entropies are
   distrax's `MultivariateNormalDiag`.
 

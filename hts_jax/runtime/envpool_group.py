@@ -60,7 +60,8 @@ def make_pool(cfg, index: int, m: int):
     extra["max_episode_steps"] = int(kw["max_num_frames_per_episode"]) // 4
   return envpool.make(
       f"{cfg.rollout.env.split(':', 1)[1]}-v5", env_type="gymnasium", num_envs=m, batch_size=m,
-      num_threads=threads, seed=seed, episodic_life=True, reward_clip=True, noop_max=kw.get("noop_max", 30),
+      num_threads=threads, seed=seed, episodic_life=True, reward_clip=True,
+      noop_max=kw.get("noop_max", 30),
       stack_num=kw.get("frame_stack", 4), img_height=84, img_width=84, frame_skip=4,
       repeat_action_probability=0.25 if kw.get("sticky", False) else 0.0, **extra)
 

@@ -44,7 +44,7 @@ class Evaluator:
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
                seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None,
                num_agents: int = 1, sharding=None, tracker=None, video_dir: Optional[str] = None,
-               max_steps: int = 0, head: Optional[Head] = None):
+               max_steps: int = 0, head: Head = losses.CATEGORICAL):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
     self.max_steps = min(max_steps, MAX_EPISODE_STEPS) if max_steps > 0 else MAX_EPISODE_STEPS
@@ -53,7 +53,7 @@ class Evaluator:
     self.seed = seed
     self.num_agents = num_agents
     self.policy = make_policy_step(apply_fn, episodes * num_agents, greedy=greedy,
-                                   head=head or losses.CATEGORICAL)
+                                   head=head)
     self.sharding = sharding  # where evaluated params are placed (the first actor device)
     self.results: List[Dict[str, Any]] = list(results or [])
     self._restored = len(self.results)
