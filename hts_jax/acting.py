@@ -12,6 +12,7 @@ from typing import Callable
 
 import chex
 import jax
+import jax.numpy as jnp
 
 from hts_jax import losses
 from hts_jax.heads import Head
@@ -24,18 +25,25 @@ def row_keys(seeds: chex.Array) -> chex.Array:
 
 
 def build_policy_core(apply_fn: ApplyFn, greedy: bool = False,
-                      head: Head = losses.CATEGORICAL) -> Callable:
-  """Pure `core(params, obs [P, ...], seeds [P, 2]) -> (actions [P, *action_shape], extras)`;
-  `greedy`: the head's mode (argmax, the Gaussian's mean) instead of a sample."""
+                      head: Head = losses.CATEGORICAL, recurrent: bool = False) -> Callable:
+  """Pure `core(params, obs [P, ...], seeds [P, 2], state=None) -> (actions [P, *action_shape],
+  extras)`; `greedy`: the head's mode (argmax, the Gaussian's mean) instead of a sample.
+  `recurrent`: `apply_fn` is a `networks.Recurrent`'s; `state [P, S]` is each row's core state
+  (already zeroed where an episode began) and `extras["core"]` the state after this step."""
 
-  def core(params, obs, seeds):
+  def core(params, obs, seeds, state=None):
     chex.assert_rank(seeds, 2)
     chex.assert_equal(obs.shape[0], seeds.shape[0])
-    logits, value = apply_fn(params, obs)
+    extras = {}
+    if recurrent:
+      logits, value, states = apply_fn(params, obs[None], state, jnp.zeros((1, obs.shape[0])))
+      logits, value, extras["core"] = logits[0], value[0], states[0]
+    else:
+      logits, value = apply_fn(params, obs)
     if greedy:
       actions = head.mode(logits)
     else:
       actions = jax.vmap(head.sample)(row_keys(seeds), logits)
-    return actions, dict(log_prob=losses.log_prob(logits, actions, head), value=value)
+    return actions, dict(extras, log_prob=losses.log_prob(logits, actions, head), value=value)
 
   return core

@@ -18,19 +18,9 @@ import optax
 from hts_jax import losses, normalization
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
+from hts_jax.sequences import (CoreInput, apply_tb, chunk_states, core_input, core_resets,
+                               env_minibatches, final_values, minibatch_steps)
 from hts_jax.types import ApplyFn, Segment, TrainState, Unroll
-
-
-def _flat(x):
-  """`[T, B, ...] -> [T*B, ...]`."""
-  return x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:])
-
-
-def apply_tb(apply_fn: ApplyFn, params, obs):
-  """Runs the network on `[T, B, ...]` observations; returns logits `[T, B, A]`, values `[T, B]`."""
-  logits, values = apply_fn(params, _flat(obs))
-  t, b = obs.shape[:2]
-  return logits.reshape((t, b, -1)), values.reshape((t, b))
 
 
 def pmean(x, axis_name):
@@ -102,9 +92,11 @@ def run_steps(optimizer: optax.GradientTransformation, loss_fn, start, opt_state
 
 @flax.struct.dataclass
 class _Weighted:
-  """A2C's chunks: a segment with per-sample importance weights."""
+  """A2C's chunks: a segment with per-sample importance weights (and with a recurrent core, the
+  chunk's `[n + 1, B]` resets; its `segment.core` is the state entering the chunk)."""
   segment: Segment
   weights: chex.Array
+  resets: Optional[chex.Array] = None
 
 
 # Segment fields with one entry per step `[T, B, ...]` (obs has T+1).
@@ -121,17 +113,20 @@ def complete_segment(segment: Segment) -> Segment:
   return segment.replace(valid=valid, truncated=truncated)
 
 
-def bootstrapped_rewards(config: LearnerConfig, apply_fn: ApplyFn, params,
-                         segment: Segment) -> chex.Array:
+def bootstrapped_rewards(config: LearnerConfig, apply_fn: ApplyFn, params, segment: Segment,
+                         states: Optional[chex.Array] = None) -> chex.Array:
   """`r_t`, or with `bootstrap_truncation` `r_t + γ · truncated_t · V(final obs_t)` (no gradient):
   a time-limit cut then bootstraps from the value of the observation it cut at, while `dones`
-  still stops the return from running into the next episode (Pardo et al. 2018)."""
+  still stops the return from running into the next episode (Pardo et al. 2018). `states`: a
+  recurrent network's state after each step t (`sequences.final_values`)."""
   if not config.bootstrap_truncation:
     return segment.rewards
   if segment.final_obs is None:
     raise ValueError("bootstrap_truncation needs the segment's final_obs")
-  _, v_final = apply_tb(apply_fn, jax.lax.stop_gradient(params), segment.final_obs)
-  return segment.rewards + config.gamma * segment.truncated * jax.lax.stop_gradient(v_final)
+  sg = jax.lax.stop_gradient
+  v_final = final_values(apply_fn, sg(params), segment.final_obs,
+                         None if states is None else sg(states[:segment.rewards.shape[0]]))
+  return segment.rewards + config.gamma * segment.truncated * sg(v_final)
 
 
 def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
@@ -144,13 +139,16 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
   n = config.unroll_length
 
   def loss_fn(params, chunk: _Weighted):
-    weights = chunk.weights
+    weights, resets = chunk.weights, chunk.resets
     chunk = chunk.segment
-    logits, values = apply_tb(apply_fn, params, chunk.obs[:-1])
+    sg = jax.lax.stop_gradient
+    core = None if resets is None else CoreInput(chunk.core[0], resets[:-1])
+    logits, values, states = apply_tb(apply_fn, params, chunk.obs[:-1], core)
     # The bootstrap V(s_n) carries no gradient: a separate forward pass keeps the gradient pass
     # at n*B rows (XLA CPU: Nature-CNN grad on 96 rows 145 ms, on 80 rows 81 ms).
-    _, bootstrap = apply_fn(jax.lax.stop_gradient(params), chunk.obs[-1])
-    rewards = bootstrapped_rewards(config, apply_fn, params, chunk)
+    last = None if resets is None else CoreInput(sg(states[-1]), resets[-1:])
+    bootstrap = apply_tb(apply_fn, sg(params), chunk.obs[-1:], last)[1][0]
+    rewards = bootstrapped_rewards(config, apply_fn, params, chunk, states)
     returns = losses.nstep_returns(rewards, chunk.dones, bootstrap, config.gamma)
     loss, metrics = losses.a2c_loss(logits, values, chunk.actions, returns, config.value_coef,
                                     config.entropy_coef, weights=weights, mask=chunk.valid,
@@ -162,39 +160,17 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
     k = segment.actions.shape[0] // n
     # Chunk i holds steps [i*n, (i+1)*n) and its bootstrap observation obs[(i+1)*n].
     split = lambda x: None if x is None else x.reshape((k, n) + x.shape[1:])
+    windows = lambda x: jnp.stack([x[i * n:(i + 1) * n + 1] for i in range(k)])
+    recurrent = segment.core is not None
     chunks = _Weighted(
         segment=segment.replace(
-            obs=jnp.stack([segment.obs[i * n:(i + 1) * n + 1] for i in range(k)]),
+            obs=windows(segment.obs),
+            core=chunk_states(apply_fn, start, segment, n) if recurrent else None,
             **{f: split(getattr(segment, f)) for f in _PER_STEP_FIELDS}),
-        weights=split(weights))
+        weights=split(weights), resets=windows(core_resets(segment)) if recurrent else None)
     return run_steps(optimizer, loss_fn, start, opt_state, chunks, k, axis_name, unroll)
 
   return update
-
-
-def minibatch_steps(key: chex.PRNGKey, config: LearnerConfig, t_len: int, num_envs: int,
-                    env_offset) -> chex.Array:
-  """`[epochs * num_minibatches, T / num_minibatches, B]` time indices: minibatch i takes, for
-  env column b, the steps `steps[i, :, b]`.
-
-  - "time_steps": the same steps for every env (all envs of each chosen step).
-  - "transitions": every env's steps shuffled on their own (keyed by the global env id
-    `env_offset + b`), so a minibatch holds T / m transitions of every env at different steps.
-    The references shuffle all T·B transitions; this keeps a device's minibatch its shard of the
-    global minibatch (data-parallel exact) and draws every env equally (stratified by env).
-  """
-  m = config.num_minibatches
-  out = []
-  for epoch in range(config.ppo_epochs):
-    k = jax.random.fold_in(key, epoch)
-    if config.minibatch == "time_steps":
-      perm = jnp.broadcast_to(jax.random.permutation(k, t_len)[:, None], (t_len, num_envs))
-    else:
-      envs = env_offset + jnp.arange(num_envs)
-      perm = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(k, e), t_len),
-                      out_axes=1)(envs)
-    out.append(perm.reshape((m, t_len // m, num_envs)))
-  return jnp.concatenate(out)
 
 
 class PPOBatch(NamedTuple):
@@ -207,6 +183,8 @@ class PPOBatch(NamedTuple):
   returns: jax.Array
   weights: jax.Array      # importance weights (1 unless --correction=truncated_is)
   valid: jax.Array        # 0 where a transition is padding (envpool's reset step)
+  core: Optional[jax.Array] = None    # recurrent: [1, B] states entering step 0
+  resets: Optional[jax.Array] = None  # recurrent: [T, B] (`sequences.core_resets`)
 
 
 def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
@@ -216,7 +194,8 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
   computed once at `start` (Schulman et al. 2017; Kostrikov's PPO)."""
 
   def loss_fn(params, batch: PPOBatch):
-    logits, values = apply_tb(apply_fn, params, batch.obs)
+    core = None if batch.core is None else CoreInput(batch.core[0], batch.resets)
+    logits, values, _ = apply_tb(apply_fn, params, batch.obs, core)
     loss, metrics = losses.ppo_loss(
         logits, values, batch.actions, batch.old_log_probs, batch.old_values, batch.advantages,
         batch.returns, config.clip_eps, config.value_coef, config.entropy_coef,
@@ -226,9 +205,10 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
 
   def update(start, opt_state, segment: Segment, weights, key):
     t_len, b = segment.rewards.shape
-    logits, values = apply_tb(apply_fn, start, segment.obs)
+    core = core_input(segment, t_len + 1)
+    logits, values, states = apply_tb(apply_fn, start, segment.obs, core)
     old_logp = losses.log_prob(logits[:-1], segment.actions, head)
-    rewards = bootstrapped_rewards(config, apply_fn, start, segment)
+    rewards = bootstrapped_rewards(config, apply_fn, start, segment, states)
     advantages, returns = losses.gae(rewards, segment.dones, values, config.gamma,
                                      config.gae_lambda)
     valid = segment.valid
@@ -240,13 +220,20 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
       var = _psum(jnp.sum(jnp.square(advantages - mean) * valid), axis_name) / count
       advantages = (advantages - mean) / (jnp.sqrt(var) + 1e-5)
     per_step = PPOBatch(segment.obs[:-1], segment.actions, old_logp, values[:-1], advantages,
-                        returns, weights, valid)
-    offset = 0 if axis_name is None else jax.lax.axis_index(axis_name) * b
-    steps = minibatch_steps(key, config, t_len, b, offset)
-    cols = jnp.arange(b)[None, :]
-    batches = jax.vmap(lambda s: jax.tree.map(lambda x: x[s, cols], per_step))(steps)
-    return run_steps(optimizer, loss_fn, start, opt_state, batches, steps.shape[0], axis_name,
-                     unroll)
+                        returns, weights, valid, segment.core,
+                        None if core is None else core.resets[:-1])
+    if config.minibatch == "envs":  # whole sequences of some envs
+      envs = env_minibatches(key, config, b)
+      batches = jax.vmap(lambda e: jax.tree.map(lambda x: x[:, e], per_step))(envs)
+    elif core is not None:
+      raise ValueError("a recurrent core needs minibatch='envs' (whole sequences)")
+    else:
+      offset = 0 if axis_name is None else jax.lax.axis_index(axis_name) * b
+      steps = minibatch_steps(key, config, t_len, b, offset)
+      cols = jnp.arange(b)[None, :]
+      batches = jax.vmap(lambda s: jax.tree.map(lambda x: x[s, cols], per_step))(steps)
+    return run_steps(optimizer, loss_fn, start, opt_state, batches, config.num_sgd_steps(t_len),
+                     axis_name, unroll)
 
   return update
 
@@ -262,6 +249,9 @@ def check_segment(segment: Segment) -> None:
   chex.assert_equal_shape_prefix([segment.actions, segment.rewards], 2)
   chex.assert_equal(segment.obs.shape[:2],
                     (segment.rewards.shape[0] + 1, segment.rewards.shape[1]))
+  if segment.core is not None:
+    chex.assert_rank(segment.core, 3)
+    chex.assert_equal(segment.core.shape[:2], (1, segment.rewards.shape[1]))
   if segment.final_obs is not None:
     chex.assert_equal_shape([segment.final_obs, segment.obs[1:]])
 
@@ -276,8 +266,9 @@ def build_vtrace_update(config: LearnerConfig, apply_fn: ApplyFn,
 
   def loss_fn(params, unroll: Unroll):
     segment = unroll.segment
-    logits, values = apply_tb(apply_fn, params, segment.obs)
-    rewards = bootstrapped_rewards(config, apply_fn, params, segment)
+    logits, values, states = apply_tb(apply_fn, params, segment.obs,
+                                      core_input(segment, segment.obs.shape[0]))
+    rewards = bootstrapped_rewards(config, apply_fn, params, segment, states)
     loss, metrics = losses.vtrace_loss(
         logits[:-1], values[:-1], jax.lax.stop_gradient(values[-1]), segment.actions,
         unroll.behaviour_log_probs, rewards, segment.dones, config.gamma, config.value_coef,

@@ -23,7 +23,7 @@ from hts_jax import learner_config
 # sections in `config_sections.py` and `mode_options.py`.
 from hts_jax.config_sections import (WANDB_MODES, Devices, Distributed, Evaluation,  # noqa: F401
                                      Outputs, Rollout, Testing, resumable)
-from hts_jax.learner_config import (ALGOS, CORRECTIONS, GOSSIP, MINIBATCHES,  # noqa: F401
+from hts_jax.learner_config import (ALGOS, CORES, CORRECTIONS, GOSSIP, MINIBATCHES,  # noqa: F401
                                     NETWORK_KINDS, NETWORKS, OPTIMIZERS, REDUCTIONS, ConfigError,
                                     LearnerConfig, check, check_choices, flag_name)
 from hts_jax.mode_options import MODES, RULES, AsyncOptions, GalaOptions, SyncOptions
@@ -92,6 +92,15 @@ class RunConfig:
             f"with --envpool, num_envs{where} ({n}) must be divisible by num_actors "
             f"({r.num_actors}): each actor drives one envpool instance")
     self.learner.check_segment_length(r.alpha)
+    lc = self.learner
+    if lc.algo == "ppo" and self.mode != "async":
+      check(r.core == "none" or lc.minibatch == "envs",
+            "--core=lstm with PPO needs --minibatch=envs (a recurrent core unrolls whole "
+            "sequences)")
+      per = n // len(d.learner_devices)
+      check(lc.minibatch != "envs" or per % lc.num_minibatches == 0,
+            f"--minibatch=envs: num_envs{where} per learner device ({per}) must be divisible by "
+            f"num_minibatches ({lc.num_minibatches})")
     check(not (self.learner.normalize_rewards and p > 1),
           "--normalize_rewards runs in one process")
 

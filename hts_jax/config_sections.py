@@ -40,6 +40,12 @@ class Rollout:
   """Keyword arguments for the env constructor (a JSON object on the command line)."""
   network: str = "auto"
   """auto: CNN for images, MLP for vectors."""
+  core: str = "none"
+  """Recurrent core after the network's torso: none (feed-forward) or lstm (an LSTM whose state
+  each env row keeps in the storage, reset where an episode ends; `hts_jax.networks.Recurrent`).
+  PPO then needs --minibatch=envs (whole sequences)."""
+  core_size: int = 256
+  """Units of the LSTM core (its state per row is 2 x core_size floats: c and h)."""
   alpha: int = 5
   """Synchronization interval: steps per env per segment (storage length)."""
   num_envs: int = 16
@@ -72,7 +78,7 @@ class Rollout:
 
   def __post_init__(self):
     check_choices(self)
-    for name in ("alpha", "num_envs", "num_executors", "num_actors", "total_steps"):
+    for name in ("alpha", "num_envs", "num_executors", "num_actors", "total_steps", "core_size"):
       check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
     for name in ("actor_batch", "seed", "decorrelate_steps"):
       check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")

@@ -38,8 +38,9 @@ import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
 from hts_jax import losses, normalization
-from hts_jax.algorithms import (ALGORITHMS, apply_tb, check_segment, complete_segment, pmean,
+from hts_jax.algorithms import (ALGORITHMS, check_segment, complete_segment, pmean,
                                 params_finite)
+from hts_jax.sequences import apply_tb, core_input
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState
@@ -90,7 +91,8 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
 
   Args:
     config: learner hyperparameters.
-    apply_fn: `apply_fn(params, obs [N, ...]) -> (logits [N, A], value [N])`.
+    apply_fn: `apply_fn(params, obs [N, ...]) -> (logits [N, A], value [N])`, or a recurrent
+      network's (`networks.Recurrent`; the segment then carries its `core` state).
     optimizer: an optax transformation (usually `make_optimizer(config)`).
     axis_name: the data-parallel axis to average gradients over, or None on one device.
     unroll: unroll the loop over optimizer steps (see `unroll_for`).
@@ -135,8 +137,9 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
 def truncated_is_weights(apply_fn: ApplyFn, state: TrainState, segment: Segment,
                          head: Head = losses.CATEGORICAL) -> chex.Array:
   """min(1, π_j(a|s) / π_{j-1}(a|s)), fixed for the whole iteration (paper Table A1)."""
-  logits_j, _ = apply_tb(apply_fn, state.params, segment.obs[:-1])
-  logits_b, _ = apply_tb(apply_fn, state.behaviour_params, segment.obs[:-1])
+  core = core_input(segment, segment.rewards.shape[0])
+  logits_j = apply_tb(apply_fn, state.params, segment.obs[:-1], core)[0]
+  logits_b = apply_tb(apply_fn, state.behaviour_params, segment.obs[:-1], core)[0]
   log_ratio = (losses.log_prob(logits_j, segment.actions, head)
                - losses.log_prob(logits_b, segment.actions, head))
   return jax.lax.stop_gradient(jnp.minimum(1.0, jnp.exp(log_ratio)))

@@ -10,15 +10,16 @@ ALGOS = ("a2c", "ppo")
 CORRECTIONS = ("delayed", "truncated_is", "none")
 OPTIMIZERS = ("rmsprop", "adam")
 REDUCTIONS = ("mean", "sum")
-MINIBATCHES = ("transitions", "time_steps")
+MINIBATCHES = ("transitions", "time_steps", "envs")
 GOSSIP = ("async", "fixed")
 NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
 NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
+CORES = ("none", "lstm")  # what --core takes
 # The str fields that take one of a few values, by flag name (validated here; the launcher's flags
 # are enums). `config.CHOICES` adds --mode's.
 CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
            "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS,
-           "network": NETWORKS, "gala_gossip": GOSSIP}
+           "network": NETWORKS, "core": CORES, "gala_gossip": GOSSIP}
 
 
 class ConfigError(ValueError):
@@ -94,7 +95,9 @@ class LearnerConfig:
   """PPO: normalize the advantages over the segment (zero mean, unit variance)."""
   minibatch: str = "transitions"
   """PPO minibatches: transitions (each env's time steps shuffled, every minibatch holding
-  alpha / num_minibatches transitions of every env) or time_steps (all envs of the chosen steps)."""
+  alpha / num_minibatches transitions of every env), time_steps (all envs of the chosen steps) or
+  envs (whole alpha-step sequences of num_envs / num_minibatches envs, shuffled each epoch: what
+  a recurrent core needs, as CleanRL's ppo_atari_lstm and sb3-contrib's RecurrentPPO)."""
   loss_reduction: str = "mean"
   """How losses reduce over samples: mean (Kostrikov's A2C/PPO) or sum (IMPALA's V-trace)."""
   bootstrap_truncation: bool = False
@@ -138,7 +141,7 @@ class LearnerConfig:
       check(segment_length % self.unroll_length == 0,
              f"alpha (segment length {segment_length}) must be a multiple of "
              f"unroll_length ({self.unroll_length})")
-    else:
+    elif self.minibatch != "envs":
       check(segment_length % self.num_minibatches == 0,
              f"alpha (segment length {segment_length}) must be a multiple of "
              f"num_minibatches ({self.num_minibatches}): every PPO minibatch takes alpha / "

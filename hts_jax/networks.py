@@ -56,6 +56,29 @@ def _policy_out(head: Head, x, name: Optional[str] = None):
   return jnp.concatenate([mean, jnp.broadcast_to(log_std, mean.shape)], axis=-1)
 
 
+def _cnn_features(x, hidden: int):
+  """The Nature-CNN torso: three convolutions and a dense ReLU layer, `[N, H, W, C] -> [N, hidden]`
+  (modules named in the caller's scope, as if written there)."""
+  x = nn.relu(nn.Conv(32, (8, 8), (4, 4), padding="VALID", kernel_init=_TORSO_INIT)(x))
+  x = nn.relu(nn.Conv(64, (4, 4), (2, 2), padding="VALID", kernel_init=_TORSO_INIT)(x))
+  x = nn.relu(nn.Conv(64, (3, 3), (1, 1), padding="VALID", kernel_init=_TORSO_INIT)(x))
+  x = x.reshape((x.shape[0], -1))
+  return nn.relu(nn.Dense(hidden, kernel_init=_TORSO_INIT)(x))
+
+
+def _mlp_heads(head: Head, x, hidden: Sequence[int]):
+  """The MLP's separate policy and value towers of `hidden` tanh layers on features `x [N, F]`."""
+
+  def tower(h, name):
+    for i, width in enumerate(hidden):
+      h = nn.tanh(nn.Dense(width, kernel_init=_TORSO_INIT, name=f"{name}_{i}")(h))
+    return h
+
+  logits = _policy_out(head, tower(x, "pi"), name="policy")
+  value = nn.Dense(1, kernel_init=_VALUE_INIT, name="value")(tower(x, "v"))
+  return logits, value[:, 0]
+
+
 class _LogStd(nn.Module):
   size: int
 
@@ -72,12 +95,7 @@ class NatureCNN(nn.Module):
 
   @nn.compact
   def __call__(self, obs):
-    x = _Input(self.normalize_obs)(obs)
-    x = nn.relu(nn.Conv(32, (8, 8), (4, 4), padding="VALID", kernel_init=_TORSO_INIT)(x))
-    x = nn.relu(nn.Conv(64, (4, 4), (2, 2), padding="VALID", kernel_init=_TORSO_INIT)(x))
-    x = nn.relu(nn.Conv(64, (3, 3), (1, 1), padding="VALID", kernel_init=_TORSO_INIT)(x))
-    x = x.reshape((x.shape[0], -1))
-    x = nn.relu(nn.Dense(self.hidden, kernel_init=_TORSO_INIT)(x))
+    x = _cnn_features(_Input(self.normalize_obs)(obs), self.hidden)
     logits = _policy_out(self.head, x)
     value = nn.Dense(1, kernel_init=_VALUE_INIT)(x)
     return logits, value[:, 0]
@@ -92,25 +110,87 @@ class MLP(nn.Module):
   @nn.compact
   def __call__(self, obs):
     x = _Input(self.normalize_obs)(obs).reshape((obs.shape[0], -1))
+    return _mlp_heads(self.head, x, self.hidden)
 
-    def tower(h, name):
-      for i, width in enumerate(self.hidden):
-        h = nn.tanh(nn.Dense(width, kernel_init=_TORSO_INIT, name=f"{name}_{i}")(h))
-      return h
 
-    logits = _policy_out(self.head, tower(x, "pi"), name="policy")
-    value = nn.Dense(1, kernel_init=_VALUE_INIT, name="value")(tower(x, "v"))
-    return logits, value[:, 0]
+class _ResetLSTMCell(nn.Module):
+  """One LSTM step whose incoming state is zeroed where `reset` is 1 (the step's observation is
+  the first of an episode). Returns the new state and its `[c, h]` concatenation `[N, 2H]`."""
+  size: int
+
+  @nn.compact
+  def __call__(self, carry, inputs):
+    x, reset = inputs
+    first = (reset > 0)[:, None]
+    carry = tuple(jnp.where(first, 0.0, c) for c in carry)
+    carry, _ = nn.OptimizedLSTMCell(self.size, name="lstm")(carry, x)
+    return carry, jnp.concatenate(carry, axis=-1)
+
+
+class Recurrent(nn.Module):
+  """The torso of network `kind`, an LSTM core of `core_size`, then the kind's heads (IMPALA's
+  and Sample Factory's layout for the CNN; for the MLP, sb3-contrib's RecurrentPPO: the LSTM on
+  the flattened observation, then the 64-64 policy and value towers).
+
+  `__call__(obs [T, B, ...], state [B, 2H], resets [T, B]) -> (policy_out [T, B, K],
+  value [T, B], states [T, B, 2H])`: `state` is `[c, h]` entering step 0, zeroed at steps where
+  `resets` is 1; `states[t]` is the state after step t (what step t + 1 starts from). The torso
+  and heads run batched over T·B; only the LSTM step is scanned over time (no convolution inside
+  a scan: the XLA CPU trap in FACTS.md). An actor calls it with T = 1.
+  """
+  kind: str
+  head: Head
+  core_size: int = 256
+  normalize_obs: bool = False
+  hidden: int = 512
+  towers: Sequence[int] = (64, 64)
+
+  @nn.compact
+  def __call__(self, obs, state, resets):
+    t, b = obs.shape[:2]
+    x = _Input(self.normalize_obs)(obs.reshape((t * b,) + obs.shape[2:]))
+    x = _cnn_features(x, self.hidden) if self.kind == "cnn" else x.reshape((t * b, -1))
+    cell = nn.scan(_ResetLSTMCell, variable_broadcast="params", split_rngs={"params": False},
+                   in_axes=0, out_axes=0)(self.core_size, name="core")
+    carry = (state[:, :self.core_size], state[:, self.core_size:])
+    _, states = cell(carry, (x.reshape((t, b, -1)), resets))
+    y = states[..., self.core_size:].reshape((t * b, self.core_size))  # h
+    if self.kind == "cnn":
+      out = _policy_out(self.head, y, name="policy")
+      value = nn.Dense(1, kernel_init=_VALUE_INIT, name="value")(y)[:, 0]
+    else:
+      out, value = _mlp_heads(self.head, y, self.towers)
+    return out.reshape((t, b, -1)), value.reshape((t, b)), states
 
 
 NETWORKS = NETWORK_KINDS  # the one list, in the JAX-free config
 
 
-def make_network(kind: str, head: "Head | int", normalize_obs: bool = False) -> nn.Module:
+def state_size(network: nn.Module) -> int:
+  """Floats of recurrent state per row (`[c, h]`: 2 x the LSTM's size); 0 for feed-forward."""
+  return 2 * network.core_size if isinstance(network, Recurrent) else 0
+
+
+def init_params(network: nn.Module, key, obs_shape, obs_dtype):
+  """The network's initial variables, from one observation of `obs_shape`."""
+  obs = jnp.zeros((1,) + tuple(obs_shape), obs_dtype)
+  if isinstance(network, Recurrent):
+    return network.init(key, obs[None], jnp.zeros((1, state_size(network))), jnp.zeros((1, 1)))
+  return network.init(key, obs)
+
+
+def make_network(kind: str, head: "Head | int", normalize_obs: bool = False, core: str = "none",
+                 core_size: int = 256) -> nn.Module:
   """Returns the actor-critic module `kind` ('cnn' or 'mlp') with the policy output of `head`
-  (an int: that many logits)."""
+  (an int: that many logits); with `core="lstm"` the `Recurrent` module around them."""
   if isinstance(head, int):
     head = Categorical(head)
+  if core == "lstm":
+    if kind not in NETWORKS:
+      raise ValueError(f"unknown network {kind!r}; expected one of {NETWORKS}")
+    return Recurrent(kind, head, core_size, normalize_obs)
+  if core != "none":
+    raise ValueError(f"unknown core {core!r}; expected none or lstm")
   if kind == "cnn":
     return NatureCNN(head, normalize_obs=normalize_obs)
   if kind == "mlp":

@@ -41,6 +41,9 @@ class Segment:
       there too). None: no truncation recorded.
     final_obs: optional `[T, B, ...]`, the observation a truncated episode ended on (rows where
       `truncated` is 0 are unused); needed with `LearnerConfig.bootstrap_truncation`.
+    core: optional `[1, B, S]` float32, a recurrent core's state entering step 0 (a time axis of
+      one, so that every field has B on axis 1); within the segment the core restarts from zeros
+      after each episode end (`algorithms.core_resets`). None: a feed-forward network.
   """
   obs: chex.Array
   actions: chex.Array
@@ -49,6 +52,7 @@ class Segment:
   valid: Optional[chex.Array] = None
   truncated: Optional[chex.Array] = None
   final_obs: Optional[chex.Array] = None
+  core: Optional[chex.Array] = None
 
 
 @flax.struct.dataclass

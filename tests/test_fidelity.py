@@ -7,7 +7,7 @@ import numpy as np
 import optax
 import pytest
 
-from hts_jax import algorithms, envs, learner, losses, networks
+from hts_jax import algorithms, envs, learner, losses, networks, sequences
 from hts_jax.envs import blocks
 from hts_jax.types import LearnerConfig, Segment, Unroll
 
@@ -174,7 +174,7 @@ def test_ppo_transition_minibatches_draw_every_env_at_its_own_steps():
   t_len, b = 8, 6
   key = jax.random.PRNGKey(0)
   cfg = LearnerConfig(algo="ppo", ppo_epochs=2, num_minibatches=4)
-  steps = np.asarray(algorithms.minibatch_steps(key, cfg, t_len, b, 0))
+  steps = np.asarray(sequences.minibatch_steps(key, cfg, t_len, b, 0))
   assert steps.shape == (8, 2, b)
   for epoch in range(2):  # every epoch covers each env's steps once
     block = steps[epoch * 4:(epoch + 1) * 4]
@@ -182,9 +182,9 @@ def test_ppo_transition_minibatches_draw_every_env_at_its_own_steps():
       assert sorted(block[:, :, e].ravel().tolist()) == list(range(t_len))
   assert any(len(set(steps[0, :, e].tolist()) ^ set(steps[0, :, 0].tolist())) for e in range(b))
   # keyed by the global env id: a shard (offset 3) sees the same columns as the whole batch
-  shard = np.asarray(algorithms.minibatch_steps(key, cfg, t_len, 3, 3))
+  shard = np.asarray(sequences.minibatch_steps(key, cfg, t_len, 3, 3))
   np.testing.assert_array_equal(shard, steps[:, :, 3:])
-  old = np.asarray(algorithms.minibatch_steps(key, LearnerConfig(
+  old = np.asarray(sequences.minibatch_steps(key, LearnerConfig(
       algo="ppo", ppo_epochs=2, num_minibatches=4, minibatch="time_steps"), t_len, b, 0))
   assert (old == old[:, :, :1]).all()  # all envs of the chosen steps
 

@@ -8,6 +8,8 @@
 - `vstep`: the variable-step-time task (`hts_jax.envs.vstep`; also the gymnasium id
   `hts_jax/VStep-v0`); `env_kwargs`: dist, mean_s, var_s2, rate, unit_s, mode, obs_dim,
   num_actions, episode_length.
+- `hts_jax/CartPoleNoVel-v1`: CartPole-v1 without its velocities, a task where memory matters
+  (`hts_jax.envs.memory`; for `--core=lstm`);
 - any registered gymnasium id with a discrete action space, e.g. `CartPole-v1`, or a 1-D `Box`
   one, e.g. MuJoCo's `HalfCheetah-v5` (`env_kwargs` go to `gymnasium.make`). A `Box` env clips
   the action it is given to the space's bounds (`wrappers.ClipAction`): the policy's
@@ -26,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from hts_jax.config import ConfigError
-from hts_jax.envs import vstep  # registers hts_jax/VStep-v0
+from hts_jax.envs import memory, vstep  # noqa: F401  registers hts_jax/CartPoleNoVel-v1, VStep-v0
 from hts_jax.envs.wrappers import ClipAction, MujocoState, RecordRawEpisode, is_mujoco
 
 

@@ -38,11 +38,16 @@ class ActingParts:
   rows: int
   with_extras: bool = False
 
-  def act(self, params, obs, seeds):
-    """One policy call: actions, or (actions, extras) where the mode acts with extras."""
+  def act(self, params, obs, seeds, state=None) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
+    """One policy call: (actions, extras); extras hold the behaviour log-probs and values where
+    the mode acts with extras, and a recurrent policy's next `core` states (`state`: the rows'
+    current ones)."""
     if self.with_extras:
-      return self.policy.run_fixed(params, obs, seeds)
-    return self.policy.run_actions(params, obs, seeds)
+      return self.policy.run_fixed(params, obs, seeds, state)
+    if self.policy.recurrent:
+      actions, state = self.policy.run_recurrent(params, obs, seeds, state)
+      return actions, {"core": state}
+    return self.policy.run_actions(params, obs, seeds), {}
 
 
 @dataclasses.dataclass
@@ -78,6 +83,8 @@ class BlockBatcher:
     self.rows = rows
     self.obs = np.zeros((rows,) + tuple(obs_shape), obs_dtype)
     self.seeds = np.zeros((rows, 2), np.uint32)
+    size = storages.spec.core_size
+    self.core = np.zeros((rows, size), np.float32) if size else None
     self.streams = streams
     self.spans = [(layout.rows(b).start, layout.rows(b).stop) for b in range(len(layout.blocks))]
     self.owner = layout.owner().tolist()
@@ -103,7 +110,7 @@ class BlockBatcher:
   def act(self, group: Sequence[Record], version: int, params) -> int:
     """One policy call for the group's blocks; returns the rows they filled."""
     off, placed = 0, []
-    obs, seeds = self.obs, self.seeds
+    obs, seeds, core = self.obs, self.seeds, self.core
     for b, seg, t in group:
       lo, hi = self.spans[b]
       end = off + hi - lo
@@ -111,12 +118,19 @@ class BlockBatcher:
       obs[off:end] = st.obs[t, lo:hi]
       seeds[off:end, 0] = self.streams[lo:hi]
       seeds[off:end, 1] = global_step(seg, self.alpha, t)
+      if core is not None:
+        core[off:end] = st.core[t, lo:hi]
       placed.append((st, t, lo, hi, off, end))
       off = end
-    actions = self.policy.run_actions(params, obs, seeds)
+    if core is None:
+      actions = self.policy.run_actions(params, obs, seeds)
+    else:
+      actions, after = self.policy.run_recurrent(params, obs, seeds, core)
     for st, t, lo, hi, o, end in placed:
       st.actions[t, lo:hi] = actions[o:end]
       st.version[t, lo:hi] = version
+      if core is not None:  # before the executor hears of the actions (it may reset them)
+        st.core[t + 1, lo:hi] = after[o:end]
     return off
 
   def post(self, group, inboxes: Sequence[buffers.ActionWriter]) -> None:
@@ -147,6 +161,7 @@ class LockstepSampler:
     self.obs = np.zeros((len(self.rows),) + tuple(acting.obs_shape), acting.obs_dtype)
     self.seeds = np.zeros((len(self.rows), 2), np.uint32)
     self.seeds[:, 0] = acting.streams[self.rows]
+    self.recurrent = storages.spec.core_size > 0
 
   def rollout(self, segment: int, version: int, params,
               stopped: Callable[[], bool] = lambda: False) -> Optional[np.ndarray]:
@@ -169,12 +184,14 @@ class LockstepSampler:
       stats.idle_s += time.perf_counter() - t0
       self.obs[:] = st.obs[t, lo:hi]
       self.seeds[:, 1] = global_step(segment, alpha, t)
-      out = acting.act(params, self.obs, self.seeds)
+      out, extras = acting.act(params, self.obs, self.seeds,
+                               st.core[t, lo:hi] if self.recurrent else None)
       if acting.with_extras:
-        out, extras = out
         logp[t] = extras["log_prob"]
       st.actions[t, lo:hi] = out
       st.version[t, lo:hi] = version
+      if self.recurrent:
+        st.core[t + 1, lo:hi] = extras["core"]
       stats.calls += 1
       stats.ready_rows += len(self.rows)
       for k in self.executors:

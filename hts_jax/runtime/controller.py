@@ -66,14 +66,14 @@ class Controller:
     # A restored checkpoint holds the segment before first_segment, maybe not yet learned.
     self.restored_unlearned = (restored is not None and not restored["host"].get("learned"))
     if restored is not None:
-      self.storages.load(self.first_segment - 1, restored["storage"])
+      self.storages.load(self.first_segment - 1, restored["storage"], restored["envs"] is None)
     self.evaluator = Evaluator(cfg.rollout.env, cfg.rollout.env_kwargs, runner.network.apply,
                                cfg.evaluation.eval_episodes, cfg.rollout.seed,
                                greedy=cfg.evaluates_greedy,
                                max_steps=cfg.evaluation.eval_max_steps, results=self.book.eval,
                                num_agents=runner.num_agents, head=runner.head,
+                               core_size=runner.core_size, tracker=tracker_of(self.observers),
                                sharding=runner.placement.eval_params,
-                               tracker=tracker_of(self.observers),
                                video_dir=os.path.join(cfg.outputs.logdir, "videos"))
     if self.primary:  # the one that evaluates
       self.observers.append(Evaluations(self.evaluator))

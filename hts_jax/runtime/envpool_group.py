@@ -37,7 +37,7 @@ from hts_jax import seeding
 from hts_jax.runtime import buffers
 from hts_jax.runtime.actor import ActingParts, ActorStats, BlockBatcher, ParamsBox
 from hts_jax.runtime.buffers import Done, EnvStates, Started
-from hts_jax.runtime.storage import Storages
+from hts_jax.runtime.storage import Storages, carry_core, reset_core
 from hts_jax.runtime.supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -172,6 +172,7 @@ class EnvpoolGroup:
         segment = int(msg[0, 1])
         st = self.storages.filling(segment)
         st.obs[0, rows] = rec.last_obs
+        carry_core(self.storages.filling(segment - 1), st, rows)
         busy = 0.0
         for t in range(self.alpha):
           version, params = self.params.current
@@ -187,6 +188,7 @@ class EnvpoolGroup:
           out = self.pool.recv()
           busy += time.perf_counter() - t0
           rec.record(st, t, *out)
+          reset_core(st, t, rows)
         self.ctrl.send(Done(self.index, segment, rec.returns, rec.lengths, 0.0, idle_barrier,
                             busy))
         rec.new_report()

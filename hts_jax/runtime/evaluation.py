@@ -44,7 +44,7 @@ class Evaluator:
   def __init__(self, env: str, env_kwargs: Dict[str, Any], apply_fn: Callable, episodes: int,
                seed: int, greedy: bool = True, results: Optional[List[Dict[str, Any]]] = None,
                num_agents: int = 1, sharding=None, tracker=None, video_dir: Optional[str] = None,
-               max_steps: int = 0, head: Head = losses.CATEGORICAL):
+               max_steps: int = 0, head: Head = losses.CATEGORICAL, core_size: int = 0):
     self.env_name, self.env_kwargs = env, env_kwargs
     self.episodes = episodes
     self.max_steps = min(max_steps, MAX_EPISODE_STEPS) if max_steps > 0 else MAX_EPISODE_STEPS
@@ -53,7 +53,8 @@ class Evaluator:
     self.seed = seed
     self.num_agents = num_agents
     self.policy = make_policy_step(apply_fn, episodes * num_agents, greedy=greedy,
-                                   head=head)
+                                   head=head, recurrent=core_size > 0)
+    self.core_size = core_size  # a recurrent policy's state per row (0: feed-forward)
     self.sharding = sharding  # where evaluated params are placed (the first actor device)
     self.results: List[Dict[str, Any]] = list(results or [])
     self._restored = len(self.results)
@@ -87,8 +88,14 @@ class Evaluator:
   def compile(self, params, obs_shape, obs_dtype) -> None:
     """Compiles the policy step for `params` placed as evaluations place them."""
     rows = self.policy.batch_size
-    self.policy.run_actions(self._placed(params), np.zeros((rows,) + tuple(obs_shape), obs_dtype),
-                            np.zeros((rows, 2), np.uint32))
+    self._act(self._placed(params), np.zeros((rows,) + tuple(obs_shape), obs_dtype),
+              np.zeros((rows, 2), np.uint32), np.zeros((rows, self.core_size), np.float32))
+
+  def _act(self, params, obs, seeds, core):
+    """(actions, the rows' next core states: `core` itself for a feed-forward policy)."""
+    if self.core_size:
+      return self.policy.run_recurrent(params, obs, seeds, core)
+    return self.policy.run_actions(params, obs, seeds), core
 
   def finished(self, n: int) -> bool:
     """Whether the first `n` evaluations submitted in this session have finished (in order)."""
@@ -224,6 +231,7 @@ class Evaluator:
     streams = np.array([seeding.eval_env_seed(self.seed, r) for r in range(rows)], np.uint32)
     returns = np.zeros(n)
     running = np.ones(n, bool)
+    core = np.zeros((rows, self.core_size), np.float32)  # each episode's LSTM starts at zero
     frames = 0
     if on_frame is not None:
       on_frame(replicas[0].render())
@@ -237,7 +245,7 @@ class Evaluator:
         next_line += PROGRESS_S
         print(f"{label}: {n - int(running.sum())}/{n} episodes done, {t:,} steps, "
               f"{time.monotonic() - start:.0f} s", flush=True)
-      actions = self.policy.run_actions(params, obs, seeding.row_seeds(streams, np.full(rows, t)))
+      actions, core = self._act(params, obs, seeding.row_seeds(streams, np.full(rows, t)), core)
       for i in np.flatnonzero(running):
         act = actions[i * a:(i + 1) * a]
         o, _, terminated, truncated, info = replicas[i].step(

@@ -32,7 +32,7 @@ from hts_jax import envs, seeding
 from hts_jax.envs import blocks as env_blocks
 from hts_jax.runtime import buffers
 from hts_jax.runtime.buffers import BlockLayout, Done, EnvStates, Failed, Started
-from hts_jax.runtime.storage import Storages, StorageSpec
+from hts_jax.runtime.storage import Storages, StorageSpec, carry_core, reset_core
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,10 +192,11 @@ class Executor:
     self.idle_actions = self.idle_barrier = self.busy = 0.0
 
   def _start_segment(self, segment: int, t: Dict[int, int]) -> None:
-    st = self.storages.filling(segment)
+    st, previous = self.storages.filling(segment), self.storages.filling(segment - 1)
     for b in self.blocks:
       t[b] = 0
       self.env_blocks[b].observations(st.obs[0, self.block_rows[b]])
+      carry_core(previous, st, self.block_rows[b])
     self.state.post(self.blocks, segment, [0] * len(self.blocks))
 
   def _step_block(self, st, b: int, step: int) -> None:
@@ -205,6 +206,7 @@ class Executor:
     self.env_blocks[b].step(st.actions[step, rows], st.rewards[step, rows], st.dones[step, rows],
                             st.truncated[step, rows], st.obs[step + 1, rows],
                             None if st.final_obs is None else st.final_obs[step, rows], finished)
+    reset_core(st, step, rows)
     for e, ret, length in finished:
       self.returns[e].append(ret)
       self.lengths[e].append(length)

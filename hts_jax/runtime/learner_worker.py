@@ -43,10 +43,12 @@ def behaviour_version(storage, segment: int) -> int:
 
 
 def segment_of(storage) -> Segment:
-  """A storage's learner fields as a (host) Segment; `final_obs` only where the storage has it."""
+  """A storage's learner fields as a (host) Segment; `final_obs` and the core state entering
+  step 0 only where the storage has them."""
   return Segment(obs=storage.obs, actions=storage.actions, rewards=storage.rewards,
                  dones=storage.dones, valid=storage.valid, truncated=storage.truncated,
-                 final_obs=storage.final_obs)
+                 final_obs=storage.final_obs,
+                 core=None if storage.core is None else storage.core[:1])
 
 
 class LearnerWorker:

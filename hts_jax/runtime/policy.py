@@ -33,26 +33,38 @@ class PolicyStep:
   """
 
   def __init__(self, apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
-               devices: Optional[Sequence[jax.Device]] = None, head: Head = losses.CATEGORICAL):
+               devices: Optional[Sequence[jax.Device]] = None, head: Head = losses.CATEGORICAL,
+               recurrent: bool = False):
     self.batch_size = int(batch_size)
     self.head = head
-    core = build_policy_core(apply_fn, greedy, head)
+    self.recurrent = recurrent
+    core = build_policy_core(apply_fn, greedy, head, recurrent)
     # Actors that only need actions (HTS, sync, envpool, evaluation) run a core without the
-    # extras: XLA then drops the value tower and the log-prob, and one output comes back.
-    actions_core = lambda params, obs, seeds: core(params, obs, seeds)[0]
+    # extras: XLA then drops the value tower and the log-prob, and one output comes back (two
+    # with a recurrent core: the actions and the rows' next states).
+    if recurrent:
+      def actions_core(params, obs, seeds, state):
+        actions, extras = core(params, obs, seeds, state)
+        return actions, extras["core"]
+    else:
+      actions_core = lambda params, obs, seeds: core(params, obs, seeds)[0]
     if devices is None:
       self.core, self.actions_core = jax.jit(core), jax.jit(actions_core)
     else:
       if self.batch_size % len(devices):
         raise ValueError(f"policy batch {batch_size} not divisible by {len(devices)} devices")
       mesh = Mesh(np.asarray(list(devices)), (DATA_AXIS,))
+      specs = (P(), P(DATA_AXIS), P(DATA_AXIS)) + ((P(DATA_AXIS),) if recurrent else ())
       self.core, self.actions_core = (
-          jax.jit(jax.shard_map(f, mesh=mesh, in_specs=(P(), P(DATA_AXIS), P(DATA_AXIS)),
-                                out_specs=P(DATA_AXIS))) for f in (core, actions_core))
+          jax.jit(jax.shard_map(f, mesh=mesh, in_specs=specs, out_specs=P(DATA_AXIS)))
+          for f in (core, actions_core))
 
-  def run_fixed(self, params, obs: np.ndarray, seeds: np.ndarray) -> Tuple[np.ndarray, Dict]:
-    """Runs the core on exactly `batch_size` rows (host arrays in, host arrays out)."""
-    actions, extras = self.core(params, obs, seeds)
+  def run_fixed(self, params, obs: np.ndarray, seeds: np.ndarray,
+                state: Optional[np.ndarray] = None) -> Tuple[np.ndarray, Dict]:
+    """Runs the core on exactly `batch_size` rows (host arrays in, host arrays out); a recurrent
+    policy takes the rows' core `state` and returns the next one in `extras["core"]`."""
+    args = (params, obs, seeds) + ((state,) if self.recurrent else ())
+    actions, extras = self.core(*args)
     return np.asarray(actions), jax.tree.map(np.asarray, extras)
 
   def run_actions(self, params, obs: np.ndarray, seeds: np.ndarray) -> np.ndarray:
@@ -60,7 +72,14 @@ class PolicyStep:
     their batch neighbours as in `run_fixed` (tested); a run uses one of the two throughout."""
     return np.asarray(self.actions_core(params, obs, seeds))
 
+  def run_recurrent(self, params, obs: np.ndarray, seeds: np.ndarray,
+                    state: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """`run_actions` of a recurrent policy: (actions, the rows' next core states)."""
+    actions, state = self.actions_core(params, obs, seeds, state)
+    return np.asarray(actions), np.asarray(state)
+
   def __call__(self, params, obs, seeds) -> Tuple[np.ndarray, Dict]:
+    """Any number of rows of a feed-forward policy (padded and split into fixed calls)."""
     obs = np.asarray(obs)
     seeds = np.asarray(seeds, np.uint32)
     n = obs.shape[0]
@@ -79,6 +98,7 @@ class PolicyStep:
 
 def make_policy_step(apply_fn: ApplyFn, batch_size: int, greedy: bool = False,
                      devices: Optional[Sequence[jax.Device]] = None,
-                     head: Head = losses.CATEGORICAL) -> PolicyStep:
+                     head: Head = losses.CATEGORICAL, recurrent: bool = False) -> PolicyStep:
   """Factory for `PolicyStep` (see its docstring)."""
-  return PolicyStep(apply_fn, batch_size, greedy=greedy, devices=devices, head=head)
+  return PolicyStep(apply_fn, batch_size, greedy=greedy, devices=devices, head=head,
+                    recurrent=recurrent)

@@ -65,15 +65,17 @@ class Runner:
       kind = networks.default_network_for(self.info.obs_shape)
     self.network_kind = kind
     self.head = heads.for_env(self.info)
-    self.network = networks.make_network(kind, self.head, config.learner.normalize_obs)
+    self.network = networks.make_network(kind, self.head, config.learner.normalize_obs,
+                                         r.core, r.core_size)
+    self.core_size = networks.state_size(self.network)  # floats of recurrent state per row
     lcfg = config.learner
     if mode.rules.forces_correction is not None:
       lcfg = dataclasses.replace(lcfg, correction=mode.rules.forces_correction)
     self.optimizer = learner.make_optimizer(lcfg)
     key = jax.random.PRNGKey(seeding.learner_seed(r.seed))
     init_key, state_key = jax.random.split(key)
-    params = self.network.init(init_key, jnp.zeros((1,) + self.info.obs_shape,
-                                                   self.info.obs_dtype))
+    params = networks.init_params(self.network, init_key, self.info.obs_shape,
+                                  self.info.obs_dtype)
     state = learner.init_train_state(
         params, self.optimizer, state_key,
         reward_envs=r.num_envs * self.info.num_agents if lcfg.normalize_rewards else 0)
@@ -108,7 +110,8 @@ class Runner:
                                  delay_s=config.testing.learner_delay_s)
     self.policy_rows = mode.policy_rows(self)
     self.policy = make_policy_step(self.network.apply, self.policy_rows,
-                                   devices=self.placement.actor_parallel, head=self.head)
+                                   devices=self.placement.actor_parallel, head=self.head,
+                                   recurrent=self.core_size > 0)
     self.acting = ActingParts(self.layout, self.policy, self.streams, r.alpha,
                               tuple(self.info.obs_shape), self.info.obs_dtype, self.policy_rows,
                               with_extras=mode.acts_with_extras)
@@ -144,7 +147,8 @@ class Runner:
                                    self.info.obs_dtype, self.num_agents,
                                    final_obs=cfg.learner.bootstrap_truncation,
                                    action_shape=self.info.action_shape,
-                                   action_dtype=self.info.action_dtype)
+                                   action_dtype=self.info.action_dtype,
+                                   core_size=self.core_size)
 
   def zeros_segment(self) -> Segment:
     """A segment of zeros shaped like the storages' (what the learner is compiled for)."""
@@ -160,14 +164,12 @@ class Runner:
     else:
       example = self.learner.prepare(zeros)
     jax.block_until_ready(self.learner.step_fn(self.learner.state, example))
-    self.act(self.actor_params(self.learner.state.params), zeros.obs[0, :self.policy_rows],
-             np.zeros((self.policy_rows, 2), np.uint32))
+    self.acting.act(self.actor_params(self.learner.state.params),
+                    zeros.obs[0, :self.policy_rows], np.zeros((self.policy_rows, 2), np.uint32),
+                    np.zeros((self.policy_rows, self.core_size), np.float32)
+                    if self.core_size else None)
     distributed.allgather_ints([0])  # the boundary's agreement (a collective: compiled too)
     return time.perf_counter() - t0
-
-  def act(self, params, obs, seeds):
-    """The policy step the mode's actors run: actions only, or (actions, extras) for V-trace."""
-    return self.acting.act(params, obs, seeds)
 
   def actor_params(self, params):
     """A copy of `params` on the actors' devices (replicated over them; no copy where they are

@@ -15,6 +15,12 @@ Executors fill one storage while the learner consumes the other; roles swap ever
                               (obs[t+1] holds the next episode's first one; envpool's
                               obs[t+1] is the last one itself), for
                               `--bootstrap_truncation`
+  core     [alpha+1, N, S]    only with `core_size` S > 0 (`--core=lstm`): the recurrent state
+                              each row's step t starts from, written by the actor that took step
+                              t - 1 and zeroed by the row's executor where that step ended an
+                              episode (`reset_core`); core[0] is the previous segment's
+                              core[alpha] (copied at GO, like obs[0]) and what the learner unrolls
+                              from
 
 All arrays of both storages live in one shared-memory block; `StorageSpec` (picklable) lets another
 process attach to it. The block is named after the run's logdir (`shm_prefix`), so that a test or an
@@ -46,6 +52,7 @@ class StorageSpec:
   final_obs: bool = False
   action_shape: Tuple[int, ...] = ()
   action_dtype: str = "int32"
+  core_size: int = 0
 
   @property
   def num_rows(self) -> int:
@@ -61,6 +68,8 @@ class StorageSpec:
            ("valid", (a, n), "float32"), ("truncated", (a, n), "float32")]
     if self.final_obs:
       out.append(("final_obs", (a, n) + tuple(self.obs_shape), self.obs_dtype))
+    if self.core_size:
+      out.append(("core", (a + 1, n, self.core_size), "float32"))
     return out
 
   def layout(self):
@@ -109,11 +118,14 @@ class Storages:
     the executors meanwhile fill the other)."""
     return self._views[segment % 2]
 
-  def load(self, segment: int, fields: Dict[str, Any]) -> None:
-    """Copies a checkpoint's storage (`{field: array}`) into `filling(segment)`."""
+  def load(self, segment: int, fields: Dict[str, Any], envs_restart: bool = False) -> None:
+    """Copies a checkpoint's storage (`{field: array}`) into `filling(segment)`. `envs_restart`:
+    the envs restart from a reset (their states were not saved), so do their core states."""
     st = self.filling(segment)
     for name, value in fields.items():
       getattr(st, name)[...] = value
+    if envs_restart and st.core is not None:
+      st.core[-1] = 0.0
 
   def close(self):
     """Detaches; the creating process also unlinks the block (no /dev/shm leftovers)."""
@@ -142,6 +154,23 @@ class _Storage:
   valid: np.ndarray
   truncated: np.ndarray
   final_obs: Optional[np.ndarray] = None
+  core: Optional[np.ndarray] = None
+
+
+def carry_core(previous: _Storage, st: _Storage, rows: slice) -> None:
+  """At a segment's start: `rows` start from the state they ended the previous segment with."""
+  if st.core is not None:
+    st.core[0, rows] = previous.core[-1, rows]
+
+
+def reset_core(st: _Storage, t: int, rows) -> None:
+  """After step `t` of `rows`: a row whose episode ended there (or whose step was envpool's
+  reset step, `valid` 0) starts step t + 1 from a zero state. The learner resets at the same
+  steps (`algorithms.core_resets`)."""
+  if st.core is not None:
+    ended = (st.dones[t, rows] > 0) | (st.valid[t, rows] == 0)
+    if ended.any():
+      st.core[t + 1, rows] = np.where(ended[:, None], np.float32(0.0), st.core[t + 1, rows])
 
 
 def zeros(spec: StorageSpec) -> _Storage:
