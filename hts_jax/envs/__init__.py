@@ -28,8 +28,11 @@ import gymnasium as gym
 import numpy as np
 
 from hts_jax.config import ConfigError
-from hts_jax.envs import memory, vstep  # noqa: F401  registers hts_jax/CartPoleNoVel-v1, VStep-v0
+from hts_jax.envs import memory, vstep  # importing them registers their gymnasium ids
 from hts_jax.envs.wrappers import ClipAction, MujocoState, RecordRawEpisode, is_mujoco
+
+
+MEMORY_ENV = memory.ENV_ID  # CartPole without velocities (`hts_jax.envs.memory`)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
+ENV_ID = "hts_jax/CartPoleNoVel-v1"
 VISIBLE = (0, 2)  # x, theta (CartPole's state is x, x_dot, theta, theta_dot)
 
 
@@ -32,5 +33,5 @@ class CartPoleNoVel(gym.ObservationWrapper):
     return np.asarray(observation, np.float32)[list(VISIBLE)]
 
 
-gym.register("hts_jax/CartPoleNoVel-v1", entry_point=CartPoleNoVel, max_episode_steps=500,
+gym.register(ENV_ID, entry_point=CartPoleNoVel, max_episode_steps=500,
              reward_threshold=475.0)
