@@ -96,6 +96,17 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   synchronous PPO does, the delayed gradient markedly slower on Hopper and Walker2d
   (results/mujoco/results.json, README's MuJoCo table; docs/modes.md, "The delayed gradient").
   The lag stays exactly one and the run deterministic; `--correction=delayed` is the paper's.
+
+- `memory_lstm_ppo`: recurrent HTS-PPO on CartPole without velocities
+  (`hts_jax/CartPoleNoVel-v1`), with rl-baselines3-zoo's RecurrentPPO hyperparameters for the
+  same task (`hyperparams/ppo_lstm.yml`, `CartPoleNoVel-v1`, the published sb3 model card): 8
+  envs x 32 steps per update (`n_envs: 8`, `n_steps: 32`), one minibatch of the 256 (`batch_size:
+  256`) of whole sequences, 20 epochs (`n_epochs: 20`), gamma 0.98 and GAE lambda 0.8, Adam lr
+  1e-3 decayed linearly to 0 (`lin_0.001`; eps 1e-5, SB3's), clip 0.2 (zoo: `lin_0.2`, decayed;
+  here constant), entropy 0, observations and rewards normalised (`normalize: true`, VecNormalize),
+  an LSTM of 64 units (`lstm_hidden_size: 64`; one LSTM shared by the policy and value towers
+  here), 100k env steps (`n_timesteps: 1e5`). Time-limit cuts bootstrap. `--core=none` gives the
+  feed-forward policy it is compared with (`experiments/reproduce_memory.py`).
 """
 
 PRESETS = {
@@ -156,3 +167,9 @@ PRESETS["mujoco_ppo"] = dict(
     eval_every=100_000, eval_episodes=10, eval_greedy=False)
 PRESETS["mujoco_hts_ppo"] = dict(PRESETS["mujoco_ppo"], num_envs=8, num_executors=2, alpha=256,
                                  actor_batch=8, correction="none")
+PRESETS["memory_lstm_ppo"] = dict(
+    env="hts_jax/CartPoleNoVel-v1", core="lstm", core_size=64, algo="ppo", num_envs=8,
+    num_executors=2, num_actors=1, alpha=32, minibatch="envs", num_minibatches=1, ppo_epochs=20,
+    gamma=0.98, gae_lambda=0.8, optimizer="adam", lr=1e-3, adam_eps=1e-5, lr_decay=True,
+    clip_eps=0.2, entropy_coef=0.0, normalize_obs=True, normalize_rewards=True,
+    bootstrap_truncation=True, total_steps=100_000, eval_every=10_000, eval_episodes=10)
