@@ -3,6 +3,7 @@ Prints one JSON object (and each row to stderr as it finishes).
 
   python -m experiments.bench_sampler                      # CartPole 16 and 64 envs, Atari 16 envs
   python -m experiments.bench_sampler --cases=cartpole16 --repeats=3
+  python -m experiments.bench_sampler --compare=core --cases=atari16   # LSTM's cost, in HTS
 
 Cases (A2C, the same flags for both modes; only --mode differs):
   cartpole16  CartPole-v1, MLP, 16 envs, 2 executors, alpha = unroll = 128 (issue 11's table)
@@ -12,6 +13,8 @@ Cases (A2C, the same flags for both modes; only --mode differs):
 Each row: SPS of each mode (median over --repeats, runs interleaved hts/sync), their ratio, and
 the hot-path figures from summary.json: policy rows per env step, ready envs per actor call, actor
 calls, main-process CPU seconds per 1k env steps, idle seconds of executors/actors/learner.
+`--compare=core` runs each case in HTS mode with a feed-forward policy (`ff`) and with
+`--core=lstm --core_size=<--core_size>` (`lstm`) instead: the recurrent core's cost.
 """
 
 import json
@@ -28,6 +31,9 @@ from hts_jax.cli import common as cli
 flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
 flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")
 flags.DEFINE_float("steps_scale", 1.0, "Scales every run's env steps.")
+flags.DEFINE_enum("compare", "mode", ["mode", "core"], "mode: HTS against sync; core: HTS with a "
+                  "feed-forward policy against HTS with an LSTM core.")
+flags.DEFINE_integer("core_size", 256, "LSTM units with --compare=core.")
 flags.DEFINE_string("save", None, "Also write the JSON with its provenance (date, machine, commit, "
                     "command) here: results/benchmarks/sampler.json is what README shows.")
 FLAGS = flags.FLAGS
@@ -58,26 +64,32 @@ def main(argv):
   unknown = sorted(set(FLAGS.cases) - set(CASES))
   if unknown:
     cli.fail(f"--cases: unknown case(s) {unknown}; choose from {sorted(CASES)}")
+  variants = ({"hts": dict(mode="hts"), "sync": dict(mode="sync")} if FLAGS.compare == "mode"
+              else {"lstm": dict(mode="hts", core="lstm", core_size=FLAGS.core_size),
+                    "ff": dict(mode="hts", core="none")})
+  first, second = variants
   rows = []
   for name in FLAGS.cases:
     case = dict(CASES[name])
     case["total_steps"] = int(case["total_steps"] * FLAGS.steps_scale)
-    runs = {"hts": [], "sync": []}
+    runs = {v: [] for v in variants}
     for _ in range(FLAGS.repeats):
-      for mode in ("hts", "sync"):
-        runs[mode].append(cli.run_quiet(**dict(case, mode=mode, learner=dict(case["learner"]))))
+      for v, overrides in variants.items():
+        runs[v].append(cli.run_quiet(**dict(case, **overrides, learner=dict(case["learner"]))))
     row = {"case": name, "num_envs": case["num_envs"], "num_executors": case["num_executors"],
            "alpha": case["alpha"]}
-    for mode in ("hts", "sync"):
-      row[f"sps_{mode}"] = round(statistics.median(s["sps"] for s in runs[mode]), 1)
-      row[f"sps_{mode}_runs"] = [round(s["sps"], 1) for s in runs[mode]]
-      row[mode] = _row(runs[mode][-1])
-    row["hts_over_sync"] = round(row["sps_hts"] / row["sps_sync"], 3)
+    for v in variants:
+      row[f"sps_{v}"] = round(statistics.median(s["sps"] for s in runs[v]), 1)
+      row[f"sps_{v}_runs"] = [round(s["sps"], 1) for s in runs[v]]
+      row[v] = _row(runs[v][-1])
+    row[f"{first}_over_{second}"] = round(row[f"sps_{first}"] / row[f"sps_{second}"], 3)
     rows.append(row)
     print(json.dumps(row), file=sys.stderr, flush=True)
-  out = {"cpu_count": os.cpu_count(), "repeats": FLAGS.repeats, "rows": rows}
+  out = {"cpu_count": os.cpu_count(), "repeats": FLAGS.repeats, "compare": FLAGS.compare,
+         "variants": variants, "rows": rows}
   if FLAGS.save:
-    provenance.save(FLAGS.save, dict(out, benchmark="sampler",
+    provenance.save(FLAGS.save, dict(out, benchmark="sampler" if FLAGS.compare == "mode" else
+                                     "recurrent",
                                      cases={name: CASES[name] for name in FLAGS.cases}))
   print(json.dumps(out, indent=1))
 

@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results", "benchmarks")
 BEGIN = "<!-- benchmark-results:begin (experiments/render_results.py writes this) -->"
 END = "<!-- benchmark-results:end -->"
-SOURCES = ("speedup.json", "sampler.json")  # in the order they are shown
+SOURCES = ("speedup.json", "sampler.json", "recurrent.json")  # in the order they are shown
 
 SAMPLER_CASES = {
     "cartpole16": "CartPole, MLP, 16 envs, 2 executors, alpha 128",
@@ -99,7 +99,29 @@ def render_sampler(data: Dict[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"speedup.json": render_speedup, "sampler.json": render_sampler}
+def render_recurrent(data: Dict[str, Any]) -> str:
+  size = data["variants"]["lstm"]["core_size"]
+  lines = [
+      f"**What the LSTM core costs** (HTS, A2C; `--core=lstm --core_size={size}` against the "
+      f"feed-forward network, only `--core` differs; median of {data['repeats']} interleaved "
+      f"runs each). Source: {_source(data, 'recurrent.json')}.",
+      "",
+      "| case | feed-forward SPS | LSTM SPS | LSTM / feed-forward | learner busy s, LSTM / "
+      "feed-forward | actor idle s, LSTM / feed-forward |",
+      "|---|---|---|---|---|---|",
+  ]
+  for r in data["rows"]:
+    lstm, ff = r["lstm"], r["ff"]
+    lines.append(
+        f"| {SAMPLER_CASES.get(r['case'], r['case'])} | {_int(r['sps_ff'])} | "
+        f"{_int(r['sps_lstm'])} | {r['lstm_over_ff']:.2f}x | "
+        f"{lstm['learn_s']:.1f} / {ff['learn_s']:.1f} | "
+        f"{lstm['idle_s'].get('actors', 0.0):.1f} / {ff['idle_s'].get('actors', 0.0):.1f} |")
+  return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"speedup.json": render_speedup, "sampler.json": render_sampler,
+             "recurrent.json": render_recurrent}
 
 
 def render_markdown(results: str = RESULTS) -> str:

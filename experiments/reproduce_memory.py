@@ -9,7 +9,8 @@ synchronous, over seeds.
 Each run is one `experiments.train` process (logdir `<results>/runs/<method>/seed<k>`), one at a
 time. The report (`<results>/results.json`, printed as JSON) gives per method the final
 evaluation (10 episodes of the final params), the best evaluation, how many seeds reached
-CartPole's `reward_threshold` (475) in some evaluation and at how many env steps first, and SPS.
+CartPole's `reward_threshold` (475) in some evaluation and at how many env steps first, and SPS;
+`table.md`, `curves.png` and README's memory block show it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ ENV = "hts_jax/CartPoleNoVel-v1"
 THRESHOLD = 475.0  # CartPole-v1's reward_threshold (gymnasium's registration)
 METHODS = {"hts_lstm": ["--mode=hts", "--core=lstm"], "sync_lstm": ["--mode=sync", "--core=lstm"],
            "hts_ff": ["--mode=hts", "--core=none"], "sync_ff": ["--mode=sync", "--core=none"]}
+README_BEGIN = "<!-- memory-results:begin (experiments/reproduce_memory.py writes this) -->"
+README_END = "<!-- memory-results:end -->"
 FLAGS = flags.FLAGS
 
 
@@ -39,6 +42,7 @@ def define_flags() -> None:
   flags.DEFINE_integer("steps", 100_000, "Env steps per run.")
   flags.DEFINE_string("results", "results/memory", "Where runs and the report go.")
   flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
+  flags.DEFINE_bool("readme", True, "Rewrite README.md's memory block from results.json.")
 
 
 def run_dir(results: str, method: str, seed: int) -> str:
@@ -56,7 +60,7 @@ def first_reaching(evals: List[Dict[str, Any]], threshold: float) -> Optional[in
   return next((e["env_steps"] for e in evals if e["mean_return"] >= threshold), None)
 
 
-def report(results: str) -> Dict[str, Any]:
+def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
   runs, table = [], {}
   base = os.path.join(results, "runs")
   for method in sorted(os.listdir(base)) if os.path.isdir(base) else []:
@@ -83,9 +87,12 @@ def report(results: str) -> Dict[str, Any]:
                      "sps": _spread([r["sps"] for r in mine])}
   out = provenance.save(os.path.join(results, "results.json"),
                         {"env": ENV, "threshold": THRESHOLD, "runs": runs, "table": table})
+  markdown = render_markdown(out)
   with open(os.path.join(results, "table.md"), "w") as f:
-    f.write(render_markdown(out))
+    f.write(markdown)
   _plot(results, runs)
+  if readme and not provenance.replace_block(readme, README_BEGIN, README_END, markdown):
+    print(f"warning: {readme} has no {README_BEGIN!r} block; not updated", file=sys.stderr)
   return out
 
 
@@ -144,7 +151,7 @@ def main(argv):
         cmd = command(method, seed, FLAGS.steps, logdir)
         print(" ".join(cmd[1:]), flush=True)
         subprocess.run(cmd, cwd=ROOT, check=True)
-  out = report(FLAGS.results)
+  out = report(FLAGS.results, os.path.join(ROOT, "README.md") if FLAGS.readme else None)
   print(json.dumps(out["table"], indent=1))
 
 
