@@ -104,10 +104,12 @@ def render_recurrent(data: Dict[str, Any]) -> str:
   lines = [
       f"**What the LSTM core costs** (HTS, A2C; `--core=lstm --core_size={size}` against the "
       f"feed-forward network, only `--core` differs; median of {data['repeats']} interleaved "
-      f"runs each). Source: {_source(data, 'recurrent.json')}.",
+      f"runs each; the last two columns say which stage the core loads: the learner's unroll, "
+      f"or the actors' policy calls that the executors wait for). Source: "
+      f"{_source(data, 'recurrent.json')}.",
       "",
       "| case | feed-forward SPS | LSTM SPS | LSTM / feed-forward | learner busy s, LSTM / "
-      "feed-forward | actor idle s, LSTM / feed-forward |",
+      "feed-forward | executors waiting for actions s, LSTM / feed-forward |",
       "|---|---|---|---|---|---|",
   ]
   for r in data["rows"]:
@@ -116,7 +118,8 @@ def render_recurrent(data: Dict[str, Any]) -> str:
         f"| {SAMPLER_CASES.get(r['case'], r['case'])} | {_int(r['sps_ff'])} | "
         f"{_int(r['sps_lstm'])} | {r['lstm_over_ff']:.2f}x | "
         f"{lstm['learn_s']:.1f} / {ff['learn_s']:.1f} | "
-        f"{lstm['idle_s'].get('actors', 0.0):.1f} / {ff['idle_s'].get('actors', 0.0):.1f} |")
+        f"{lstm['idle_s']['executors_waiting_for_actions']:.1f} / "
+        f"{ff['idle_s']['executors_waiting_for_actions']:.1f} |")
   return "\n".join(lines) + "\n"
 
 
