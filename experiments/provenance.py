@@ -7,7 +7,7 @@ import os
 import platform
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -71,3 +71,27 @@ def replace_block(path: str, begin: str, end: str, markdown: str) -> bool:
   with open(path, "w") as f:
     f.write(text)
   return True
+
+
+def run_missing(runs: Iterable[Tuple[str, List[str]]]) -> None:
+  """Runs each `(logdir, command)` whose logdir holds no summary.json yet, one at a time in the
+  repo root (a grid script's runs: a resumed grid skips what is done)."""
+  for logdir, cmd in runs:
+    if os.path.exists(os.path.join(logdir, "summary.json")):
+      continue
+    print(" ".join(cmd[1:]), flush=True)
+    subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, Any]], str],
+            readme: Optional[str], begin: str, end: str) -> Dict[str, Any]:
+  """A grid's report: `payload` with its provenance to `<results>/results.json`, `render(it)` to
+  `<results>/table.md` and into the `readme`'s block between the markers (if `readme`); returns
+  what it saved."""
+  out = save(os.path.join(results, "results.json"), payload)
+  markdown = render(out)
+  with open(os.path.join(results, "table.md"), "w") as f:
+    f.write(markdown)
+  if readme and not replace_block(readme, begin, end, markdown):
+    print(f"warning: {readme} has no {begin!r} block; not updated", file=sys.stderr)
+  return out

@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import sys
 from typing import Any, Dict, List, Optional
 
@@ -116,15 +115,9 @@ def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
                              "final_eval": _spread(evals) if evals else None,
                              "sps": _spread([r["sps"] for r in mine]),
                              "env_steps": _spread([r["env_steps"] for r in mine])}
-  out = provenance.save(os.path.join(results, "results.json"),
-                        {"runs": runs, "table": table, "cleanrl": CLEANRL})
-  markdown = render_markdown(out)
-  with open(os.path.join(results, "table.md"), "w") as f:
-    f.write(markdown)
   _plot(results, runs)
-  if readme and not provenance.replace_block(readme, README_BEGIN, README_END, markdown):
-    print(f"warning: {readme} has no {README_BEGIN!r} block; not updated", file=sys.stderr)
-  return out
+  return provenance.publish(results, {"runs": runs, "table": table, "cleanrl": CLEANRL},
+                            render_markdown, readme, README_BEGIN, README_END)
 
 
 def render_markdown(out: Dict[str, Any]) -> str:
@@ -203,15 +196,9 @@ def main(argv):
   if unknown:
     raise app.UsageError(f"--methods: unknown {unknown}; expected some of {sorted(METHODS)}")
   if not FLAGS.report_only:
-    for task in FLAGS.tasks:
-      for seed in (int(s) for s in FLAGS.seeds):
-        for method in FLAGS.methods:
-          logdir = run_dir(FLAGS.results, task, method, seed)
-          if os.path.exists(os.path.join(logdir, "summary.json")):
-            continue
-          cmd = command(task, method, seed, FLAGS.steps, logdir)
-          print(" ".join(cmd[1:]), flush=True)
-          subprocess.run(cmd, cwd=ROOT, check=True)
+    dirs = [(run_dir(FLAGS.results, t, m, int(s)), t, m, int(s)) for t in FLAGS.tasks
+            for s in FLAGS.seeds for m in FLAGS.methods]
+    provenance.run_missing((d, command(t, m, s, FLAGS.steps, d)) for d, t, m, s in dirs)
   out = report(FLAGS.results, os.path.join(ROOT, "README.md") if FLAGS.readme else None)
   print(json.dumps(out["table"], indent=1))
 
