@@ -117,7 +117,7 @@ def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
   colors = {"hts_lstm": "tab:red", "sync_lstm": "tab:blue", "hts_ff": "tab:orange",
-            "sync_ff": "tab:cyan"}
+            "sync_ff": "tab:cyan", "hts_lstm_none": "tab:purple"}
   fig, ax = plt.subplots(figsize=(6, 3.6))
   labelled = set()
   for r in runs:
