@@ -97,10 +97,12 @@ class RunConfig:
       check(r.core == "none" or lc.minibatch == "envs",
             "--core=lstm with PPO needs --minibatch=envs (a recurrent core unrolls whole "
             "sequences)")
-      per = n // len(d.learner_devices)
+      # The env columns one learner step sees: a device's share, or a GALA/all-reduce agent's.
+      gala = RULES[self.mode].options == "gala"
+      per = n // (self.gala.agents if gala else len(d.learner_devices))
       check(lc.minibatch != "envs" or per % lc.num_minibatches == 0,
-            f"--minibatch=envs: num_envs{where} per learner device ({per}) must be divisible by "
-            f"num_minibatches ({lc.num_minibatches})")
+            f"--minibatch=envs: num_envs{where} per {'agent' if gala else 'learner device'} "
+            f"({per}) must be divisible by num_minibatches ({lc.num_minibatches})")
     check(not (self.learner.normalize_rewards and p > 1),
           "--normalize_rewards runs in one process")
 

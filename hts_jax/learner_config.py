@@ -96,8 +96,8 @@ class LearnerConfig:
   minibatch: str = "transitions"
   """PPO minibatches: transitions (each env's time steps shuffled, every minibatch holding
   alpha / num_minibatches transitions of every env), time_steps (all envs of the chosen steps) or
-  envs (whole alpha-step sequences of num_envs / num_minibatches envs, shuffled each epoch: what
-  a recurrent core needs, as CleanRL's ppo_atari_lstm and sb3-contrib's RecurrentPPO)."""
+  envs (whole alpha-step sequences of num_envs / num_minibatches env rows, shuffled each epoch:
+  what a recurrent core needs, as CleanRL's ppo_atari_lstm and sb3-contrib's RecurrentPPO)."""
   loss_reduction: str = "mean"
   """How losses reduce over samples: mean (Kostrikov's A2C/PPO) or sum (IMPALA's V-trace)."""
   bootstrap_truncation: bool = False

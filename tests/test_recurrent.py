@@ -171,8 +171,30 @@ def test_recurrent_ppo_needs_whole_sequence_minibatches_in_one_line():
   with pytest.raises(ConfigError, match=r"^--minibatch=envs: num_envs per learner device \(6\)"):
     RunConfig.make(num_envs=6, num_executors=2, alpha=16,
                    learner=LearnerConfig(algo="ppo", minibatch="envs"))
+  with pytest.raises(ConfigError, match=r"^--minibatch=envs: num_envs per agent \(4\)"):
+    RunConfig.make(mode="gala", gala_agents=2, num_envs=8, num_executors=2, alpha=8,
+                   learner=LearnerConfig(algo="ppo", minibatch="envs", num_minibatches=8))
   with pytest.raises(ConfigError, match="^core must be one of"):
     RunConfig.make(core="gru")
+
+
+def test_a_resume_whose_envs_restart_restarts_their_states_too():
+  """A checkpoint's storage carries the rows' states; where the envs were not saved (envpool,
+  unpicklable envs) they restart from a reset, and the next segment starts from zero states,
+  while the stored segment keeps the states it was collected with (the learner still needs
+  them)."""
+  spec = storage.StorageSpec(4, 3, (2,), "float32", core_size=6)
+  saved = {name: np.ones(shape, dtype) for name, shape, dtype in spec.fields()}
+  for restart in (False, True):
+    st = storage.Storages(spec, create=True)
+    try:
+      st.load(7, saved, envs_restart=restart)
+      core = st.filling(7).core
+      assert np.all(core[:-1] == 1) and np.all(core[-1] == (0 if restart else 1))
+      storage.carry_core(st.filling(7), st.filling(8), slice(0, 3))
+      assert np.all(st.filling(8).core[0] == (0 if restart else 1))
+    finally:
+      st.close()
 
 
 def test_cartpole_without_velocities_shows_position_and_angle_only():
@@ -314,3 +336,39 @@ def test_the_lstm_learns_cartpole_without_velocities_where_feed_forward_cannot(t
   lstm, ff = run("lstm"), run("ff", "--core=none")
   assert max(e["mean_return"] for e in lstm["eval"]) >= 400.0
   assert max(e["mean_return"] for e in ff["eval"]) < 150.0
+
+
+class _Lives(gym.Env):
+  """Two lives: the first is lost at step 3, the game ends at step 6 (an Atari-like info)."""
+  observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+  action_space = gym.spaces.Discrete(3)
+
+  def reset(self, seed=None, options=None):
+    super().reset(seed=seed)
+    self.t = 0
+    return np.full(2, 0.5, np.float32), {"lives": 2}
+
+  def step(self, action):
+    self.t += 1
+    return (np.full(2, 0.1 * self.t, np.float32), 1.0, self.t >= 6, False,
+            {"lives": 1 if self.t >= 3 else 2})
+
+
+gym.register("hts_test/Lives-v0", entry_point=_Lives)
+
+
+def test_evaluation_restarts_the_state_at_a_lost_life_as_training_does():
+  """Training ends an Atari episode at each lost life (the executors zero the row's state
+  there); an evaluation plays the whole game and zeroes the state at the same points."""
+  from hts_jax.runtime.evaluation import Evaluator  # pylint: disable=import-outside-toplevel
+  net, params = _net()
+  ev = Evaluator("hts_test/Lives-v0", {}, net.apply, 2, seed=0, core_size=2 * H)
+  seen = []
+  step = ev.policy.run_recurrent
+  ev.policy.run_recurrent = lambda p, o, s, c: (seen.append(np.array(c)), step(p, o, s, c))[1]
+  try:
+    assert ev.evaluate_now(params) == [6.0, 6.0]
+  finally:
+    ev.close()
+  norms = [float(np.abs(c[:2]).sum()) for c in seen]  # the two episodes' rows, steps 0..5
+  assert norms[0] == 0 and norms[1] > 0 and norms[2] > 0 and norms[3] == 0 and norms[4] > 0

@@ -94,7 +94,8 @@ class Evaluator:
   def _act(self, params, obs, seeds, core):
     """(actions, the rows' next core states: `core` itself for a feed-forward policy)."""
     if self.core_size:
-      return self.policy.run_recurrent(params, obs, seeds, core)
+      actions, core = self.policy.run_recurrent(params, obs, seeds, core)
+      return actions, np.array(core)  # writable: a lost life zeroes rows of it
     return self.policy.run_actions(params, obs, seeds), core
 
   def finished(self, n: int) -> bool:
@@ -232,6 +233,7 @@ class Evaluator:
     returns = np.zeros(n)
     running = np.ones(n, bool)
     core = np.zeros((rows, self.core_size), np.float32)  # each episode's LSTM starts at zero
+    lives: List[Optional[int]] = [None] * n
     frames = 0
     if on_frame is not None:
       on_frame(replicas[0].render())
@@ -251,6 +253,12 @@ class Evaluator:
         o, _, terminated, truncated, info = replicas[i].step(
             act[0].tolist() if a == 1 else act.tolist())
         obs[i * a:(i + 1) * a] = np.reshape(o, (a,) + shape)
+        if self.core_size and "lives" in info:
+          # Training ends an episode at a lost life (Atari's episodic life), and the executors
+          # zero the row's state there: so does the evaluation, though the game goes on.
+          if lives[i] is not None and info["lives"] < lives[i]:
+            core[i * a:(i + 1) * a] = 0.0
+          lives[i] = info["lives"]
         if "episode_return" in info:
           returns[i] = info["episode_return"]
         if terminated or truncated:
