@@ -112,6 +112,26 @@ def test_two_processes_give_one_hash_across_counts_and_topologies(tmp_path):
   assert len(a["eval"]) == 1  # process 0 evaluates
 
 
+@pytest.mark.slow
+def test_two_processes_with_an_lstm_core_give_the_two_device_hash(tmp_path):
+  """--core=lstm across processes: each process's rows keep their states in its own storage;
+  the learner's global batch (core states included) is split as over two local devices."""
+  lstm = ["--env=hts_jax/CartPoleNoVel-v1", "--core=lstm", "--core_size=16", "--alpha=16",
+          "--total_steps=1280", "--algo=ppo", "--minibatch=envs", "--num_minibatches=2",
+          "--ppo_epochs=2", "--bootstrap_truncation", "--num_executors=2"]
+  two = str(tmp_path / "two")
+  proc = _launch(two, *lstm)
+  _, err = proc.communicate(timeout=600)
+  assert proc.returncode == 0, err[-2000:]
+  one = str(tmp_path / "one")
+  proc = subprocess.run([sys.executable, "-m", "experiments.train", *RUN, *lstm,
+                         f"--logdir={one}", "--learner_devices=0,1"], cwd=ROOT, env=_env(2),
+                        capture_output=True, text=True, timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert _summary(two)["param_sha256"] == _summary(one)["param_sha256"]
+  assert _summary(two)["updates"] == 10
+
+
 def _assert_all_stop_after_killing(pid, proc, logdir, code, error_line):
   """SIGKILLs `pid`; the launcher `proc` must end within 10 s with `code`, its last `error:` line
   starting with `error_line`, and leave no process or shared memory behind."""
