@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import normalization
-from hts_jax.config import NETWORK_KINDS
+from hts_jax.config import CORES, NETWORK_KINDS
 from hts_jax.heads import Categorical, Head
 
 _TORSO_INIT = nn.initializers.orthogonal(np.sqrt(2.0))
@@ -185,17 +185,15 @@ def make_network(kind: str, head: "Head | int", normalize_obs: bool = False, cor
   (an int: that many logits); with `core="lstm"` the `Recurrent` module around them."""
   if isinstance(head, int):
     head = Categorical(head)
+  if kind not in NETWORKS:
+    raise ValueError(f"unknown network {kind!r}; expected one of {NETWORKS}")
+  if core not in CORES:
+    raise ValueError(f"unknown core {core!r}; expected one of {CORES}")
   if core == "lstm":
-    if kind not in NETWORKS:
-      raise ValueError(f"unknown network {kind!r}; expected one of {NETWORKS}")
     return Recurrent(kind, head, core_size, normalize_obs)
-  if core != "none":
-    raise ValueError(f"unknown core {core!r}; expected none or lstm")
   if kind == "cnn":
     return NatureCNN(head, normalize_obs=normalize_obs)
-  if kind == "mlp":
-    return MLP(head, normalize_obs=normalize_obs)
-  raise ValueError(f"unknown network {kind!r}; expected one of {NETWORKS}")
+  return MLP(head, normalize_obs=normalize_obs)
 
 
 def default_network_for(obs_shape: Sequence[int]) -> str:

@@ -44,10 +44,8 @@ class ActingParts:
     current ones)."""
     if self.with_extras:
       return self.policy.run_fixed(params, obs, seeds, state)
-    if self.policy.recurrent:
-      actions, state = self.policy.run_recurrent(params, obs, seeds, state)
-      return actions, {"core": state}
-    return self.policy.run_actions(params, obs, seeds), {}
+    actions, after = self.policy.run_step(params, obs, seeds, state)
+    return actions, {} if after is None else {"core": after}
 
 
 @dataclasses.dataclass
@@ -122,10 +120,7 @@ class BlockBatcher:
         core[off:end] = st.core[t, lo:hi]
       placed.append((st, t, lo, hi, off, end))
       off = end
-    if core is None:
-      actions = self.policy.run_actions(params, obs, seeds)
-    else:
-      actions, after = self.policy.run_recurrent(params, obs, seeds, core)
+    actions, after = self.policy.run_step(params, obs, seeds, core)
     for st, t, lo, hi, o, end in placed:
       st.actions[t, lo:hi] = actions[o:end]
       st.version[t, lo:hi] = version

@@ -88,15 +88,9 @@ class Evaluator:
   def compile(self, params, obs_shape, obs_dtype) -> None:
     """Compiles the policy step for `params` placed as evaluations place them."""
     rows = self.policy.batch_size
-    self._act(self._placed(params), np.zeros((rows,) + tuple(obs_shape), obs_dtype),
-              np.zeros((rows, 2), np.uint32), np.zeros((rows, self.core_size), np.float32))
-
-  def _act(self, params, obs, seeds, core):
-    """(actions, the rows' next core states: `core` itself for a feed-forward policy)."""
-    if self.core_size:
-      actions, core = self.policy.run_recurrent(params, obs, seeds, core)
-      return actions, np.array(core)  # writable: a lost life zeroes rows of it
-    return self.policy.run_actions(params, obs, seeds), core
+    self.policy.run_step(self._placed(params), np.zeros((rows,) + tuple(obs_shape), obs_dtype),
+                         np.zeros((rows, 2), np.uint32),
+                         np.zeros((rows, self.core_size), np.float32))
 
   def finished(self, n: int) -> bool:
     """Whether the first `n` evaluations submitted in this session have finished (in order)."""
@@ -247,7 +241,10 @@ class Evaluator:
         next_line += PROGRESS_S
         print(f"{label}: {n - int(running.sum())}/{n} episodes done, {t:,} steps, "
               f"{time.monotonic() - start:.0f} s", flush=True)
-      actions, core = self._act(params, obs, seeding.row_seeds(streams, np.full(rows, t)), core)
+      actions, after = self.policy.run_step(params, obs,
+                                            seeding.row_seeds(streams, np.full(rows, t)), core)
+      if after is not None:
+        core = np.array(after)  # writable: a lost life zeroes rows of it
       for i in np.flatnonzero(running):
         act = actions[i * a:(i + 1) * a]
         o, _, terminated, truncated, info = replicas[i].step(

@@ -78,6 +78,14 @@ class PolicyStep:
     actions, state = self.actions_core(params, obs, seeds, state)
     return np.asarray(actions), np.asarray(state)
 
+  def run_step(self, params, obs: np.ndarray, seeds: np.ndarray,
+               state: Optional[np.ndarray] = None) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """Actions only, for either kind of policy: (actions, the rows' next core states), the
+    states None for a feed-forward policy (which ignores `state`)."""
+    if self.recurrent:
+      return self.run_recurrent(params, obs, seeds, state)
+    return self.run_actions(params, obs, seeds), None
+
   def __call__(self, params, obs, seeds) -> Tuple[np.ndarray, Dict]:
     """Any number of rows of a feed-forward policy (padded and split into fixed calls)."""
     obs = np.asarray(obs)

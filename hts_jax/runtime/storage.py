@@ -157,7 +157,7 @@ class _Storage:
   core: Optional[np.ndarray] = None
 
 
-def carry_core(previous: _Storage, st: _Storage, rows: slice) -> None:
+def carry_core(previous: _Storage, st: _Storage, rows) -> None:
   """At a segment's start: `rows` start from the state they ended the previous segment with."""
   if st.core is not None:
     st.core[0, rows] = previous.core[-1, rows]
@@ -166,7 +166,7 @@ def carry_core(previous: _Storage, st: _Storage, rows: slice) -> None:
 def reset_core(st: _Storage, t: int, rows) -> None:
   """After step `t` of `rows`: a row whose episode ended there (or whose step was envpool's
   reset step, `valid` 0) starts step t + 1 from a zero state. The learner resets at the same
-  steps (`algorithms.core_resets`)."""
+  steps (`sequences.core_resets`)."""
   if st.core is not None:
     ended = (st.dones[t, rows] > 0) | (st.valid[t, rows] == 0)
     if ended.any():
