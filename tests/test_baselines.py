@@ -76,10 +76,16 @@ def train(logdir, *flags):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode,budget", [("sync", 200_000), ("async", 300_000)])
+@pytest.mark.parametrize("mode,budget", [("sync", 200_000), ("async", 400_000)])
 def test_baselines_solve_cartpole(tmp_path, mode, budget):
-  """Budgets (env steps): sync A2C 200k, async V-trace A2C 300k (the cartpole_a2c preset)."""
+  """Budgets (env steps): sync A2C 200k, async V-trace A2C 400k (the cartpole_a2c preset).
+
+  Async is not deterministic: its lags follow the machine's timing. At 300k one CI run never
+  reached 475 (best 471.8) where ten runs here did; at 400k the learning rate's linear decay
+  leaves the last quarter of the run at a small step, and the last four or more evaluations of
+  each of three runs under a competing busy loop were 500."""
   s = train(str(tmp_path), "--preset=cartpole_a2c", f"--mode={mode}", f"--total_steps={budget}",
             "--eval_every=25000", "--num_executors=2", "--num_actors=2")
   returns = [e["mean_return"] for e in s["eval"]]
-  assert max(returns) >= 475, returns
+  lag = {k: s["policy_lag"][k] for k in ("mean", "max")}
+  assert max(returns) >= 475, f"evaluations {returns}, policy lag {lag}, sps {s.get('sps')}"
