@@ -2,8 +2,6 @@
 
 import os
 import shutil
-import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -67,15 +65,11 @@ def test_lstm_on_three_agents_is_deterministic_and_runs_async(tmp_path):
 def display():
   if not shutil.which("Xvfb"):
     pytest.skip("Xvfb is installed by .ci/setup.sh")
-  num = 90 + os.getpid() % 9
-  proc = subprocess.Popen(["Xvfb", f":{num}", "-screen", "0", "1024x768x24"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  time.sleep(1.0)
-  old = os.environ.get("DISPLAY")
-  os.environ["DISPLAY"] = f":{num}"
+  from hts_jax.runtime import video
+  old = os.environ.pop("DISPLAY", None)
+  video.ensure_display()  # Xvfb picks a free display and says which once it is up (-displayfd)
   yield
-  proc.terminate()
-  proc.wait()
+  video.stop_displays()
   if old is None:
     del os.environ["DISPLAY"]
   else:

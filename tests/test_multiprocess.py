@@ -132,20 +132,30 @@ def test_two_processes_with_an_lstm_core_give_the_two_device_hash(tmp_path):
   assert _summary(two)["updates"] == 10
 
 
+def _settle(logdir, timeout=15.0):
+  """Waits (up to `timeout`) until the run left no process or shared memory behind, and asserts
+  it: a leak never clears, so this still fails for one."""
+  deadline = time.monotonic() + timeout
+  while (_left_behind(logdir) or _shm(logdir)) and time.monotonic() < deadline:
+    time.sleep(0.2)
+  assert _left_behind(logdir) == []
+  assert not _shm(logdir)
+
+
 def _assert_all_stop_after_killing(pid, proc, logdir, code, error_line):
-  """SIGKILLs `pid`; the launcher `proc` must end within 10 s with `code`, its last `error:` line
-  starting with `error_line`, and leave no process or shared memory behind."""
+  """SIGKILLs `pid`; the launcher `proc` must end within 20 s (its 5 s grace for process 0 and the
+  processes' own shutdown, on a loaded machine) with `code`, its last `error:` line starting with
+  `error_line`, and leave no process or shared memory behind (within 15 s: process 0's executors
+  first notice their pipes close)."""
   os.kill(pid, signal.SIGKILL)
   t0 = time.monotonic()
   _, err = proc.communicate(timeout=60)
-  assert time.monotonic() - t0 < 10
+  assert time.monotonic() - t0 < 20
   assert proc.returncode == code, err[-2000:]
   # (process 0's resource tracker may still report the shared memory it cleans up after it)
   errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
   assert errors[-1].startswith(error_line), err[-2000:]
-  time.sleep(1.0)
-  assert _left_behind(logdir) == []
-  assert not _shm(logdir)
+  _settle(logdir)
 
 
 @pytest.mark.slow
@@ -189,8 +199,7 @@ def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
   _, err = proc.communicate(timeout=120)
   assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
   assert "interrupted by SIGTERM at update" in err and "continue with --resume" in err
-  time.sleep(1.0)
-  assert _left_behind(logdir) == []
+  _settle(logdir)
   assert sorted(n for n in os.listdir(logdir) if not n.startswith("events.out.tfevents.")) == [
       "checkpoints", "checkpoints-process-0", "checkpoints-process-1", "metrics.csv"]
   proc = _launch(logdir, "--total_steps=2560", "--num_executors=1", "--num_actors=2", "--resume")

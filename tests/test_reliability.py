@@ -135,7 +135,7 @@ def test_killed_executor_stops_the_run_cleanly(tmp_path):
   t0 = time.monotonic()
   os.kill(pids[1], signal.SIGKILL)
   _, stderr = proc.communicate(timeout=30)
-  assert time.monotonic() - t0 < 5.0
+  assert time.monotonic() - t0 < 10.0  # a run that went on would take minutes
   assert proc.returncode == 1
   assert error_lines(stderr) == ["error: executor 1 (envs 4-7) died with exit code -9"]
   assert "Traceback" not in stderr
@@ -185,6 +185,7 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   def broken(*args, **kwargs):
     calls["n"] += 1
     if calls["n"] >= 3:
+      calls["failed_at"] = time.monotonic()
       raise RuntimeError(f"{part} broke")
     return original(*args, **kwargs)
 
@@ -194,10 +195,9 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   else:
     original = runner.learner.step_fn
     runner.learner.step_fn = broken
-  t0 = time.monotonic()
   with pytest.raises(modes.RunError, match=rf"^{part}(-0)?: RuntimeError: {part} broke$"):
     runner.run()
-  assert time.monotonic() - t0 < 10
+  assert time.monotonic() - calls["failed_at"] < 10  # the stop, not the start-up before it
   assert not mp.active_children()
   assert not leftover_shm(tmp_path)
 
@@ -262,7 +262,7 @@ def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path
   keeps what training produced as SIGTERM does."""
   logdir = str(tmp_path)
   proc = subprocess.Popen(cmd(logdir, "--env=tests.fault_envs:SlowCartPole-v0",
-                              '--env_kwargs={"step_s": 0.02}', "--num_envs=2",
+                              '--env_kwargs={"step_s": 0.05}', "--num_envs=2",
                               "--num_executors=2", "--alpha=4", "--unroll_length=4",
                               "--total_steps=16", "--eval_episodes=4"),
                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -279,7 +279,7 @@ def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path
 
 def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_path, monkeypatch):
   """Defect: a checkpoint waited for pending evaluations while the executors sat at the barrier.
-  With evaluations that take 0.4 s each, checkpoints at every update must not add them to the
+  With evaluations that take 0.6 s each, checkpoints at every update must not add them to the
   executors' barrier time, and the run's results are unchanged."""
   from hts_jax.runtime import evaluation
   cfg = dict(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2, total_steps=4 * 8 * 6,
@@ -289,15 +289,16 @@ def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_pa
   original = evaluation.Evaluator.evaluate
 
   def slow(self, params, **kw):
-    time.sleep(0.4)
+    time.sleep(0.6)
     return original(self, params, **kw)
 
   monkeypatch.setattr(evaluation.Evaluator, "evaluate", slow)
   s = modes.run(RunConfig.make(logdir=str(tmp_path / "slow"), **cfg))
   assert s["param_sha256"] == plain["param_sha256"]
   assert [e["returns"] for e in s["eval"]] == [e["returns"] for e in plain["eval"]]
-  # 5 checkpoints x 0.4 s of evaluation would be >= 2 s at the barrier per executor (2 of them).
-  assert s["idle"]["executors_at_barrier"] < 1.5, s["idle"]
+  # 5 checkpoints x 0.6 s of evaluation would be >= 3 s at the barrier per executor (2 of them:
+  # >= 6 s in all); without them the executors wait for start-up, the boundaries and the saves.
+  assert s["idle"]["executors_at_barrier"] < 3.0, s["idle"]
   ckpt = checkpoint.restore(str(tmp_path / "slow"), modes.make_runner(
       RunConfig.make(logdir=str(tmp_path / "slow"), **cfg), resume=True).learner.state)
   assert len(ckpt["host"]["book"]["eval"]) == ckpt["host"]["segment"] + 1
