@@ -76,16 +76,24 @@ def train(logdir, *flags):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode,budget", [("sync", 200_000), ("async", 400_000)])
+@pytest.mark.parametrize("mode,budget", [("sync", 200_000), ("async", 300_000)])
 def test_baselines_solve_cartpole(tmp_path, mode, budget):
-  """Budgets (env steps): sync A2C 200k, async V-trace A2C 400k (the cartpole_a2c preset).
-
-  Async is not deterministic: its lags follow the machine's timing. At 300k one CI run never
-  reached 475 (best 471.8) where ten runs here did; at 400k the learning rate's linear decay
-  leaves the last quarter of the run at a small step, and the last four or more evaluations of
-  each of three runs under a competing busy loop were 500."""
-  s = train(str(tmp_path), "--preset=cartpole_a2c", f"--mode={mode}", f"--total_steps={budget}",
-            "--eval_every=25000", "--num_executors=2", "--num_actors=2")
-  returns = [e["mean_return"] for e in s["eval"]]
-  lag = {k: s["policy_lag"][k] for k in ("mean", "max")}
-  assert max(returns) >= 475, f"evaluations {returns}, policy lag {lag}, sps {s.get('sps')}"
+  """Budgets (env steps): sync A2C 200k, async V-trace A2C 300k (the cartpole_a2c preset, a
+  constant learning rate). Sync is deterministic: one run, one outcome. Async is not: its lags
+  follow the machine's timing, and with this small batch (2 unrolls of 8 envs x 5 steps) some
+  runs stall with a stochastic policy at evaluation returns of 150-380 for the whole budget. On
+  this 2-core machine (2026-11-25, 400k steps): 0 of 25 runs stalled alone or beside busy loops,
+  1 of 8 beside the fast test lane, 1 of 2 inside the full suite (and one 300k CI run). So async
+  gets up to three seeds and one of them must reach CartPole's 475, which a stalled run does not;
+  a broken V-trace or async data path reaches it with none."""
+  curves = []
+  for seed in (0, 1, 2) if mode == "async" else (0,):
+    s = train(str(tmp_path / f"seed{seed}"), "--preset=cartpole_a2c", f"--mode={mode}",
+              f"--total_steps={budget}", "--eval_every=25000", "--num_executors=2",
+              "--num_actors=2", f"--seed={seed}")
+    returns = [e["mean_return"] for e in s["eval"]]
+    curves.append({"seed": seed, "eval": returns, "lag_mean": s["policy_lag"]["mean"],
+                   "sps": round(s["sps"])})
+    if max(returns) >= 475:
+      return
+  pytest.fail(f"no run reached 475: {curves}")
