@@ -13,7 +13,7 @@ from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import RULES
 from hts_jax.runtime import observers
 from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer
+from hts_jax.runtime.buffers import STOP, ActionBuffer, BlockLayout, StateBuffer
 from hts_jax.runtime.executor import Executor, ExecutorSpec
 from hts_jax.runtime.learner_worker import LearnerWorker
 from hts_jax.runtime.modes import MODES
@@ -55,8 +55,11 @@ class _Parts:
       self.barrier.post_blocks(0, pending.pop(t))
 
   def close(self) -> None:
-    self.sup.shutdown()
+    # The executor thread reads STOP and returns before the supervisor closes its inbox (closing
+    # first raised "handle is closed" in the thread).
+    self.barrier.writers[0].post(STOP)
     self.thread.join(timeout=5)
+    self.sup.shutdown()
     self.sb.close()
     self.storages.close()
 
