@@ -13,7 +13,7 @@ from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import RULES
 from hts_jax.runtime import observers
 from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.buffers import STOP, ActionBuffer, BlockLayout, StateBuffer
+from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer
 from hts_jax.runtime.executor import Executor, ExecutorSpec
 from hts_jax.runtime.learner_worker import LearnerWorker
 from hts_jax.runtime.modes import MODES
@@ -35,10 +35,11 @@ class _Parts:
     ctrl = self.sup.add_thread_executor(inbox)
     spec = ExecutorSpec(index=0, env="CartPole-v1", env_kwargs={}, seed=SEED, alpha=ALPHA,
                         storage=self.storages.spec, layout=self.layout, vectorize=vectorize)
-    self.thread = threading.Thread(
-        target=Executor(spec, inbox.reader, self.sb.writer, ctrl.writer, {"env_id": None}).run,
-        daemon=True)
-    self.thread.start()
+    # Started as the runtime starts its in-process executors (envpool groups): the supervisor's
+    # shutdown sends STOP and joins the thread before it closes the thread's inbox.
+    self.sup.start_thread(
+        Executor(spec, inbox.reader, self.sb.writer, ctrl.writer, {"env_id": None}).run,
+        "executor-0")
     self.barrier = AlphaBarrier(self.sup, [inbox])
 
   def act(self, segment: int, actions) -> None:
@@ -55,10 +56,6 @@ class _Parts:
       self.barrier.post_blocks(0, pending.pop(t))
 
   def close(self) -> None:
-    # The executor thread reads STOP and returns before the supervisor closes its inbox (closing
-    # first raised "handle is closed" in the thread).
-    self.barrier.writers[0].post(STOP)
-    self.thread.join(timeout=5)
     self.sup.shutdown()
     self.sb.close()
     self.storages.close()
