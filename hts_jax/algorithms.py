@@ -52,6 +52,14 @@ def _shard_weighted(loss, metrics, mask, reduction: str, axis_name: Optional[str
                           for k, v in metrics.items()}
 
 
+def learning_rate(config: LearnerConfig) -> optax.Schedule:
+  """The learning rate by optimizer step: constant, or with `lr_decay_updates > 0` decaying
+  linearly to 0 over that many optimizer steps."""
+  if config.lr_decay_updates > 0:
+    return optax.linear_schedule(config.learning_rate, 0.0, config.lr_decay_updates)
+  return optax.constant_schedule(config.learning_rate)
+
+
 def sgd_step(optimizer: optax.GradientTransformation, loss_fn, params, opt_state, batch,
              axis_name: Optional[str] = None):
   """One optimizer step: gradients of `loss_fn(params, batch) -> (loss, metrics)`, averaged
@@ -134,7 +142,9 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
                      unroll: bool = True, head: Head = losses.CATEGORICAL):
   """A2C's algorithm update: T // unroll_length n-step steps (paper Eq. 3/4) from `start`.
 
-  `update(start, opt_state, segment, weights, key) -> (end, opt_state, summed updates, metrics)`.
+  `update(start, opt_state, segment, weights, key, reference=None) -> (end, opt_state, summed
+  updates, metrics)`. A2C has no quantity fixed before its steps, so `reference` is unused (it is
+  PPO's; `--correction=behaviour` is refused for A2C by the config).
   """
   n = config.unroll_length
 
@@ -155,8 +165,8 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
                                     reduction=config.loss_reduction, head=head)
     return _shard_weighted(loss, metrics, chunk.valid, config.loss_reduction, axis_name)
 
-  def update(start, opt_state, segment: Segment, weights, key):
-    del key
+  def update(start, opt_state, segment: Segment, weights, key, reference=None):
+    del key, reference
     k = segment.actions.shape[0] // n
     # Chunk i holds steps [i*n, (i+1)*n) and its bootstrap observation obs[(i+1)*n].
     split = lambda x: None if x is None else x.reshape((k, n) + x.shape[1:])
@@ -174,7 +184,8 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
 
 
 class PPOBatch(NamedTuple):
-  """PPO's per-transition inputs (a minibatch: `[T / m, B]` of each), computed once at `start`."""
+  """PPO's per-transition inputs (a minibatch: `[T / m, B]` of each), computed once before the
+  first optimizer step at the reference params (`ppo_targets`)."""
   obs: jax.Array
   actions: jax.Array
   old_log_probs: jax.Array
@@ -187,11 +198,51 @@ class PPOBatch(NamedTuple):
   resets: Optional[jax.Array] = None  # recurrent: [T, B] (`sequences.core_resets`)
 
 
+class PPOTargets(NamedTuple):
+  """What PPO fixes before its first optimizer step, all `[T, B]` and without gradient."""
+  old_log_probs: jax.Array  # log π_ref(a_t|s_t): the ratio's denominator
+  old_values: jax.Array     # V_ref(s_t): the clipped value loss's centre
+  advantages: jax.Array     # GAE over V_ref (normalised if `normalize_advantages`)
+  returns: jax.Array        # advantages (before normalising) + V_ref(s_t)
+
+
+def ppo_targets(config: LearnerConfig, apply_fn: ApplyFn, reference, segment: Segment,
+                axis_name: Optional[str] = None, head: Head = losses.CATEGORICAL) -> PPOTargets:
+  """PPO's fixed inputs from the `reference` params (Schulman et al. 2017; Kostrikov's PPO): the
+  old log-probabilities, the old values and GAE with its returns, for the segment `[T, B]`.
+
+  The reference is the policy PPO's ratio is taken against: the params the update starts from for
+  every correction but `behaviour`, where it is the behaviour policy θ_{j-1} that collected the
+  segment while the update starts at θ_j (the reference HTS-RL code's HTS-PPO; APPO, Cleanba).
+  """
+  core = core_input(segment, segment.rewards.shape[0] + 1)
+  sg = jax.lax.stop_gradient
+  logits, values, states = apply_tb(apply_fn, sg(reference), segment.obs, core)
+  old_logp = sg(losses.log_prob(logits[:-1], segment.actions, head))
+  rewards = bootstrapped_rewards(config, apply_fn, reference, segment, states)
+  advantages, returns = losses.gae(rewards, segment.dones, sg(values), config.gamma,
+                                   config.gae_lambda)
+  valid = segment.valid
+  if config.normalize_advantages:
+    # Statistics over the global batch's real transitions (all learner devices), so the
+    # data-parallel step equals the single-device step on the same global batch.
+    count = _psum(jnp.sum(valid), axis_name)
+    mean = _psum(jnp.sum(advantages * valid), axis_name) / count
+    var = _psum(jnp.sum(jnp.square(advantages - mean) * valid), axis_name) / count
+    advantages = (advantages - mean) / (jnp.sqrt(var) + 1e-5)
+  return PPOTargets(old_logp, sg(values[:-1]), advantages, returns)
+
+
 def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
                      optimizer: optax.GradientTransformation, axis_name: Optional[str] = None,
                      unroll: bool = True, head: Head = losses.CATEGORICAL):
-  """PPO's algorithm update: epochs x minibatches clipped-surrogate steps from `start`, GAE
-  computed once at `start` (Schulman et al. 2017; Kostrikov's PPO)."""
+  """PPO's algorithm update: epochs x minibatches clipped-surrogate steps from `start`, with the
+  ratio's denominator, the old values and GAE computed once at `reference` (default: `start`;
+  `ppo_targets`).
+
+  `update(start, opt_state, segment, weights, key, reference=None) -> (end, opt_state, summed
+  updates, metrics)`.
+  """
 
   def loss_fn(params, batch: PPOBatch):
     core = None if batch.core is None else CoreInput(batch.core[0], batch.resets)
@@ -203,25 +254,13 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
         reduction=config.loss_reduction, head=head)
     return _shard_weighted(loss, metrics, batch.valid, config.loss_reduction, axis_name)
 
-  def update(start, opt_state, segment: Segment, weights, key):
+  def update(start, opt_state, segment: Segment, weights, key, reference=None):
     t_len, b = segment.rewards.shape
     core = core_input(segment, t_len + 1)
-    logits, values, states = apply_tb(apply_fn, start, segment.obs, core)
-    old_logp = losses.log_prob(logits[:-1], segment.actions, head)
-    rewards = bootstrapped_rewards(config, apply_fn, start, segment, states)
-    advantages, returns = losses.gae(rewards, segment.dones, values, config.gamma,
-                                     config.gae_lambda)
-    valid = segment.valid
-    if config.normalize_advantages:
-      # Statistics over the global batch's real transitions (all learner devices), so the
-      # data-parallel step equals the single-device step on the same global batch.
-      count = _psum(jnp.sum(valid), axis_name)
-      mean = _psum(jnp.sum(advantages * valid), axis_name) / count
-      var = _psum(jnp.sum(jnp.square(advantages - mean) * valid), axis_name) / count
-      advantages = (advantages - mean) / (jnp.sqrt(var) + 1e-5)
-    per_step = PPOBatch(segment.obs[:-1], segment.actions, old_logp, values[:-1], advantages,
-                        returns, weights, valid, segment.core,
-                        None if core is None else core.resets[:-1])
+    targets = ppo_targets(config, apply_fn, start if reference is None else reference, segment,
+                          axis_name, head)
+    per_step = PPOBatch(segment.obs[:-1], segment.actions, *targets, weights, segment.valid,
+                        segment.core, None if core is None else core.resets[:-1])
     if config.minibatch == "envs":  # whole sequences of some envs
       envs = env_minibatches(key, config, b)
       batches = jax.vmap(lambda e: jax.tree.map(lambda x: x[:, e], per_step))(envs)
@@ -283,6 +322,7 @@ def build_vtrace_update(config: LearnerConfig, apply_fn: ApplyFn,
                                              unroll, axis_name)
     params = normalization.update_params(params, unroll.segment.obs[:-1], unroll.segment.valid,
                                          axis_name)
+    metrics["learning_rate"] = learning_rate(config)(state.update_count)  # one step per update
     metrics["params_finite"] = params_finite(params)
     return state.replace(params=params, behaviour_params=state.params, opt_state=opt_state,
                          update_count=state.update_count + 1), metrics

@@ -163,6 +163,10 @@ class Outputs:
   `wandb sync` uploads it later)."""
   checkpoint_every: int = resumable(0)
   """Learner updates between checkpoints (0: only on SIGINT/SIGTERM)."""
+  host_calibration: bool = resumable(True)
+  """Time a fixed CPU workload (a CNN and an MLP gradient step, a matmul, a Python loop; about a
+  second) at start-up into summary.json's host block, so SPS from different hosts can be
+  compared (the rest of the host block is always recorded)."""
 
   def __post_init__(self):
     check(bool(self.logdir), "logdir must be set")

@@ -12,12 +12,19 @@ of the optimizer's updates is transferred to θ_j. With one A2C step per segment
 Eq. 6. The paper's Table A1 ablations use the same slot:
 
 - `correction="delayed"` (default): shadow starts at θ_{j-1}, the behaviour policy; on-policy.
+  For PPO's many steps this is the sum of its steps taken at θ_{j-1}, added to θ_j.
+- `correction="behaviour"` (PPO only): the steps start at θ_j; PPO's ratio denominator, the clipped
+  value loss's old values and GAE's values are the behaviour policy θ_{j-1}'s, recomputed here
+  from `behaviour_params` (never taken from the actors, so the run stays bitwise identical for any
+  actor count). What the reference HTS-RL code runs for HTS-PPO, and asynchronous PPO's usual
+  choice (APPO, Cleanba). With lag 0 (θ_{j-1} = θ_j) it is synchronous PPO exactly.
 - `correction="truncated_is"`: shadow starts at θ_j; per-sample weights min(1, π_j(a|s)/π_{j-1}(a|s)).
-- `correction="none"`: shadow starts at θ_j; no weights (the policy lag is ignored).
+- `correction="none"`: shadow starts at θ_j and everything is recomputed there (PPO's ratio is
+  against θ_j itself): the policy lag is ignored.
 
 The pieces: `algorithms.ALGORITHMS[algo]` builds the algorithm update (`build_a2c_update`,
-`build_ppo_update`: `update(start, opt_state, segment, weights, key) -> (end, opt_state, summed
-updates, metrics)`), made of `run_steps` over the one `sgd_step`; `build_learner_update` here is
+`build_ppo_update`: `update(start, opt_state, segment, weights, key, reference) -> (end, opt_state,
+summed updates, metrics)`), made of `run_steps` over the one `sgd_step`; `build_learner_update` here is
 the delayed-gradient step around it (Eq. 6's lines). IMPALA's V-trace learner for the
 asynchronous baseline (`algorithms.build_vtrace_update`) takes one `sgd_step` at θ_j.
 
@@ -38,8 +45,8 @@ import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
 from hts_jax import losses, normalization
-from hts_jax.algorithms import (ALGORITHMS, check_segment, complete_segment, pmean,
-                                params_finite)
+from hts_jax.algorithms import (ALGORITHMS, check_segment, complete_segment, learning_rate,
+                                pmean, params_finite)
 from hts_jax.sequences import apply_tb, core_input
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
@@ -62,9 +69,7 @@ def make_optimizer(config: LearnerConfig) -> optax.GradientTransformation:
   RMSProp: decay `rmsprop_decay`, eps `rmsprop_eps` added outside the square root, no momentum.
   With `lr_decay_updates > 0` the learning rate decays linearly to 0 over that many optimizer steps.
   """
-  lr = config.learning_rate
-  if config.lr_decay_updates > 0:
-    lr = optax.linear_schedule(config.learning_rate, 0.0, config.lr_decay_updates)
+  lr = learning_rate(config) if config.lr_decay_updates > 0 else config.learning_rate
   if config.optimizer == "rmsprop":
     opt = optax.rmsprop(lr, decay=config.rmsprop_decay, eps=config.rmsprop_eps,
                         eps_in_sqrt=False, momentum=None)
@@ -114,17 +119,21 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     key = jax.random.fold_in(state.key, state.update_count)
     delayed = config.correction == "delayed"
     start = state.behaviour_params if delayed else state.params
+    # The policy PPO's ratio, old values and GAE are taken against (see the module doc).
+    reference = state.behaviour_params if config.correction == "behaviour" else start
     weights = (truncated_is_weights(apply_fn, state, segment, head)
                if config.correction == "truncated_is"
                else jnp.ones(segment.rewards.shape, jnp.float32))
     end, opt_state, summed, metrics = algorithm_update(start, state.opt_state, segment, weights,
-                                                       key)
+                                                       key, reference=reference)
     # Delayed gradient: the updates computed from θ_{j-1} are applied to θ_j (Eq. 6).
     new_params = optax.apply_updates(state.params, summed) if delayed else end
     # Observation statistics (if any) take in the segment after the update that scored it.
     new_params = normalization.update_params(new_params, segment.obs[:-1], segment.valid,
                                              axis_name)
     metrics["is_weight"] = pmean(jnp.mean(weights), axis_name)
+    metrics["learning_rate"] = learning_rate(config)(
+        state.update_count * config.num_sgd_steps(segment.actions.shape[0]))
     metrics["params_finite"] = params_finite(new_params)
     new_state = state.replace(params=new_params, behaviour_params=state.params,
                               opt_state=opt_state, update_count=state.update_count + 1,

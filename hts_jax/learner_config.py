@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 ALGOS = ("a2c", "ppo")
-CORRECTIONS = ("delayed", "truncated_is", "none")
+CORRECTIONS = ("delayed", "behaviour", "truncated_is", "none")
 OPTIMIZERS = ("rmsprop", "adam")
 REDUCTIONS = ("mean", "sum")
 MINIBATCHES = ("transitions", "time_steps", "envs")
@@ -56,8 +56,11 @@ class LearnerConfig:
   algo: str = "a2c"
   """Learning algorithm."""
   correction: str = "delayed"
-  """Policy-lag correction of --mode=hts: delayed (one-step delayed gradient), truncated_is,
-  none (paper Table A1)."""
+  """Policy-lag correction of --mode=hts: delayed (the paper's Eq. 6: the update computed at the
+  behaviour params theta_{j-1} and added to theta_j; for PPO the sum of its steps), behaviour (PPO
+  only: the steps start at theta_j, the ratio, old values and GAE are theta_{j-1}'s: the reference
+  HTS-RL code's HTS-PPO), truncated_is (at theta_j with weights min(1, pi_j/pi_{j-1}); Table A1),
+  none (at theta_j, everything recomputed there: the lag ignored; Table A1)."""
   optimizer: str = "rmsprop"
   """Optimizer: RMSProp (PyTorch semantics, as the paper) or Adam."""
   learning_rate: float = 7e-4
@@ -128,6 +131,10 @@ class LearnerConfig:
            f"num_minibatches must be >= 1, got {self.num_minibatches}")
     check(self.clip_eps > 0, f"clip_eps must be > 0, got {self.clip_eps}")
     check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
+    check(self.correction != "behaviour" or self.algo == "ppo",
+          f"--correction=behaviour applies to --algo=ppo (A2C fixes nothing at the behaviour "
+          f"policy; its delayed gradient is Eq. 6 exactly): for --algo={self.algo} use one of "
+          f"{tuple(c for c in CORRECTIONS if c != 'behaviour')}")
 
   def num_sgd_steps(self, segment_length: int) -> int:
     """Optimizer steps one learner iteration takes on a segment of `segment_length` steps."""

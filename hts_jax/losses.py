@@ -92,7 +92,8 @@ def gae(rewards: chex.Array, dones: chex.Array, values: chex.Array, gamma: float
   return adv, jax.lax.stop_gradient(adv + values[:-1])
 
 
-# The metrics that follow `reduction` (the rest, such as clip_frac and mean_rho, are means).
+# The metrics that follow `reduction` (the rest, such as clip_frac, approx_kl and mean_rho, are
+# means).
 REDUCED_METRICS = ("loss", "pg_loss", "value_loss", "entropy")
 
 
@@ -214,10 +215,21 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
   value_loss = 0.5 * _reduce(v_err, mask, reduction)
   ent = -head.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
-  clipped = (jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32)
-  clip_frac = _reduce(clipped, mask, "mean")
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
-                    clip_frac=clip_frac)
+                    **ratio_diagnostics(ratio, clip_eps, mask))
+
+
+def ratio_diagnostics(ratio: chex.Array, clip_eps: float,
+                      mask: Optional[chex.Array] = None) -> Metrics:
+  """What a researcher checks when PPO under-performs, over the (masked-in) samples, no gradient:
+  `approx_kl`, the estimator E[(ρ - 1) - log ρ] of KL(π_old || π) (Schulman's k3, CleanRL's
+  `approx_kl`); the ratio's mean and standard deviation; `clip_frac`, the share with |ρ - 1| > ε."""
+  ratio = jax.lax.stop_gradient(ratio)
+  mean = _reduce(ratio, mask, "mean")
+  return dict(approx_kl=_reduce((ratio - 1.0) - jnp.log(ratio), mask, "mean"), ratio_mean=mean,
+              ratio_std=jnp.sqrt(_reduce(jnp.square(ratio - mean), mask, "mean")),
+              clip_frac=_reduce((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32), mask,
+                                "mean"))
 
 
 def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Array,
@@ -260,5 +272,8 @@ def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Ar
   value_loss = 0.5 * _reduce(jnp.square(out.errors), mask, reduction)
   ent = -head.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
+  rho = jax.lax.stop_gradient(rho)
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
-                    mean_rho=_reduce(rho, mask, "mean"))
+                    mean_rho=_reduce(rho, mask, "mean"),
+                    rho_clipped_frac=_reduce((rho > clip_rho_threshold).astype(jnp.float32), mask,
+                                             "mean"))

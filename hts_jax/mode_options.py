@@ -126,11 +126,12 @@ class ModeRules:
       check(cfg.distributed.num_processes == 1, "--num_processes > 1 runs " + " or ".join(
           f"--mode={m}" for m, rules in RULES.items() if rules.multi_process))
     if self.forces_correction is not None:
-      # The default (unset) or the correction the mode applies anyway (a preset made for HTS may
-      # name it); any other is refused.
-      check(cfg.learner.correction in ("delayed", self.forces_correction),
-            f"--correction applies to --mode=hts (the baselines have no policy lag to "
-            f"correct, or correct it with V-trace), got {cfg.learner.correction!r}")
+      # The default (unset), the correction the mode applies anyway, or `behaviour`, which is that
+      # correction at lag 0 (a preset made for HTS may name either); any other is refused.
+      allowed = tuple(dict.fromkeys(("delayed", self.forces_correction, "behaviour")))
+      check(cfg.learner.correction in allowed,
+            f"--correction={cfg.learner.correction} applies to --mode=hts only (this mode has "
+            f"no policy lag to correct, or corrects it with V-trace): use one of {allowed}")
     if self.options is not None:
       getattr(cfg, self.options).check_run(cfg, n, where)
 

@@ -90,11 +90,11 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   physics, bounds the rollout, and one 8-env call per step costs less than two 4-env calls (the
   measurement is in commit caeeb11's message). Results do not depend on it (rows are
   batch-invariant).
-  `correction="none"`: the PPO update starts at θ_j and PPO's ratio to the stored behaviour
-  log-probabilities absorbs the one-update lag, instead of the delayed gradient's sum of 320 Adam
-  steps computed at θ_{j-1} and added to θ_j. Over 3 tasks x 3 seeds at 1M steps it learns as
-  synchronous PPO does, the delayed gradient markedly slower on Hopper and Walker2d
-  (results/mujoco/results.json, README's MuJoCo table; docs/modes.md, "The delayed gradient").
+  `correction="none"`: the PPO update starts at θ_j and everything, PPO's ratio included, is
+  recomputed there (the one-update lag ignored), instead of the delayed gradient's sum of 320 Adam
+  steps computed at θ_{j-1} and added to θ_j. It was chosen on a grid (3 tasks x 3 seeds, 1M steps,
+  Intel Xeon, 2026-11-25) where it learned as synchronous PPO did and the delayed gradient markedly
+  slower on Hopper and Walker2d; that grid had no `behaviour` (the reference code's HTS-PPO).
   The lag stays exactly one and the run deterministic; `--correction=delayed` is the paper's.
 
 - `memory_lstm_ppo`: recurrent HTS-PPO on CartPole without velocities

@@ -27,7 +27,7 @@ def test_make_puts_each_flag_in_its_section_and_to_dict_gives_them_back():
 
 def test_every_flag_name_is_unique_and_sections_are_frozen():
   names = list(config.flag_fields())
-  assert len(names) == len(set(names)) == 43  # and mode, and the learner's
+  assert len(names) == len(set(names)) == 44  # and mode, and the learner's
   with pytest.raises(dataclasses.FrozenInstanceError):
     RunConfig().rollout.num_envs = 3  # type: ignore[misc]
 
@@ -59,10 +59,17 @@ def test_mode_rules_answer_the_modes_questions():
   cfg = RunConfig.make(mode="async", num_envs=8, num_executors=4, num_actors=4, alpha=20,
                        async_batch_unrolls=2, total_steps=1000)
   assert cfg.steps_per_update == 20 * 2 * 2 and cfg.optimizer_steps == cfg.learner_updates
-  with pytest.raises(ConfigError, match="--correction applies to --mode=hts"):
+  with pytest.raises(ConfigError, match=r"--correction=truncated_is applies to --mode=hts only.*"
+                                        r"use one of \('delayed', 'none', 'behaviour'\)"):
     RunConfig.make(mode="sync", learner={"correction": "truncated_is"})
-  # The correction a baseline applies anyway may be named (mujoco_hts_ppo names none).
+  # The correction a baseline applies anyway may be named (a preset may name none), and so may
+  # behaviour, which is that correction at lag 0 (mujoco_hts_ppo names it).
   assert RunConfig.make(mode="sync", learner={"correction": "none"}).mode == "sync"
+  behaviour = {"algo": "ppo", "correction": "behaviour"}
+  assert RunConfig.make(mode="sync", alpha=8, learner=behaviour).mode == "sync"
+  with pytest.raises(ConfigError, match=r"--correction=behaviour applies to --algo=ppo.*"
+                                        r"use one of \('delayed', 'truncated_is', 'none'\)"):
+    RunConfig.make(learner={"algo": "a2c", "correction": "behaviour"})
   assert [RULES[m].reports for m in config.MODES] == [None, "none", "vtrace", "none", "none"]
   # A mode's rules name its runtime module; those that run in one process refuse more in one line.
   assert [m for m in config.MODES if RULES[m].multi_process] == ["hts", "sync"]

@@ -179,6 +179,18 @@ def test_mujoco_hts_is_bitwise_identical_for_any_actor_and_executor_count(tmp_pa
   assert plain["param_sha256"] != a["param_sha256"]
 
 
+def test_mujoco_behaviour_correction_is_bitwise_identical_for_any_actor_and_executor_count(
+    tmp_path):
+  ppo = LearnerConfig(algo="ppo", num_minibatches=4, ppo_epochs=2, optimizer="adam",
+                      learning_rate=3e-4, entropy_coef=0.0, normalize_obs=True,
+                      normalize_rewards=True, bootstrap_truncation=True, correction="behaviour")
+  a = modes.run(_cfg(tmp_path, "a", learner=ppo))
+  b = modes.run(_cfg(tmp_path, "b", num_actors=3, num_executors=4, learner=ppo))
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]
+  assert [e["returns"] for e in a["eval"]] == [e["returns"] for e in b["eval"]]
+
+
 def test_mujoco_resume_is_bit_exact_with_the_normalisers(tmp_path):
   straight = modes.run(_cfg(tmp_path, "straight", total_steps=4 * 16 * 6))
   modes.run(_cfg(tmp_path, "split", total_steps=4 * 16 * 4, checkpoint_every=2))

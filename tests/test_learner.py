@@ -151,3 +151,113 @@ def test_bad_segment_length_is_a_config_error():
   step = learner.make_learner_step(config(unroll_length=3), bias_model, opt)
   with pytest.raises(ValueError, match="multiple of unroll_length"):
     step(state_at(opt), one_step_segment(0))
+
+
+def ppo_config(**kw):
+  base = dict(algo="ppo", ppo_epochs=1, num_minibatches=1, value_coef=0.5, entropy_coef=0.0,
+              normalize_advantages=False, gae_lambda=0.95, clip_eps=0.2)
+  base.update(kw)
+  return LearnerConfig(**base)
+
+
+def test_behaviour_correction_golden_ppo_step():
+  """--correction=behaviour: one PPO step at θ_j whose ratio, old value and GAE are θ_{j-1}'s,
+  derived by hand. Action 1, reward 1.5, then the episode ends: A = 1.5 − V_{j-1} = 1,
+  R = A + V_{j-1} = 1.5; ρ = π_j(1)/π_{j-1}(1) = σ(−2)/0.5 ≈ 0.238 < 1 − ε, so with A > 0 the
+  surrogate min(ρA, clip(ρ)A) is ρA and its gradient is −A·ρ·(onehot(1) − π_j). The value is
+  clipped around V_old = 0.5 to 0.7, whose error (0.7 − 1.5)² beats (2 − 1.5)²: no value
+  gradient, b stays 2."""
+  opt = optax.sgd(LR)
+  step = learner.make_learner_step(ppo_config(correction="behaviour"), bias_model, opt)
+  new, metrics = step(state_at(opt), one_step_segment(action=1))
+  pi_j = np.exp([1.0, -1.0]) / np.exp([1.0, -1.0]).sum()
+  rho = pi_j[1] / 0.5
+  assert rho < 0.8
+  np.testing.assert_allclose(metrics["ratio_mean"], rho, rtol=1e-6)
+  np.testing.assert_allclose(metrics["approx_kl"], (rho - 1) - np.log(rho), rtol=1e-5)
+  np.testing.assert_allclose(metrics["clip_frac"], 1.0)
+  grad_l = -1.0 * rho * (np.eye(2)[1] - pi_j)
+  np.testing.assert_allclose(new.params["l"], np.asarray(THETA["l"]) - LR * grad_l, atol=1e-6)
+  np.testing.assert_allclose(new.params["b"], 2.0, atol=1e-6)
+  # `none` takes the same step with everything at θ_j: ρ = 1, A = 1.5 − 2 = −0.5, V_old = 2.
+  none, m_none = learner.make_learner_step(ppo_config(correction="none"), bias_model, opt)(
+      state_at(opt), one_step_segment(action=1))
+  np.testing.assert_allclose(m_none["ratio_mean"], 1.0)
+  np.testing.assert_allclose(m_none["approx_kl"], 0.0, atol=1e-7)
+  np.testing.assert_allclose(none.params["l"],
+                             np.asarray(THETA["l"]) + LR * -0.5 * (np.eye(2)[1] - pi_j), atol=1e-6)
+  # The state rolls as for every correction.
+  np.testing.assert_array_equal(new.behaviour_params["l"], THETA["l"])
+
+
+def test_behaviour_targets_against_numpy():
+  """`ppo_targets` at θ_{j-1} on an MLP: the old log-probabilities and values are θ_{j-1}'s
+  forward pass, GAE a numpy recursion over them; the first minibatch's ratio at θ_j differs from 1
+  wherever θ_j's policy differs from θ_{j-1}'s."""
+  from hts_jax import algorithms
+  net = networks.make_network("mlp", 2)
+  theta_prev = net.init(jax.random.PRNGKey(1), jnp.zeros((1, 4)))
+  theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
+  seg = _random_segment(t=6, b=3)
+  cfg = ppo_config(gamma=0.9, gae_lambda=0.8)
+  targets = algorithms.ppo_targets(cfg, net.apply, theta_prev,
+                                   algorithms.complete_segment(seg))
+  obs = np.asarray(seg.obs).reshape(-1, 4)
+  logits, values = (np.asarray(x, np.float64) for x in net.apply(theta_prev, obs))
+  logits, values = logits.reshape(7, 3, 2), values.reshape(7, 3)
+  logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  acts = np.asarray(seg.actions)
+  old = np.take_along_axis(logp[:-1], acts[..., None], -1)[..., 0]
+  r, d = np.asarray(seg.rewards, np.float64), np.asarray(seg.dones, np.float64)
+  adv, last = np.zeros((6, 3)), np.zeros(3)
+  for t in reversed(range(6)):
+    delta = r[t] + 0.9 * (1 - d[t]) * values[t + 1] - values[t]
+    last = delta + 0.9 * 0.8 * (1 - d[t]) * last
+    adv[t] = last
+  np.testing.assert_allclose(targets.old_log_probs, old, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(targets.old_values, values[:-1], rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(targets.advantages, adv, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(targets.returns, adv + values[:-1], rtol=1e-4, atol=1e-5)
+  # The first (only) step's ratio at θ_j, from the learner's metrics, against numpy.
+  opt = optax.sgd(LR)
+  _, metrics = learner.make_learner_step(ppo_config(correction="behaviour"), net.apply, opt)(
+      state_at(opt, theta_prev, theta), seg)
+  lj = np.asarray(net.apply(theta, obs)[0], np.float64).reshape(7, 3, 2)
+  logp_j = np.take_along_axis((lj - np.log(np.exp(lj).sum(-1, keepdims=True)))[:-1],
+                              acts[..., None], -1)[..., 0]
+  ratio = np.exp(logp_j - old)
+  assert np.abs(ratio - 1).min() > 1e-4
+  np.testing.assert_allclose(metrics["ratio_mean"], ratio.mean(), rtol=1e-5)
+  np.testing.assert_allclose(metrics["ratio_std"], ratio.std(), rtol=1e-4)
+
+
+@pytest.mark.parametrize("minibatch", ["transitions", "envs"])
+def test_behaviour_at_lag_zero_is_synchronous_ppo_bitwise(minibatch):
+  """With θ_{j-1} = θ_j (lag 0: sync, or the first update) `behaviour` is sync PPO (`none`)
+  bit for bit, over several epochs and minibatches with normalised advantages."""
+  net = networks.make_network("mlp", 2)
+  theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
+  cfg = dict(algo="ppo", ppo_epochs=3, num_minibatches=2, minibatch=minibatch)
+  opt = optax.adam(1e-2)
+  seg = _random_segment()
+  runs = [learner.make_learner_step(LearnerConfig(correction=c, **cfg), net.apply, opt)(
+      state_at(opt, theta, theta), seg)[0] for c in ("behaviour", "none")]
+  for a, b in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(runs[1])):
+    np.testing.assert_array_equal(a, b)
+  # ... while at lag 1 the two differ.
+  theta_prev = net.init(jax.random.PRNGKey(1), jnp.zeros((1, 4)))
+  lagged = [learner.make_learner_step(LearnerConfig(correction=c, **cfg), net.apply, opt)(
+      state_at(opt, theta_prev, theta), seg)[0].params for c in ("behaviour", "none")]
+  assert any(not np.array_equal(a, b) for a, b in
+             zip(jax.tree.leaves(lagged[0]), jax.tree.leaves(lagged[1])))
+
+
+def test_learning_rate_in_force_is_a_metric():
+  cfg = config(learning_rate=0.5, lr_decay_updates=4)
+  step = learner.make_learner_step(cfg, bias_model, learner.make_optimizer(cfg))
+  state = learner.init_train_state(THETA_PREV, learner.make_optimizer(cfg), jax.random.PRNGKey(0))
+  lrs = []
+  for _ in range(3):
+    state, metrics = step(state, one_step_segment(0))
+    lrs.append(float(metrics["learning_rate"]))
+  np.testing.assert_allclose(lrs, [0.5, 0.375, 0.25])

@@ -40,6 +40,27 @@ def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, referenc
   assert sum(len(r) for r in s["episode_returns"]) > 0
 
 
+def test_behaviour_correction_is_deterministic_for_any_actor_count_and_resumes_bit_exactly(
+    tmp_path, reference):
+  """--correction=behaviour (PPO's ratio, old values and GAE at θ_{j-1}, recomputed by the learner)
+  keeps the contract: one hash for (1 actor, 2 executors) and (3 actors, 4 executors) under
+  jitter, a bit-exact resume, and a different run from the delayed gradient's."""
+  ppo = LearnerConfig(algo="ppo", num_minibatches=4, ppo_epochs=2, optimizer="adam",
+                      learning_rate=1e-3, correction="behaviour")
+  runs = [modes.run(small_config(tmp_path, f"b{a}{e}", num_actors=a, num_executors=e,
+                                 executor_jitter_s=0.002, learner=ppo))
+          for a, e in [(1, 2), (3, 4)]]
+  assert runs[0]["param_sha256"] == runs[1]["param_sha256"]
+  assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
+  assert runs[0]["correction"] == "behaviour"
+  assert runs[0]["param_sha256"] != reference["param_sha256"]  # the delayed gradient's run
+  modes.run(small_config(tmp_path, "split", learner=ppo, total_steps=8 * 16 * 4,
+                         checkpoint_every=2))
+  resumed = modes.run(small_config(tmp_path, "split", learner=ppo), resume=True)
+  assert resumed["param_sha256"] == runs[0]["param_sha256"]
+  assert resumed["episode_returns"] == runs[0]["episode_returns"]
+
+
 def test_vectorised_cartpole_blocks_change_no_bit(tmp_path, reference):
   """The reference steps CartPole blocks in one tight loop; stepping every gymnasium replica in
   turn (and in smaller blocks) gives the same run."""
@@ -147,6 +168,7 @@ def test_stop_at_return_stops_at_the_same_segment_whatever_the_timing(tmp_path):
   fast = modes.run(small_config(tmp_path, "fast", **kw))
   slow = modes.run(small_config(tmp_path, "slow", learner_delay_s=0.2, executor_jitter_s=0.002,
                                 **kw))
-  # First evaluation at boundary 0 (submitted), judged (reached) at boundary 1: segments 0 and 1.
-  assert fast["updates"] == slow["updates"] == 2
+  # Evaluations at boundaries 0..9 (submitted), the first full window of 10 judged (reached) at
+  # boundary 10: segments 0 to 10.
+  assert fast["updates"] == slow["updates"] == 11
   assert fast["param_sha256"] == slow["param_sha256"]
