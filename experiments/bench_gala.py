@@ -83,8 +83,7 @@ def _measure(method, var_ratio, seed):
   s = cli.run_quiet(**_config(method, var_ratio, seed))
   target = FLAGS.target or 0.875 * FLAGS.episode_length
   evals = s["eval"]
-  avgs = metrics.running_averages([e["mean_return"] for e in evals])
-  hit = next((i for i, a in enumerate(avgs) if a >= target), None)
+  hit = metrics.first_reached([e["mean_return"] for e in evals], target)
   out = {"sps": s["sps"], "steps_to_target": None if hit is None else evals[hit]["env_steps"],
          "wall_to_target": None if hit is None else evals[hit]["wall_time_s"],
          "final_eval": evals[-1]["mean_return"]}

@@ -51,8 +51,8 @@ def main(argv):
       summary = modes.run(cfg)
   evals = [(e["env_steps"], round(e["wall_time_s"], 1), e["mean_return"]) for e in summary["eval"]]
   from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
-  averages = metrics.running_averages([e["mean_return"] for e in summary["eval"]])
-  hit = next((e for e, avg in zip(summary["eval"], averages) if avg >= FLAGS.target), None)
+  i = metrics.first_reached([e["mean_return"] for e in summary["eval"]], FLAGS.target)
+  hit = None if i is None else summary["eval"][i]
   print(json.dumps({
       "scenario": FLAGS.scenario, "representation": FLAGS.representation,
       "target": FLAGS.target, "reached": hit is not None,

@@ -5,22 +5,49 @@ import datetime
 import json
 import os
 import platform
+import random
 import subprocess
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from hts_jax.analysis import metrics
+from hts_jax.runtime.host import cpu_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def machine() -> Dict[str, Any]:
-  cpu = ""
-  try:
-    with open("/proc/cpuinfo") as f:
-      cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-  except OSError:
-    pass
-  return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
+  return {"cores": os.cpu_count(), "cpu": cpu_model(), "platform": platform.platform(),
           "python": platform.python_version()}
+
+
+def block_order(block: str, methods: Sequence[str]) -> List[str]:
+  """A paired block's methods (one seed's runs of every method, back to back on one host) in a
+  random order seeded by the block's name, so no method always runs first or last."""
+  order = list(methods)
+  random.Random(block).shuffle(order)
+  return order
+
+
+def run_host(summary: Dict[str, Any]) -> Dict[str, Any]:
+  """A run's host for a grid's results.json: its kind (`metrics.host_kind`), its calibration
+  total and its load average at the start and the end (None where the run did not record them)."""
+  host = summary.get("host") or {}
+  return {"host": metrics.host_kind(host),
+          "calibration_ms": (host.get("calibration") or {}).get("total_ms"),
+          "load": [host.get("load_start", [None])[0], host.get("load_end", [None])[0]]}
+
+
+def check_hosts(runs: Sequence[Dict[str, Any]], allow_mixed: bool) -> List[str]:
+  """The host kinds of a grid's runs (dicts with `host`); more than one is refused in one line
+  (SystemExit 2) unless `allow_mixed`: the SPS columns would put hosts ~3x apart side by side."""
+  kinds = list(dict.fromkeys(r["host"] for r in runs))
+  if len(kinds) > 1 and not allow_mixed:
+    print(f"error: the runs come from {len(kinds)} host kinds ({'; '.join(kinds)}): their "
+          "SPS are not comparable; re-run on one host kind or pass --mixed_hosts (the table "
+          "then says so)", file=sys.stderr)
+    raise SystemExit(2)
+  return kinds
 
 
 def commit() -> str:
@@ -75,7 +102,8 @@ def replace_block(path: str, begin: str, end: str, markdown: str) -> bool:
 
 def run_missing(runs: Iterable[Tuple[str, List[str]]]) -> None:
   """Runs each `(logdir, command)` whose logdir holds no summary.json yet, one at a time in the
-  repo root (a grid script's runs: a resumed grid skips what is done)."""
+  repo root, in the order given (a grid script's paired blocks; a resumed grid skips what is
+  done)."""
   for logdir, cmd in runs:
     if os.path.exists(os.path.join(logdir, "summary.json")):
       continue

@@ -28,11 +28,14 @@ from experiments.reproduce_mujoco import _cell, _spread
 ROOT = provenance.ROOT
 ENV = "hts_jax/CartPoleNoVel-v1"
 THRESHOLD = 475.0  # CartPole-v1's reward_threshold (gymnasium's registration)
+# `hts_*` without a suffix: the preset's --correction=delayed (the paper's Eq. 6); `_behaviour`:
+# the reference code's HTS-PPO; `_none`: at θ_j, everything recomputed there (docs/modes.md).
 METHODS = {"hts_lstm": ["--mode=hts", "--core=lstm"], "sync_lstm": ["--mode=sync", "--core=lstm"],
            "hts_ff": ["--mode=hts", "--core=none"], "sync_ff": ["--mode=sync", "--core=none"],
-           # Opt-in: recurrent HTS-PPO whose update starts at θ_j (the paper's Table A1 "none").
+           "hts_lstm_behaviour": ["--mode=hts", "--core=lstm", "--correction=behaviour"],
            "hts_lstm_none": ["--mode=hts", "--core=lstm", "--correction=none"]}
-DEFAULT_METHODS = ["hts_lstm", "sync_lstm", "hts_ff", "sync_ff"]
+DEFAULT_METHODS = ["sync_lstm", "hts_lstm", "hts_lstm_behaviour", "hts_lstm_none", "hts_ff",
+                   "sync_ff"]
 README_BEGIN = "<!-- memory-results:begin (experiments/reproduce_memory.py writes this) -->"
 README_END = "<!-- memory-results:end -->"
 FLAGS = flags.FLAGS
@@ -45,6 +48,8 @@ def define_flags() -> None:
   flags.DEFINE_string("results", "results/memory", "Where runs and the report go.")
   flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
   flags.DEFINE_bool("readme", True, "Rewrite README.md's memory block from results.json.")
+  flags.DEFINE_bool("mixed_hosts", False, "Report runs made on different host kinds together "
+                    "(their SPS are then not comparable, and the table says so).")
 
 
 def run_dir(results: str, method: str, seed: int) -> str:
@@ -62,7 +67,8 @@ def first_reaching(evals: List[Dict[str, Any]], threshold: float) -> Optional[in
   return next((e["env_steps"] for e in evals if e["mean_return"] >= threshold), None)
 
 
-def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
+def report(results: str, readme: Optional[str] = None,
+           mixed_hosts: bool = False) -> Dict[str, Any]:
   runs, table = [], {}
   base = os.path.join(results, "runs")
   for method in sorted(os.listdir(base)) if os.path.isdir(base) else []:
@@ -78,7 +84,9 @@ def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
                    "best_eval": max(e["mean_return"] for e in evals),
                    "reached_at": first_reaching(evals, THRESHOLD), "sps": s["sps"],
                    "wall_time_s": s["wall_time_s"], "param_sha256": s["param_sha256"][:16],
+                   **provenance.run_host(s),
                    "evals": [[e["env_steps"], e["mean_return"]] for e in evals]})
+  hosts = provenance.check_hosts(runs, mixed_hosts)
   for method in sorted({r["method"] for r in runs}):
     mine = [r for r in runs if r["method"] == method]
     reached = [r["reached_at"] for r in mine if r["reached_at"] is not None]
@@ -89,17 +97,25 @@ def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
                      "sps": _spread([r["sps"] for r in mine])}
   _plot(results, runs)
   return provenance.publish(results, {"env": ENV, "threshold": THRESHOLD, "runs": runs,
-                                      "table": table}, render_markdown, readme, README_BEGIN,
-                            README_END)
+                                      "table": table, "hosts": hosts}, render_markdown, readme,
+                            README_BEGIN, README_END)
 
 
 def render_markdown(out: Dict[str, Any]) -> str:
+  hosts = out.get("hosts") or [out["machine"].get("cpu", "?")]
   lines = [f"**Memory: {out['env']}** (`--preset=memory_lstm_ppo`; `*_lstm`: `--core=lstm`, "
-           "`*_ff`: the same PPO with a feed-forward policy; `hts_lstm_none`: recurrent HTS-PPO "
-           "with `--correction=none`). Evaluations: 10 greedy episodes "
-           f"every 10k env steps. Source: `results/memory/results.json`, {out['date']}, commit "
-           f"{out['commit'][:12]}, {out['machine']['cores']} cores "
-           f"({out['machine'].get('cpu', '?')}); `{out['command']}`.", "",
+           "`*_ff`: the same PPO with a feed-forward policy; `hts_*`: the preset's "
+           "`--correction=delayed` (the paper's Eq. 6: PPO's 20 epochs taken at θ_{j-1}, their sum "
+           "added to θ_j), `hts_lstm_behaviour`: `--correction=behaviour` (the reference code's "
+           "HTS-PPO: the epochs start at θ_j, the ratio, old values and GAE are θ_{j-1}'s), "
+           "`hts_lstm_none`: `--correction=none` (at θ_j, everything recomputed there)). "
+           "Evaluations: 10 greedy episodes every 10k env steps, every evaluation new episodes; "
+           f"'reached': one evaluation's mean (a window of 1 evaluation, not the paper's 10). "
+           f"Source: `results/memory/results.json`, {out['date']}, commit {out['commit'][:12]}; "
+           f"runs on {'; '.join(hosts)}"
+           + (" (MIXED hosts: SPS not comparable across them)" if len(hosts) > 1 else "")
+           + ", each seed a block of its methods back to back in a random order; "
+           f"`{out['command']}`.", "",
            "| method | seeds | final evaluation, mean [min, max] | best evaluation, mean [min, "
            f"max] | seeds reaching {out['threshold']:.0f} | first reached at (env steps), mean "
            "[min, max] | SPS, mean [min, max] |", "|---|---|---|---|---|---|---|"]
@@ -117,7 +133,8 @@ def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
   colors = {"hts_lstm": "tab:red", "sync_lstm": "tab:blue", "hts_ff": "tab:orange",
-            "sync_ff": "tab:cyan", "hts_lstm_none": "tab:purple"}
+            "sync_ff": "tab:cyan", "hts_lstm_none": "tab:purple",
+            "hts_lstm_behaviour": "tab:green"}
   fig, ax = plt.subplots(figsize=(6, 3.6))
   labelled = set()
   for r in runs:
@@ -141,10 +158,12 @@ def main(argv):
   if unknown:
     raise app.UsageError(f"--methods: unknown {unknown}; expected some of {sorted(METHODS)}")
   if not FLAGS.report_only:
+    # Paired blocks: each seed's methods back to back in a random order.
     dirs = [(run_dir(FLAGS.results, m, int(s)), m, int(s)) for s in FLAGS.seeds
-            for m in FLAGS.methods]
+            for m in provenance.block_order(f"seed{s}", FLAGS.methods)]
     provenance.run_missing((d, command(m, s, FLAGS.steps, d)) for d, m, s in dirs)
-  out = report(FLAGS.results, os.path.join(ROOT, "README.md") if FLAGS.readme else None)
+  out = report(FLAGS.results, os.path.join(ROOT, "README.md") if FLAGS.readme else None,
+               FLAGS.mixed_hosts)
   print(json.dumps(out["table"], indent=1))
 
 

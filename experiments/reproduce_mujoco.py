@@ -31,14 +31,16 @@ from absl import app, flags
 from experiments import provenance
 
 ROOT = provenance.ROOT
-# The benchmark's two methods (HTS-PPO with the paper's delayed gradient, synchronous PPO), and
-# HTS-PPO under the paper's other policy-lag corrections (Table A1; `--methods=hts_ppo_none,
-# hts_ppo_tis` runs them): the data is still one update old, but the PPO update starts at θ_j
-# instead of the delayed gradient's θ_{j-1}. The preset's own correction is none.
+# Synchronous PPO and HTS-PPO under each policy-lag correction (docs/modes.md): `delayed` (the
+# paper's Eq. 6; for PPO the sum of its steps taken at θ_{j-1}, added to θ_j), `behaviour` (the
+# reference code's HTS-PPO: the steps start at θ_j, the ratio, old values and GAE are θ_{j-1}'s),
+# `none` (at θ_j, everything recomputed there: the lag ignored) and, opt-in, `truncated_is`
+# (Table A1). Each (task, seed) is a paired block: its methods back to back in a random order.
 METHODS = {"hts_ppo": ["--mode=hts", "--correction=delayed"], "sync_ppo": ["--mode=sync"],
+           "hts_ppo_behaviour": ["--mode=hts", "--correction=behaviour"],
            "hts_ppo_none": ["--mode=hts", "--correction=none"],
            "hts_ppo_tis": ["--mode=hts", "--correction=truncated_is"]}
-DEFAULT_METHODS = ["hts_ppo", "sync_ppo"]
+DEFAULT_METHODS = ["sync_ppo", "hts_ppo", "hts_ppo_behaviour", "hts_ppo_none"]
 
 README_BEGIN = "<!-- mujoco-results:begin (experiments/reproduce_mujoco.py writes this) -->"
 README_END = "<!-- mujoco-results:end -->"
@@ -54,6 +56,8 @@ def define_flags() -> None:
   flags.DEFINE_string("results", "results/mujoco", "Where runs and the report go.")
   flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
   flags.DEFINE_bool("readme", True, "Rewrite README.md's MuJoCo block from results.json.")
+  flags.DEFINE_bool("mixed_hosts", False, "Report runs made on different host kinds together "
+                    "(their SPS are then not comparable, and the table says so).")
 
 
 def run_dir(results: str, task: str, method: str, seed: int) -> str:
@@ -89,7 +93,15 @@ def _spread(xs: List[float]) -> Dict[str, Any]:
   return {"mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
+def final_metric(summary: Dict[str, Any], last: int = 10) -> Optional[float]:
+  """The paper's final metric: the mean return of the last `last` evaluations (each of new
+  episodes: 10 x 10 different episodes)."""
+  evals = summary["eval"][-last:]
+  return sum(e["mean_return"] for e in evals) / len(evals) if evals else None
+
+
+def report(results: str, readme: Optional[str] = None,
+           mixed_hosts: bool = False) -> Dict[str, Any]:
   runs, table = [], {}
   base = os.path.join(results, "runs")
   for task in sorted(os.listdir(base)) if os.path.isdir(base) else []:
@@ -104,46 +116,55 @@ def report(results: str, readme: Optional[str] = None) -> Dict[str, Any]:
         runs.append({"task": task, "method": method, "seed": s["seed"],
                      "env_steps": s["env_steps"], "final_return": final_return(s),
                      "final_eval": s["eval"][-1]["mean_return"] if s["eval"] else None,
+                     "final_metric": final_metric(s),
                      "sps": s["sps"], "wall_time_s": s["wall_time_s"],
-                     "param_sha256": s["param_sha256"][:16], "curve": curve(logdir)})
+                     "param_sha256": s["param_sha256"][:16], **provenance.run_host(s),
+                     "curve": curve(logdir)})
+  hosts = provenance.check_hosts(runs, mixed_hosts)
   for task in sorted({r["task"] for r in runs}):
     table[task] = {}
     for method in sorted({r["method"] for r in runs if r["task"] == task}):
       mine = [r for r in runs if r["task"] == task and r["method"] == method]
       evals = [r["final_eval"] for r in mine if r["final_eval"] is not None]
+      finals = [r["final_metric"] for r in mine if r.get("final_metric") is not None]
       table[task][method] = {"final_return": _spread([r["final_return"] for r in mine]),
                              "final_eval": _spread(evals) if evals else None,
+                             "final_metric": _spread(finals) if finals else None,
                              "sps": _spread([r["sps"] for r in mine]),
                              "env_steps": _spread([r["env_steps"] for r in mine])}
   _plot(results, runs)
-  return provenance.publish(results, {"runs": runs, "table": table, "cleanrl": CLEANRL},
-                            render_markdown, readme, README_BEGIN, README_END)
+  return provenance.publish(results, {"runs": runs, "table": table, "cleanrl": CLEANRL,
+                                      "hosts": hosts}, render_markdown, readme, README_BEGIN,
+                            README_END)
 
 
 def render_markdown(out: Dict[str, Any]) -> str:
   """The table (and where it came from) as README and table.md show it."""
   table = out["table"]
+  hosts = out.get("hosts") or [out["machine"].get("cpu", "?")]
   lines = [f"**HTS-PPO vs synchronous PPO on MuJoCo** (`--preset=mujoco_hts_ppo`: PPO's MuJoCo "
-           "setup, 8 envs x 256 steps per update; `hts_ppo` is `--mode=hts --correction=delayed`, the "
-           "paper's delayed gradient, `sync_ppo` is `--mode=sync`). Final return: the mean "
-           "over the 8 envs of each one's last training episode; CleanRL's column is its "
-           f"published 1M-step return on the v4 task ({out['cleanrl']['source']}). Source: "
-           f"`results/mujoco/results.json`, {out['date']}, commit {out['commit'][:12]}, "
-           f"{out['machine']['cores']} cores ({out['machine'].get('cpu', '?')}); `{out['command']}`.", "",
-           *(["`hts_ppo_none` and `hts_ppo_tis` are HTS-PPO with `--correction=none` (the "
-              "preset's default) and `--correction=truncated_is` (the paper's Table A1 "
-              "alternatives to the delayed gradient: the PPO update starts at θ_j on data "
-              "collected by θ_{j-1}).", ""]
-             if any(m not in DEFAULT_METHODS for methods in table.values() for m in methods)
-             else []),
-           "| task | method | seeds | env steps | final return, mean [min, max] | final "
-           "evaluation (10 episodes), mean [min, max] | SPS, mean [min, max] | CleanRL PPO (1M) |",
+           "setup, 8 envs x 256 steps per update; `sync_ppo` is `--mode=sync`, the others "
+           "`--mode=hts` with a correction: `hts_ppo` `delayed` (the paper's Eq. 6: PPO's 320 "
+           "steps taken at θ_{j-1}, their sum added to θ_j), `hts_ppo_behaviour` `behaviour` (the "
+           "reference code's HTS-PPO: the steps start at θ_j, the ratio, old values and GAE are "
+           "θ_{j-1}'s), `hts_ppo_none` `none` (at θ_j, everything recomputed there: the lag "
+           "ignored), `hts_ppo_tis` `truncated_is` (Table A1)). Final return: the mean over the 8 "
+           "envs of each one's last training episode; final metric: the mean of the last 10 "
+           "evaluations (10 sampled episodes each, every evaluation new episodes); CleanRL's "
+           f"column is its published 1M-step return on the v4 task ({out['cleanrl']['source']}). "
+           f"Source: `results/mujoco/results.json`, {out['date']}, commit {out['commit'][:12]}; "
+           f"runs on {'; '.join(hosts)}"
+           + (" (MIXED hosts: SPS not comparable across them)" if len(hosts) > 1 else "")
+           + f", each (task, seed) a block of its methods back to back in a random order; "
+           f"`{out['command']}`.", "",
+           "| task | method | seeds | env steps | final return, mean [min, max] | final metric "
+           "(last 10 evaluations), mean [min, max] | SPS, mean [min, max] | CleanRL PPO (1M) |",
            "|---|---|---|---|---|---|---|---|"]
   for task, methods in table.items():
     for method, t in methods.items():
       lines.append(f"| {task} | {method} | {t['final_return']['n']} | "
                    f"{t['env_steps']['mean']:,.0f} | {_cell(t['final_return'])} | "
-                   f"{_cell(t.get('final_eval'))} | {_cell(t['sps'])} | "
+                   f"{_cell(t.get('final_metric'))} | {_cell(t['sps'])} | "
                    f"{CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
   return "\n".join(lines) + "\n"
 
@@ -163,7 +184,7 @@ def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
     return
   fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
   colors = {"hts_ppo": "tab:red", "sync_ppo": "tab:blue", "hts_ppo_none": "tab:orange",
-            "hts_ppo_tis": "tab:green"}
+            "hts_ppo_tis": "tab:green", "hts_ppo_behaviour": "tab:purple"}
   for ax, task in zip(axes[0], tasks):
     labelled = set()
     for r in runs:
@@ -196,10 +217,12 @@ def main(argv):
   if unknown:
     raise app.UsageError(f"--methods: unknown {unknown}; expected some of {sorted(METHODS)}")
   if not FLAGS.report_only:
-    dirs = [(run_dir(FLAGS.results, t, m, int(s)), t, m, int(s)) for t in FLAGS.tasks
-            for s in FLAGS.seeds for m in FLAGS.methods]
+    # Paired blocks: seed-major, each (task, seed)'s methods back to back in a random order.
+    dirs = [(run_dir(FLAGS.results, t, m, int(s)), t, m, int(s)) for s in FLAGS.seeds
+            for t in FLAGS.tasks for m in provenance.block_order(f"{t}/seed{s}", FLAGS.methods)]
     provenance.run_missing((d, command(t, m, s, FLAGS.steps, d)) for d, t, m, s in dirs)
-  out = report(FLAGS.results, os.path.join(ROOT, "README.md") if FLAGS.readme else None)
+  out = report(FLAGS.results, os.path.join(ROOT, "README.md") if FLAGS.readme else None,
+               FLAGS.mixed_hosts)
   print(json.dumps(out["table"], indent=1))
 
 

@@ -4,14 +4,16 @@ Every random draw in a run is keyed by (seed, env_id[, step]), never by who proc
 - `env_seed(seed, env_id)`: the env replica's reset seed;
 - `action_stream(seed, env_id)`: the env's action-seed stream; the action at the env's global step
   `s` is sampled with the key `fold_in(PRNGKey(action_stream), s)` (see `hts_jax.acting`);
-- `eval_env_seed(seed, episode)`: evaluation replicas, disjoint from training ones.
+- `eval_episode_seed(seed, evaluation, episode)`, `eval_action_stream(seed, evaluation, row)`:
+  episode i of evaluation k resets with the first and samples its actions from the second, so no
+  two evaluations replay the same episodes and none replays training's (its own domain words).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-_ENV, _ACTION, _EVAL, _LEARNER, _DECORRELATE, _ENVPOOL = range(6)
+_ENV, _ACTION, _EVAL, _LEARNER, _DECORRELATE, _ENVPOOL, _EVAL_ACTION = range(7)
 
 
 def _derive(*words: int) -> int:
@@ -31,8 +33,14 @@ def action_streams(seed: int, num_envs: int) -> np.ndarray:
   return np.array([action_stream(seed, e) for e in range(num_envs)], np.uint32)
 
 
-def eval_env_seed(seed: int, episode: int) -> int:
-  return _derive(seed, _EVAL, episode)
+def eval_episode_seed(seed: int, evaluation: int, episode: int) -> int:
+  """The reset seed of episode `episode` of the run's evaluation number `evaluation` (0, 1, ...)."""
+  return _derive(seed, _EVAL, evaluation, episode)
+
+
+def eval_action_stream(seed: int, evaluation: int, row: int) -> int:
+  """The action stream of row `row` of evaluation number `evaluation`'s policy step."""
+  return _derive(seed, _EVAL_ACTION, evaluation, row)
 
 
 def learner_seed(seed: int) -> int:

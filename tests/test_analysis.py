@@ -90,7 +90,7 @@ def test_lag_formula_matches_queue_simulation(n_rho0):
 # ---- Metrics -------------------------------------------------------------------------------------
 
 def _write_run(path, *, seed, mode="hts", algo="a2c", env="CartPole-v1", returns, times=None,
-               steps_per_eval=1000, sps=1000.0, episodes=10):
+               steps_per_eval=1000, sps=1000.0, episodes=10, host=None):
   os.makedirs(path, exist_ok=True)
   times = times if times is not None else list(range(len(returns)))
   evals = [{"env_steps": (i + 1) * steps_per_eval, "wall_time_s": float(t),
@@ -98,6 +98,8 @@ def _write_run(path, *, seed, mode="hts", algo="a2c", env="CartPole-v1", returns
            for i, (r, t) in enumerate(zip(returns, times))]
   summary = {"env": env, "mode": mode, "algo": algo, "alpha": 5, "num_actors": 1, "num_envs": 8,
              "correction": "delayed", "seed": seed, "sps": sps, "eval": evals}
+  if host is not None:
+    summary["host"] = host
   with open(os.path.join(path, "summary.json"), "w") as f:
     json.dump(summary, f)
   return path
@@ -118,8 +120,12 @@ def test_metrics_known_answers(tmp_path):
   # The paper's default, 10 evaluations: (40 + ... + 130) / 10 = 85, (50 + ... + 140) / 10 = 95.
   assert metrics.required_time_metric(run, 90.0)["wall_time_s"] == 14.0
   assert metrics.required_time_metric(run, 100.0)["wall_time_s"] == math.inf
-  # While fewer than 10 evaluations exist, the average is over those (deque semantics).
-  assert metrics.running_averages([4.0, 0.0, 2.0]) == [4.0, 2.0, 2.0]
+  # A partial window does not count: no average before the 10th evaluation, so a run that hits
+  # the target early reaches it at its 10th evaluation at the earliest.
+  assert metrics.running_averages([4.0, 0.0, 2.0]) == [None, None, None]
+  assert metrics.running_averages([4.0, 0.0, 2.0], window=2) == [None, 2.0, 1.0]
+  assert metrics.first_reached([200.0] * 12, 100.0) == 9
+  assert metrics.required_time_metric(run, 0.0)["wall_time_s"] == 9.0
   assert metrics.required_time_metric(run, 1e9)["wall_time_s"] == math.inf
   # Per-episode returns win over the stored mean when both are present.
   ep = metrics.Run(run.path, run.summary, ({"env_steps": 1, "wall_time_s": 0.0, "mean_return": 0.0,
@@ -220,6 +226,30 @@ def test_report_cli(tmp_path):
   assert p.returncode == 2 and "not a directory" in p.stderr and len(p.stderr.splitlines()) == 1
   p = _cli("experiments.report", dirs[0], "--targets=oops")
   assert p.returncode == 2 and "ENV=RETURN" in p.stderr
+
+
+def test_report_shows_hosts_and_refuses_to_mix_them(tmp_path):
+  """Wall-time figures from different host kinds do not share a column unless asked for."""
+  epyc = {"cpu_model": "AMD EPYC", "usable_cores": 2, "calibration": {"total_ms": 812.0}}
+  xeon = {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2}
+  a = _write_run(str(tmp_path / "a"), seed=0, returns=[0, 100], host=epyc)
+  b = _write_run(str(tmp_path / "b"), seed=1, returns=[0, 100], host=epyc)
+  c = _write_run(str(tmp_path / "c"), seed=2, returns=[0, 100], host=xeon)
+  p = _cli("experiments.report", a, b)
+  assert p.returncode == 0, p.stderr
+  assert f"{a}: seed 0, AMD EPYC x2, calibration 812 ms, 1,000 SPS" in p.stdout
+  assert "mix" not in p.stdout
+  p = _cli("experiments.report", a, b, c)
+  assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+  assert "2 host kinds (AMD EPYC x2; Intel(R) Xeon(R) Processor x2)" in p.stderr
+  assert "--mixed_hosts" in p.stderr
+  p = _cli("experiments.report", a, b, c, "--mixed_hosts")
+  assert p.returncode == 0, p.stderr
+  assert "NOTE: wall-time figures below mix 2 host kinds" in p.stdout
+  # A run without a host block is a host kind of its own.
+  d = _write_run(str(tmp_path / "d"), seed=3, returns=[0, 100])
+  p = _cli("experiments.report", a, d)
+  assert p.returncode == 2 and metrics.UNKNOWN_HOST in p.stderr
 
 
 def test_eq7_with_gamma_steps_matches_simulation():

@@ -67,3 +67,31 @@ def test_a_long_evaluation_prints_progress(monkeypatch, capsys):
   lines = [l for l in capsys.readouterr().out.splitlines() if "episodes done" in l]
   assert lines[0].startswith("evaluation at 5 env steps: 0/2 episodes done, 0 steps, ")
   assert lines[-1].startswith("evaluation at 5 env steps: ") and lines[-1].endswith(" s")
+
+
+def test_each_evaluation_plays_new_episodes_and_one_evaluation_is_reproducible():
+  """Evaluation k's episode i is seeded by (run seed, k, i): the same params evaluated at two
+  indices play different episodes (sampled actions: both the resets and the action streams
+  change), and at one index the same episodes again."""
+  ev, params = _evaluator("CartPole-v1", 10, greedy=False)
+  try:
+    first = ev.evaluate(params, index=0)
+    again = ev.evaluate(params, index=0)
+    other = ev.evaluate(params, index=1)
+  finally:
+    ev.close()
+  assert first == again
+  assert first != other
+
+
+def test_scheduled_evaluations_take_consecutive_indices():
+  """Through the run's schedule (`submit`), evaluation k is index k: two submitted evaluations of
+  the same params give the returns of indices 0 and 1."""
+  ev, params = _evaluator("CartPole-v1", 10, greedy=False)
+  try:
+    want = [ev.evaluate(params, index=k) for k in (0, 1)]
+    ev.submit(100, 1.0, params)
+    ev.submit(200, 2.0, params)
+  finally:
+    ev.close()
+  assert [r["returns"] for r in ev.results] == want

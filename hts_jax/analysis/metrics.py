@@ -7,8 +7,10 @@ intervals over seeds.
 - required time metric: the wall time (and env steps) at which the running average evaluation
   return first reaches a target: the paper's "running average of the most recent 100 evaluation
   episodes, i.e., 10 episodes for each of the most recent ten policies" (`RUNNING_WINDOW`
-  evaluations, fewer while fewer exist, as a `deque(maxlen=...)` average does).
-  `--stop_at_return` stops a run on the same average (`running_averages`).
+  evaluations). Only full windows count: a run reaches a target at its 10th evaluation at the
+  earliest, and every average is over 10 evaluations that played different episodes
+  (`hts_jax.runtime.evaluation`). `--stop_at_return` stops a run on the same average
+  (`first_reached`).
 Each is computed per run (seed); a group of seeds is summarized by its mean and a 95% percentile
 bootstrap interval of the mean (10,000 resamples of the seeds with replacement).
 
@@ -48,6 +50,11 @@ class Run:
   def key(self) -> Tuple:
     return tuple(self.summary.get(f) for f in GROUP_FIELDS)
 
+  @property
+  def host(self) -> str:
+    """The run's host kind (`host_kind`)."""
+    return host_kind(self.summary.get("host"))
+
   def train_curve(self) -> List[Dict[str, float]]:
     """metrics.csv rows as floats (empty cells dropped); [] when there is no metrics.csv."""
     path = os.path.join(self.path, "metrics.csv")
@@ -58,6 +65,35 @@ class Run:
       for r in csv.DictReader(f):
         rows.append({k: float(v) for k, v in r.items() if v not in ("", None)})
     return rows
+
+
+UNKNOWN_HOST = "host not recorded"
+
+
+def host_kind(record: Optional[Dict[str, Any]]) -> str:
+  """What makes two runs' wall times comparable: the CPU model and the cores the process could use
+  (summary.json's `host` block, `hts_jax.runtime.host`); UNKNOWN_HOST for a run without one."""
+  if not record:
+    return UNKNOWN_HOST
+  return f"{record.get('cpu_model', '?')} x{record.get('usable_cores', '?')}"
+
+
+class MixedHostsError(ValueError):
+  """Wall-time figures of runs made on different host kinds would share a column."""
+
+
+def check_one_host(runs: Sequence[Run], allow_mixed: bool = False,
+                   flag: str = "--mixed_hosts") -> List[str]:
+  """The host kinds of `runs`, in order of appearance. More than one raises MixedHostsError (one
+  line naming them) unless `allow_mixed`: wall times (SPS, time to a target, final time metric)
+  from hosts ~3x apart in speed are not comparable."""
+  kinds = list(dict.fromkeys(r.host for r in runs))
+  if len(kinds) > 1 and not allow_mixed:
+    raise MixedHostsError(
+        f"the runs come from {len(kinds)} host kinds ({'; '.join(kinds)}): their wall-time "
+        f"figures are not comparable; pass {flag} to report them together (the tables then say "
+        "so)")
+  return kinds
 
 
 def load_run(path: str) -> Run:
@@ -105,22 +141,34 @@ def final_time_metric(run: Run, time_limit_s: float, last: int = 10) -> Optional
 RUNNING_WINDOW = 10  # evaluations (of 10 episodes each in the paper) in the running average
 
 
-def running_averages(returns: Sequence[float], window: int = RUNNING_WINDOW) -> List[float]:
-  """Entry i: the mean of evaluation returns [i - window + 1, i] (of those that exist)."""
+def running_averages(returns: Sequence[float],
+                     window: int = RUNNING_WINDOW) -> List[Optional[float]]:
+  """Entry i: the mean of evaluation returns [i - window + 1, i]; None while fewer than `window`
+  evaluations exist (a partial window does not count)."""
   if window < 1:
     raise ValueError(f"need window >= 1, got {window}")
-  return [float(np.mean(returns[max(0, i + 1 - window):i + 1])) for i in range(len(returns))]
+  return [float(np.mean(returns[i + 1 - window:i + 1])) if i + 1 >= window else None
+          for i in range(len(returns))]
+
+
+def first_reached(returns: Sequence[float], target: float,
+                  window: int = RUNNING_WINDOW) -> Optional[int]:
+  """The index of the first evaluation whose full-window running average is >= target (None:
+  never)."""
+  return next((i for i, avg in enumerate(running_averages(returns, window))
+               if avg is not None and avg >= target), None)
 
 
 def required_time_metric(run: Run, target: float,
                          window: int = RUNNING_WINDOW) -> Dict[str, float]:
-  """First evaluation at which the running average return (`running_averages`) is >= target:
-  {"wall_time_s", "env_steps"}, both inf when the run never reached it."""
-  for i, avg in enumerate(running_averages([_eval_return(e) for e in run.evals], window)):
-    if avg >= target:
-      return {"wall_time_s": float(run.evals[i]["wall_time_s"]),
-              "env_steps": float(run.evals[i]["env_steps"])}
-  return {"wall_time_s": math.inf, "env_steps": math.inf}
+  """First evaluation at which the running average return over a full window of `window`
+  evaluations (`first_reached`) is >= target: {"wall_time_s", "env_steps"}, both inf when the run
+  never reached it."""
+  i = first_reached([_eval_return(e) for e in run.evals], target, window)
+  if i is None:
+    return {"wall_time_s": math.inf, "env_steps": math.inf}
+  return {"wall_time_s": float(run.evals[i]["wall_time_s"]),
+          "env_steps": float(run.evals[i]["env_steps"])}
 
 
 def bootstrap_ci(values: Sequence[float], *, resamples: int = 10_000, confidence: float = 0.95,
@@ -173,7 +221,8 @@ def summarize(groups: Dict[Tuple, List[Run]], *, last: int = 10,
   for key, runs in groups.items():
     f = dict(zip(GROUP_FIELDS, key))
     row: Dict[str, Any] = {"env": f["env"], "method": method_label(key, keys),
-                           "seeds": [r.seed for r in runs], **{k: f[k] for k in GROUP_FIELDS}}
+                           "seeds": [r.seed for r in runs], **{k: f[k] for k in GROUP_FIELDS},
+                           "hosts": list(dict.fromkeys(r.host for r in runs))}
     row["final"] = ci([v for v in (final_metric(r, last) for r in runs) if v is not None])
     if time_limit_s is not None:
       row["time_limit_s"] = time_limit_s

@@ -11,6 +11,11 @@ env's target); each cell is the mean over seeds with its 95% bootstrap interval 
 Also draws return vs env steps and return vs wall time (paper Fig. 5) and a throughput bar chart
 (SPS per method) into --out, and writes report.json there. It reads summary.json (and nothing
 TensorBoard wrote). `--json` prints that JSON instead of the tables.
+
+Every run's host (CPU model and usable cores from summary.json's host block, with its calibration
+time) is listed under the tables. Wall-time figures (SPS, the final time and required time
+metrics) from different host kinds are refused in one line unless `--mixed_hosts` is given; the
+tables then say that they mix hosts.
 """
 
 import json
@@ -31,6 +36,8 @@ flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")
 flags.DEFINE_integer("seed", 0, "Bootstrap seed.")
 flags.DEFINE_string("out", None, "Directory for the PNGs and report.json (none: no files).")
 flags.DEFINE_bool("json", False, "Print JSON instead of tables.")
+flags.DEFINE_bool("mixed_hosts", False, "Report runs made on different host kinds together (their "
+                  "wall-time figures are then not comparable, and the tables say so).")
 FLAGS = flags.FLAGS
 
 
@@ -100,6 +107,17 @@ def format_tables(rows: List[Dict[str, Any]]) -> str:
   return "\n".join(out)
 
 
+def format_hosts(runs) -> str:
+  """One line per run: its directory, seed, host kind, calibration time and SPS."""
+  lines = ["Hosts (summary.json's host block; calibration: a fixed CPU workload's time)"]
+  for r in runs:
+    cal = (r.summary.get("host") or {}).get("calibration", {}).get("total_ms")
+    lines.append(f"  {r.path}: seed {r.seed}, {r.host}"
+                 + (f", calibration {cal:,.0f} ms" if cal is not None else "")
+                 + f", {r.summary.get('sps', 0):,.0f} SPS")
+  return "\n".join(lines) + "\n"
+
+
 def main(argv):
   from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   dirs = argv[1:]
@@ -108,12 +126,14 @@ def main(argv):
   targets = _targets(FLAGS.targets)
   try:
     runs = [metrics.load_run(d) for d in dirs]
+    hosts = metrics.check_one_host(runs, FLAGS.mixed_hosts)
     rows = metrics.summarize(metrics.group_runs(runs), last=FLAGS.last,
                              time_limit_s=FLAGS.time_limit, targets=targets or None,
                              window=FLAGS.window, resamples=FLAGS.resamples, seed=FLAGS.seed)
   except (metrics.RunDirError, ValueError) as e:
     cli.fail(str(e))
-  report = {"rows": rows, "runs": dirs}
+  report = {"rows": rows, "runs": dirs, "hosts": {r.path: r.summary.get("host") for r in runs},
+            "mixed_hosts": len(hosts) > 1}
   if FLAGS.out:
     from hts_jax.analysis import plots  # pylint: disable=import-outside-toplevel
     groups = metrics.group_runs(runs)
@@ -124,7 +144,11 @@ def main(argv):
   if FLAGS.json:
     print(json.dumps(metrics.json_safe(report)))
   else:
+    if len(hosts) > 1:
+      print(f"NOTE: wall-time figures below mix {len(hosts)} host kinds ({'; '.join(hosts)}): "
+            "SPS and times are not comparable across them.\n")
     print(format_tables(rows), end="")
+    print(format_hosts(runs), end="")
     for p in report.get("plots", []):
       print(f"wrote {p}")
 

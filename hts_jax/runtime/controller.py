@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
-from hts_jax.runtime import backend, bookkeeping, checkpoint, distributed, reporting
+from hts_jax.runtime import backend, bookkeeping, checkpoint, distributed, host, reporting
 from hts_jax.runtime.actor import ActorStats
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.bookkeeping import Book, summary
@@ -206,8 +206,8 @@ class Controller:
 
   def target_reached(self) -> bool:
     """`--stop_at_return`, judged on the running average of the evaluations (`analysis.metrics.
-    running_averages`, the paper's: the mean of the 10 most recent) submitted before the current
-    boundary (the previous boundary's is waited for if it is still running)."""
+    first_reached`, the paper's: the mean of the 10 most recent, full windows only) submitted
+    before the current boundary (the previous boundary's is waited for if it is still running)."""
     target = self.config.evaluation.stop_at_return
     if target is None:
       return False
@@ -215,8 +215,8 @@ class Controller:
     n = self.evaluator.submitted  # this boundary's evaluation is submitted after this call
     if n:
       results = self.evaluator.results_upto(n, self.supervisor.wait)
-      reached = any(avg >= target for avg in eval_metrics.running_averages(
-          [r["mean_return"] for r in results]))
+      reached = eval_metrics.first_reached([r["mean_return"] for r in results],
+                                           target) is not None
     # Multi-process: process 0 evaluates and decides; every process stops at this boundary.
     return bool(distributed.allgather_ints([int(reached)])[0, 0])
 
@@ -283,6 +283,7 @@ class Controller:
                   runner.compile_s, None if runner.restored is None else runner.restored["step"],
                   runner.num_agents)
     out["backend"] = backend.describe(runner.placement.learner, runner.placement.actor)
+    out["host"] = host.finish_record(runner.host)
     out["eval"] = self.evaluator.summary()
     # XLA compilations inside the timed run (functions' names): none is expected.
     out["compiled_during_run"] = compiled

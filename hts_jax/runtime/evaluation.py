@@ -1,13 +1,19 @@
 """Evaluation on separate env replicas, in a background thread of the main process.
 
-It takes a snapshot of the params (immutable JAX arrays) and its own env replicas seeded by
-`seeding.eval_env_seed`, and shares no random stream, storage or queue with training: it cannot
-perturb training, not even its determinism (tests check the hash with and without evaluation).
-Episodes run in lockstep, batched through one fixed-shape policy step.
+It takes a snapshot of the params (immutable JAX arrays) and its own env replicas, and shares no
+random stream, storage or queue with training: it cannot perturb training, not even its
+determinism (tests check the hash with and without evaluation). Episodes run in lockstep, batched
+through one fixed-shape policy step.
 
-Videos (`submit_video`) run in the same thread: the first evaluation episode (its seed, its row of
-the same fixed-shape policy step, so the same actions) replayed on a recording env
-(`hts_jax.runtime.video`), saved to `<video_dir>/eval-<env steps>.mp4`.
+Evaluation k of a run (k = 0, 1, ... in submission order, counting a resumed run's restored ones)
+resets its episode i with `seeding.eval_episode_seed(seed, k, i)` and samples row r's actions from
+`seeding.eval_action_stream(seed, k, r)`: every evaluation plays new episodes (the paper's running
+average over the last 10 evaluations is then over 100 different episodes), and evaluation k of the
+same run is reproducible.
+
+Videos (`submit_video`) run in the same thread: the first episode of the latest evaluation
+submitted (its seed, its row of the same fixed-shape policy step, so the same actions) replayed on
+a recording env (`hts_jax.runtime.video`), saved to `<video_dir>/eval-<env steps>.mp4`.
 """
 
 from __future__ import annotations
@@ -69,21 +75,25 @@ class Evaluator:
     self._thread.start()
 
   def submit(self, env_steps: int, wall_time_s: float, params) -> None:
+    index = self._restored + self.submitted  # this evaluation's k (the module doc)
     self.submitted += 1
-    self._queue.put((self._evaluate, env_steps, wall_time_s, self._placed(params)))
+    self._queue.put((self._evaluate, env_steps, wall_time_s, self._placed(params), index))
 
   def submit_video(self, env_steps: int, params, final: bool = False) -> None:
-    """Queues the recording of one episode of `params` (into `video_dir`)."""
+    """Queues the recording of one episode of `params` (into `video_dir`): episode 0 of the latest
+    evaluation submitted."""
     self.videos_submitted += 1
-    self._queue.put((self._record, env_steps, final, self._placed(params)))
+    index = max(0, self._restored + self.submitted - 1)
+    self._queue.put((self._record, env_steps, final, self._placed(params), index))
 
   def _placed(self, params):
     params = distributed.local_copy(params)  # a multi-process learner's replicated params
     return params if self.sharding is None else jax.device_put(params, self.sharding)
 
-  def evaluate_now(self, params) -> List[float]:
-    """Evaluates `params` in the calling thread (not a result of the run's schedule)."""
-    return self.evaluate(self._placed(params))
+  def evaluate_now(self, params, index: int = 0) -> List[float]:
+    """Evaluates `params` in the calling thread (not a result of the run's schedule) on the
+    episodes of evaluation number `index`."""
+    return self.evaluate(self._placed(params), index=index)
 
   def compile(self, params, obs_shape, obs_dtype) -> None:
     """Compiles the policy step for `params` placed as evaluations place them."""
@@ -147,9 +157,9 @@ class Evaluator:
         if item is None:
           return
 
-  def _evaluate(self, env_steps: int, wall: float, params) -> None:
+  def _evaluate(self, env_steps: int, wall: float, params, index: int) -> None:
     label = f"evaluation at {env_steps:,} env steps"
-    returns = self.evaluate(params, label=label)
+    returns = self.evaluate(params, index=index, label=label)
     if self._cancel.is_set():
       return  # abandoned part-way: not a result
     result = {"env_steps": int(env_steps), "wall_time_s": float(wall),
@@ -164,32 +174,32 @@ class Evaluator:
                             "eval/min_return": min(returns), "eval/max_return": max(returns),
                             "eval/wall_time_s": wall}, env_steps)
 
-  def _record(self, env_steps: int, final: bool, params) -> None:
+  def _record(self, env_steps: int, final: bool, params, index: int) -> None:
     entry: Dict[str, Any] = {"env_steps": int(env_steps), "final": final}
     try:
-      entry.update(self.record(params, env_steps))
+      entry.update(self.record(params, env_steps, index))
     except Exception as e:  # pylint: disable=broad-except
       entry["error"] = f"{type(e).__name__}: {e}".splitlines()[0]
       print(f"warning: the video at {env_steps:,} env steps failed: {entry['error']}",
             file=sys.stderr, flush=True)
     self.videos.append(entry)
 
-  def evaluate(self, params, label: Optional[str] = None) -> List[float]:
-    """Runs `episodes` episodes (episode i reset with `eval_env_seed(seed, i)`); returns the raw
-    episode returns the envs report (`info["episode_return"]`; the return so far of an episode
+  def evaluate(self, params, index: int = 0, label: Optional[str] = None) -> List[float]:
+    """Runs the `episodes` episodes of evaluation number `index` (episode i reset with
+    `eval_episode_seed(seed, index, i)`); returns the raw episode returns the envs report (`info["episode_return"]`; the return so far of an episode
     cut at `max_steps`, counted in `last_cut`). With a `label`, a long evaluation prints progress
     lines under it."""
     replicas = [envs.make_env(self.env_name, self.env_kwargs, train=False)
                 for _ in range(self.episodes)]
     try:
-      returns, self.last_cut = self._play(params, replicas, label=label)
+      returns, self.last_cut = self._play(params, replicas, index, label=label)
       return returns
     finally:
       for env in replicas:
         env.close()
 
-  def record(self, params, env_steps: int) -> Dict[str, Any]:
-    """Plays evaluation episode 0 on a recording env, its frames (after the reset and after every
+  def record(self, params, env_steps: int, index: int = 0) -> Dict[str, Any]:
+    """Plays episode 0 of evaluation number `index` on a recording env, its frames (after the reset and after every
     step, at most `video.MAX_FRAMES`) into `<video_dir>/eval-<env_steps>.mp4` (or `.gif`);
     reports its file, frame count and return (None for an episode cut at MAX_FRAMES or at
     max_steps), and sends it to the tracker."""
@@ -197,7 +207,7 @@ class Evaluator:
     out = video_lib.VideoFile(os.path.join(self.video_dir, f"eval-{env_steps:012d}"),
                               video_lib.fps(self.env_name, env))
     try:
-      returns, cut = self._play(params, [env], on_frame=out.add,
+      returns, cut = self._play(params, [env], index, on_frame=out.add,
                                 max_frames=video_lib.MAX_FRAMES)
     finally:
       env.close()
@@ -208,22 +218,24 @@ class Evaluator:
     return {"path": recording.path, "frames": recording.frames,
             "return": None if cut else returns[0]}
 
-  def _play(self, params, replicas, on_frame=None, max_frames: int = 0,
+  def _play(self, params, replicas, index: int, on_frame=None, max_frames: int = 0,
             label: Optional[str] = None) -> Tuple[List[float], int]:
-    """Episodes on `replicas` (at most `episodes`; replica i reset with `eval_env_seed(seed, i)`,
-    its rows of the fixed-shape policy step those of evaluation episode i) in lockstep, each for
+    """Episodes of evaluation number `index` on `replicas` (at most `episodes`; replica i reset
+    with `eval_episode_seed(seed, index, i)`, its rows of the fixed-shape policy step those of the
+    evaluation's episode i, whatever the replica count) in lockstep, each for
     at most `max_steps` steps; `on_frame(replica 0's render())` after the reset and every step of
     replica 0, which stops after `max_frames` frames where that is > 0. Returns the raw episode
     returns (of an episode cut at `max_steps`: its return so far) and how many were cut there.
     With a `label`, prints `<label>: k/n episodes done, t steps, s s` every PROGRESS_S."""
     n, a = len(replicas), self.num_agents
-    first = [env.reset(seed=seeding.eval_env_seed(self.seed, i))[0] for i, env in
+    first = [env.reset(seed=seeding.eval_episode_seed(self.seed, index, i))[0] for i, env in
              enumerate(replicas)]
     shape = np.shape(first[0])[1:] if a > 1 else np.shape(first[0])
     rows = self.policy.batch_size  # episodes * agents; rows past n * a stay zero
     obs = np.zeros((rows,) + shape, np.asarray(first[0]).dtype)
     obs[:n * a] = np.reshape(first, (n * a,) + shape)
-    streams = np.array([seeding.eval_env_seed(self.seed, r) for r in range(rows)], np.uint32)
+    streams = np.array([seeding.eval_action_stream(self.seed, index, r) for r in range(rows)],
+                       np.uint32)
     returns = np.zeros(n)
     running = np.ones(n, bool)
     core = np.zeros((rows, self.core_size), np.float32)  # each episode's LSTM starts at zero

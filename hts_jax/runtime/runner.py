@@ -18,7 +18,7 @@ import numpy as np
 
 from hts_jax import envs, heads, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import checkpoint, distributed, video
+from hts_jax.runtime import checkpoint, distributed, host, video
 from hts_jax.runtime.actor import ActingParts
 from hts_jax.runtime import storage as storage_lib
 from hts_jax.runtime.buffers import BlockLayout
@@ -55,6 +55,8 @@ class Runner:
 
   def __init__(self, config: RunConfig, mode: "Mode", resume: bool = False):
     self.config, self.mode = config, mode
+    # Before anything of the run exists: the calibration has the machine to itself.
+    self.host = host.start_record(calibration=config.outputs.host_calibration)
     r = config.rollout
     self.info = envs.env_info(r.env, r.env_kwargs)
     videos = config.evaluation.video_every or config.evaluation.video_final

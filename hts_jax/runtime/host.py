@@ -1,0 +1,149 @@
+"""The host a run ran on (host side): summary.json's `host` block.
+
+Wall times are only comparable on one host: 2-core machines of this project's kind have given ~3x
+different SPS for the same config (AMD EPYC vs Intel Xeon), and float reductions make
+`param_sha256` differ between CPU models. So every run records its CPU model, the cores the
+process may use, memory, the load average at its start and end, the library versions, and a
+calibration: the time of a fixed, seeded CPU workload run before anything of the run starts
+(`calibrate`), so SPS from different hosts can be compared or normalised. Reports group wall-time
+figures by `hts_jax.analysis.metrics.host_kind` (CPU model and usable cores).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import time
+from typing import Any, Dict
+
+import numpy as np
+
+# Libraries whose versions a result depends on; the env packages are recorded where installed.
+PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "gymnasium", "ale-py", "envpool",
+            "gfootball", "mujoco", "minatar")
+# Each calibration part is timed `REPEATS` times after one warm-up; the median is reported.
+REPEATS = 5
+
+
+def cpu_model() -> str:
+  """The CPU's model name from /proc/cpuinfo (platform.processor() elsewhere)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float:
+  try:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+  except (ValueError, OSError, AttributeError):
+    return float("nan")
+
+
+def _usable_cores() -> int:
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:
+    return os.cpu_count() or 1
+
+
+def versions() -> Dict[str, str]:
+  out = {}
+  for name in PACKAGES:
+    try:
+      out[name] = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+      pass
+  return out
+
+
+def _median_s(fn, repeats: int = REPEATS) -> float:
+  fn()  # warm-up (and compilation, for jitted parts)
+  times = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    fn()
+    times.append(time.perf_counter() - t0)
+  return float(np.median(times))
+
+
+def _nature_cnn_loss(params, frames):
+  """Nature-CNN's shape (Mnih et al. 2015: 8x8/4 32, 4x4/2 64, 3x3/1 64, 512, heads) on uint8
+  frames, written with lax directly: a workload, not a network of the run's."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  x = frames.astype(jnp.float32) / 255.0
+  for w, stride in zip(params["convs"], (4, 2, 1)):
+    x = jax.nn.relu(jax.lax.conv_general_dilated(x, w, (stride, stride), "VALID",
+                                                 dimension_numbers=("NHWC", "HWIO", "NHWC")))
+  x = jax.nn.relu(x.reshape(x.shape[0], -1) @ params["dense"])
+  return jnp.mean(jnp.square(x @ params["head"]))
+
+
+def _mlp_loss(params, x):
+  import jax  # pylint: disable=import-outside-toplevel
+  import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
+  for w in params:
+    x = jax.nn.tanh(x @ w)
+  return jnp.mean(jnp.square(x))
+
+
+def calibrate() -> Dict[str, float]:
+  """Times a fixed, seeded CPU workload (about a second on a 2-core machine, compilation
+  included): a Nature-CNN gradient (batch 32 of 84x84x4 frames: XLA's convolutions, what bounds
+  CNN runs on CPU), an MLP gradient (batch 2048 through 64-64-64: the small-network learner), a
+  float32 numpy matmul (BLAS) and a pure-Python loop (the executors' and actors' interpreter
+  work). Each part's median over `REPEATS` timings after a warm-up, in milliseconds; `total_ms`
+  is their sum, `wall_s` the whole calibration's time."""
+  import jax  # pylint: disable=import-outside-toplevel
+
+  start = time.perf_counter()
+  rng = np.random.default_rng(0)
+  normal = lambda *shape: (rng.normal(size=shape) / np.sqrt(np.prod(shape[:-1]))).astype(
+      np.float32)
+  cnn = {"convs": [normal(8, 8, 4, 32), normal(4, 4, 32, 64), normal(3, 3, 64, 64)],
+         "dense": normal(7 * 7 * 64, 512), "head": normal(512, 7)}
+  frames = rng.integers(0, 256, (32, 84, 84, 4)).astype(np.uint8)
+  mlp = [normal(64, 64) for _ in range(3)]
+  features = rng.normal(size=(2048, 64)).astype(np.float32)
+  cnn_grad, mlp_grad = jax.jit(jax.grad(_nature_cnn_loss)), jax.jit(jax.grad(_mlp_loss))
+  a = rng.normal(size=(512, 512)).astype(np.float32)
+
+  def python_loop():
+    x = 0
+    for i in range(500_000):
+      x = (x + i * 7) % 1_000_003
+    return x
+
+  out = {"cnn_grad_ms": _median_s(lambda: jax.block_until_ready(cnn_grad(cnn, frames))),
+         "mlp_grad_ms": _median_s(lambda: jax.block_until_ready(mlp_grad(mlp, features))),
+         "numpy_matmul_ms": _median_s(lambda: a @ a @ a @ a),
+         "python_loop_ms": _median_s(python_loop)}
+  out = {k: round(1000.0 * v, 3) for k, v in out.items()}
+  out["total_ms"] = round(sum(out.values()), 3)
+  out["wall_s"] = round(time.perf_counter() - start, 3)
+  return out
+
+
+def start_record(calibration: bool = True) -> Dict[str, Any]:
+  """The host block at start-up (before the run spawns or compiles anything: the calibration
+  should have the machine to itself)."""
+  record: Dict[str, Any] = {
+      "cpu_model": cpu_model(), "usable_cores": _usable_cores(),
+      "logical_cpus": os.cpu_count(), "memory_gib": round(_memory_gib(), 2),
+      "hostname": platform.node(), "platform": platform.platform(),
+      "python": platform.python_version(), "load_start": list(os.getloadavg()),
+      "versions": versions()}
+  if calibration:
+    record["calibration"] = calibrate()
+  return record
+
+
+def finish_record(record: Dict[str, Any]) -> Dict[str, Any]:
+  """The block with the load average at the end of the run."""
+  return dict(record, load_end=list(os.getloadavg()))
