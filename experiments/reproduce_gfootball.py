@@ -269,6 +269,7 @@ def _run_record(path: str, results: str, scenario: str, method: str) -> Dict[str
       "num_envs": s.get("num_envs"), "num_actors": s.get("num_actors"),
       "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
       "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
+      "host": run.host, "host_recorded": bool(s.get("host")),
       "required": {t: {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
                    for t, q in req.items()},
       "final": metrics.final_metric(run),
@@ -448,6 +449,14 @@ def render_markdown(report: Dict[str, Any]) -> str:
       "(k/n: seeds that reached it). Paper (Liu et al. 2020): 4 GPUs, 16 envs, extracted maps "
       "and the CNN, 5M steps, 5 seeds; its ± is a spread over seeds whose statistic it does "
       "not state.", ""]
+  runs = report.get("runs", [])
+  if any(not r.get("host_recorded") for r in runs):
+    lines[0:0] = ["**These runs are to be re-run** (the GFootball protocol issue): they were made "
+                  "before evaluations played new episodes (every evaluation of a run replayed the "
+                  "same 10 episodes, so the last-10-evaluations metrics are over 10 different "
+                  "episodes, not 100) and before runs recorded their host (the wall-time columns "
+                  "mix hosts about 3x apart in speed). The running averages below count full "
+                  "windows of 10 evaluations only.", ""]
   if not summ:
     return "\n".join(lines + ["No finished runs yet."]) + "\n"
   head = "| scenario (budget) | " + " | ".join(LABELS[m] for m in methods)
@@ -472,9 +481,11 @@ def render_markdown(report: Dict[str, Any]) -> str:
   def paper_req(p, m):
     return " / ".join("-" if v is None else f"{v:.1f}" for v in p["required_min"][m])
 
-  table("Required time (minutes to a running-average score of 0.4 / 0.8; Table 2 / A10)",
+  table("Required time (minutes to a running-average score of 0.4 / 0.8, over full windows of 10 "
+        "evaluations; Table 2 / A10)",
         lambda r: " / ".join(_fmt(r["required_min"][t]) for t in ("0.4", "0.8")), paper_req)
-  table("Env steps to a running-average score of 0.4 / 0.8 (data efficiency, Appendix H)",
+  table("Env steps to a running-average score of 0.4 / 0.8, over full windows of 10 evaluations "
+        "(data efficiency, Appendix H)",
         lambda r: " / ".join(_fmt(r["required_steps"][t], "{:,.0f}") for t in ("0.4", "0.8")))
   if any(s["time_limit_s"] for s in summ.values()):
     table("Final time metric (score of the last 10 evaluations by IMPALA's mean wall time, "

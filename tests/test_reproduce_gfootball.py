@@ -88,8 +88,8 @@ def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
 
 def test_metrics_golden_values(tmp_path):
   sc = "academy_empty_goal_close"
-  # Running averages of 10: seed 0 is 1.0 from the first evaluation (1 minute); seed 1 reads
-  # 0, 0, 1/3, 1/2 (0.4 at the 4th, minute 4), ..., 8/10 (0.8 at the 10th, minute 10).
+  # Running averages over full windows of 10 only: seed 0's first is 1.0 (the 10th evaluation,
+  # minute 10) although every evaluation scored 1; seed 1's first is 8/10 (minute 10 too).
   _fake_run(tmp_path, sc, "hts_ppo", 0, [1.0] * 12, 60)
   _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
   # IMPALA never reaches 0.4; its mean wall time ((300 + 360) / 2 s) is the final-time limit.
@@ -100,9 +100,9 @@ def test_metrics_golden_values(tmp_path):
   assert s["time_limit_s"] == 330 and s["budget"] == 12_000
   assert list(s["methods"]) == ["hts_ppo", "impala"]
   hts, impala = s["methods"]["hts_ppo"], s["methods"]["impala"]
-  assert hts["required_min"]["0.4"] == dict(mean=2.5, lo=1.0, hi=4.0, n=2, reached=2, runs=2)
-  assert hts["required_min"]["0.8"] == dict(mean=5.5, lo=1.0, hi=10.0, n=2, reached=2, runs=2)
-  assert hts["required_steps"]["0.8"]["mean"] == (1000 + 10_000) / 2
+  assert hts["required_min"]["0.4"] == dict(mean=10.0, lo=10.0, hi=10.0, n=2, reached=2, runs=2)
+  assert hts["required_min"]["0.8"] == dict(mean=10.0, lo=10.0, hi=10.0, n=2, reached=2, runs=2)
+  assert hts["required_steps"]["0.8"]["mean"] == 10_000
   assert impala["required_min"]["0.4"] == {"mean": None, "reached": 0, "runs": 2}
   # Within 330 s: seed 0 scored 1.0 five times; seed 1 0, 0, 1, 1, 1 (0.6): mean 0.8.
   assert hts["final_time"]["mean"] == pytest.approx(0.8)
@@ -161,8 +161,8 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   settings = dict(SCALE, extra=[], budgets=rg.BUDGETS)
   report = rg.write_report(str(tmp_path), 2_000, settings, str(readme))
   md = (tmp_path / "tables.md").read_text()
-  row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 5.5" in l)
-  assert row == ("| Empty goal close (12,000 steps) | 2.5 [1.0, 4.0] / 5.5 [1.0, 10.0] "
+  row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 10.0" in l)
+  assert row == ("| Empty goal close (12,000 steps) | 10.0 [10.0, 10.0] / 10.0 [10.0, 10.0] "
                  "(paper: 1.0 / 2.0) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
   assert readme.read_text() == f"# x\n{rg.readme_block(md)}\ntail\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
