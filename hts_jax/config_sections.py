@@ -163,6 +163,10 @@ class Outputs:
   `wandb sync` uploads it later)."""
   checkpoint_every: int = resumable(0)
   """Learner updates between checkpoints (0: only on SIGINT/SIGTERM)."""
+  overwrite: bool = resumable(False)
+  """Start a new run in a logdir that holds an earlier one: its metrics.csv, summary.json,
+  checkpoints, TensorBoard event files and videos are deleted first (without it such a logdir is
+  refused; --resume continues the earlier run instead)."""
 
   def __post_init__(self):
     check(bool(self.logdir), "logdir must be set")

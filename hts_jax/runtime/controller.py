@@ -98,6 +98,8 @@ class Controller:
 
   def __exit__(self, exc_type, exc, tb) -> None:
     self.supervisor.restore_signal_handlers()
+    if exc_type is KeyboardInterrupt:  # a second SIGINT: now, without the write in flight
+      self.writer.abandon()
     try:
       self.supervisor.shutdown()
       self.writer.join()
@@ -231,6 +233,12 @@ class Controller:
     due = cfg.outputs.checkpoint_every > 0 and updates % cfg.outputs.checkpoint_every == 0
     if not (due or signum is not None) or segment + 1 >= cfg.rollout.num_segments:
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
+    if signum is not None and not multi and self.writer.in_flight() is not None:
+      # A signal finishes at most one write: the one in flight is the run's last checkpoint.
+      self.writer.drop_waiting()
+      self.writer.flush()
+      path = os.path.join(checkpoint.directory(cfg.outputs.logdir), str(self.writer.written))
+      raise Interrupted(interrupted_message(signum, updates, path), signum)
     env_states = self.barrier.collect_env_states()
     st = self.storages.filling(segment)
     # A copy: the writer may still be waiting for evaluations when this storage is refilled.

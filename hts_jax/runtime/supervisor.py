@@ -12,6 +12,7 @@ turns SIGINT/SIGTERM into a request the controller acts on at a segment boundary
 
 from __future__ import annotations
 
+import errno
 import multiprocessing as mp
 import signal
 import threading
@@ -43,9 +44,35 @@ def interrupted_message(signum: int, updates: int, path: str) -> str:
           f"{path}; continue with --resume")
 
 
+def error_line(e: BaseException, path: Optional[str] = None) -> str:
+  """An exception as one line: `Type: its first line`; a full disk (ENOSPC, or a library's
+  message saying so) as `no space left on <the file, or path>`."""
+  text = str(e)
+  if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left" in text:
+    return f"no space left on {getattr(e, 'filename', None) or path or 'the device'}"
+  lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+  return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
 def failed_message(msg: Failed) -> str:
   return (f"executor {msg.executor}" + (f", env {msg.env_id}" if msg.env_id is not None else "")
           + f": {msg.error}")
+
+
+# SIGINT/SIGTERM received after start-up handed signals to the runtime (`defer_signals`) and
+# before a supervisor installed its handlers: the first is the run's signal.
+_deferred: List[int] = []
+
+
+def defer_signals() -> None:
+  """Until a supervisor installs its handlers, SIGINT/SIGTERM are recorded (not acted on): the
+  launcher calls this once the runner is built, so a signal while the controller sets up is acted
+  on as during start-up (`barrier.wait_started`)."""
+  def handler(signum, frame):
+    del frame
+    _deferred.append(signum)
+  for s in SIGNALS:
+    signal.signal(s, handler)
 
 
 class Supervisor:
@@ -182,6 +209,9 @@ class Supervisor:
       self.signal = signum
 
     self._old_handlers = {s: signal.signal(s, handler) for s in SIGNALS}
+    if _deferred and self.signal is None:
+      self.signal = _deferred[0]
+    _deferred.clear()
 
   def restore_signal_handlers(self) -> None:
     for s, h in (self._old_handlers or {}).items():

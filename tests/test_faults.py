@@ -1,0 +1,157 @@
+"""Fault injection against the real runtime (issue 36): real processes, real signals, real files.
+Each attack asserts the exit code, exactly one `error:` line, the time to exit, no leftover process
+or /dev/shm block, and what stays on disk (param_sha256 after --resume where it applies)."""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from hts_jax.config import ConfigError, LearnerConfig, RunConfig
+from hts_jax.runtime import checkpoint, logdir as logdir_lib, modes
+from tests.test_reliability import (ROOT, cmd, error_lines, executor_pids, leftover_shm,
+                                    metric_rows, run_cli, summary)
+
+# The issue's `S`: A2C on CartPole, 8 envs in 2 executors.
+S = ["--env=CartPole-v1", "--algo=a2c", "--num_envs=8", "--num_executors=2", "--notensorboard",
+     "--seed=1", "--log_every_s=1000"]
+# An env whose construction takes 30 s: a check that happens before the env is built (or a
+# signal while it is built) shows in the time to exit.
+SLOW_START = ["--env=tests.fault_envs:SlowStartCartPole-v0", '--env_kwargs={"start_s": 30}']
+
+
+def popen(logdir, *flags):
+  return subprocess.Popen(cmd(logdir, *flags), cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+def wait_rows(proc, logdir, rows, timeout=300):
+  deadline = time.monotonic() + timeout
+  while metric_rows(logdir) < rows:
+    assert proc.poll() is None, proc.communicate()
+    assert time.monotonic() < deadline
+    time.sleep(0.05)
+
+
+def alive(pids):
+  return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+
+
+def partial_checkpoints(logdir):
+  return glob.glob(os.path.join(logdir, "checkpoints*", "*tmp*"))
+
+
+def _tiny(logdir, **kw):
+  return RunConfig.make(**dict(dict(env="CartPole-v1", alpha=5, num_envs=4, num_executors=2,
+                                    total_steps=4 * 5 * 4, logdir=str(logdir), log_every_s=1e9,
+                                    eval_episodes=1, tensorboard=False,
+                                    learner=LearnerConfig(algo="a2c")), **kw))
+
+
+# ------------------------------------------------------------ 3, 12, 6: one logdir, one run
+def test_a_second_run_in_the_same_logdir_is_refused_naming_the_first(tmp_path):
+  """Defect 3: two runs in one logdir interleaved metrics.csv and both failed."""
+  logdir = str(tmp_path)
+  first = popen(logdir, *S, "--total_steps=100000", "--checkpoint_every=50",
+                "--executor_delay_s=0.002")
+  try:
+    wait_rows(first, logdir, 2)
+    t0 = time.monotonic()
+    second = run_cli(logdir, *S, "--total_steps=100000", *SLOW_START, "--resume")
+    assert time.monotonic() - t0 < 25  # refused before its env (30 s) is built
+    assert second.returncode == 2, second.stderr
+    assert error_lines(second.stderr) == [
+        f"error: {logdir} is in use by another run (pid {first.pid}): wait for it to end or "
+        "choose another --logdir"], second.stderr
+    assert "Traceback" not in second.stderr
+    assert first.poll() is None  # the first run goes on
+  finally:
+    first.send_signal(signal.SIGINT)
+    _, stderr = first.communicate(timeout=60)
+  assert first.returncode == 130, stderr
+  with open(os.path.join(logdir, "metrics.csv")) as f:
+    updates = [int(line.split(",")[1]) for line in f.read().splitlines()[1:]]
+  assert updates == list(range(1, len(updates) + 1))  # one writer
+  assert not partial_checkpoints(logdir)
+
+
+def test_a_stale_lock_of_a_killed_run_is_taken_over(tmp_path):
+  holder = subprocess.Popen([sys.executable, "-c", (
+      "import sys, time; from hts_jax.runtime import logdir; logdir.acquire(sys.argv[1]); "
+      "print('locked', flush=True); time.sleep(600)"), str(tmp_path)], cwd=ROOT,
+      stdout=subprocess.PIPE, text=True)
+  assert holder.stdout.readline().strip() == "locked"
+  with open(logdir_lib.lock_path(str(tmp_path))) as f:
+    assert f.read().strip() == str(holder.pid)
+  with pytest.raises(ConfigError, match=rf"is in use by another run \(pid {holder.pid}\)"):
+    logdir_lib.prepare(str(tmp_path), resume=False, overwrite=False)
+  holder.kill()
+  holder.wait()
+  lock = logdir_lib.prepare(str(tmp_path), resume=False, overwrite=False)
+  with open(logdir_lib.lock_path(str(tmp_path))) as f:
+    assert f.read().strip() == str(os.getpid())
+  lock.release()
+
+
+def test_a_finished_run_is_not_overwritten_without_resume_or_overwrite(tmp_path):
+  """Defect 12: a finished run without checkpoints was overwritten silently."""
+  logdir = str(tmp_path)
+  first = modes.run(_tiny(logdir))
+  with open(os.path.join(logdir, "summary.json")) as f:
+    before = f.read()
+  t0 = time.monotonic()
+  proc = run_cli(logdir, *S, "--total_steps=160", *SLOW_START)
+  assert time.monotonic() - t0 < 25
+  assert proc.returncode == 2
+  assert error_lines(proc.stderr) == [
+      f"error: {os.path.join(logdir, 'summary.json')} holds an earlier run: pass --resume to "
+      "continue it (from its checkpoint), --overwrite to replace it, or choose another --logdir"]
+  with open(os.path.join(logdir, "summary.json")) as f:
+    assert f.read() == before
+  with pytest.raises(ConfigError, match="pass one"):
+    modes.make_runner(_tiny(logdir, overwrite=True), resume=True)
+  again = modes.run(_tiny(logdir, overwrite=True))
+  assert again["param_sha256"] == first["param_sha256"]
+  assert metric_rows(logdir) == first["updates"]  # replaced, not appended
+
+
+@pytest.mark.parametrize("where", ["file", "under_file", "proc"])
+def test_a_logdir_that_cannot_be_a_directory_fails_before_anything_starts(tmp_path, where):
+  """Defect 6: the logdir failed after ~10 s of compiling, with a traceback and exit code 1."""
+  (tmp_path / "f").write_text("x")
+  path = {"file": tmp_path / "f", "under_file": tmp_path / "f" / "run",
+          "proc": "/proc/hts_jax_run"}[where]
+  t0 = time.monotonic()
+  proc = run_cli(str(path), *S, *SLOW_START)
+  assert time.monotonic() - t0 < 25
+  assert proc.returncode == 2, proc.stderr
+  (line,) = error_lines(proc.stderr)
+  assert line.startswith(f"error: --logdir={path} cannot be a directory to write: "), line
+  assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------ 10: signals during start-up
+@pytest.mark.parametrize("sig,code,after_s", [(signal.SIGINT, 130, 5.0),
+                                              (signal.SIGTERM, 143, 5.0),
+                                              (signal.SIGINT, 130, 1.5)])
+def test_a_signal_during_start_up_ends_with_one_line(tmp_path, sig, code, after_s):
+  """Defect 10: SIGINT while the env was checked or the steps compiled gave a 123-line
+  KeyboardInterrupt traceback (exit -2); SIGTERM died silently (exit -15). After 1.5 s the
+  launcher is importing; after 5 s it is building the env (30 s)."""
+  proc = popen(str(tmp_path), *S, "--total_steps=160", *SLOW_START)
+  time.sleep(after_s)
+  proc.send_signal(sig)
+  t0 = time.monotonic()
+  _, stderr = proc.communicate(timeout=60)
+  assert time.monotonic() - t0 < 5
+  assert proc.returncode == code, stderr
+  assert error_lines(stderr) == [f"error: interrupted by {sig.name} during start-up; nothing was "
+                                 "trained or saved"], stderr
+  assert "Traceback" not in stderr
+  assert not leftover_shm(tmp_path)
