@@ -155,3 +155,92 @@ def test_a_signal_during_start_up_ends_with_one_line(tmp_path, sig, code, after_
                                  "trained or saved"], stderr
   assert "Traceback" not in stderr
   assert not leftover_shm(tmp_path)
+
+
+# ------------------------------------------------------------ 4, 5: corrupt checkpoints
+RESUMABLE = dict(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2, seed=9,
+                 log_every_s=1e9, eval_episodes=1, tensorboard=False,
+                 learner=LearnerConfig(algo="a2c", unroll_length=8))
+# The same run as flags (a resumed run's config must match the checkpoint's).
+RESUMABLE_FLAGS = ["--env=CartPole-v1", "--alpha=8", "--num_envs=4", "--num_executors=2",
+                   "--seed=9", "--log_every_s=1000", "--eval_episodes=1", "--notensorboard",
+                   "--algo=a2c", "--unroll_length=8", "--total_steps=192"]
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+  """param_sha256 of the 6-segment run done in one go."""
+  return modes.run(RunConfig.make(total_steps=4 * 8 * 6, logdir=str(
+      tmp_path_factory.mktemp("straight")), **RESUMABLE))["param_sha256"]
+
+
+def _checkpointed(logdir):
+  """A 4-segment run checkpointed at every update; returns its checkpoint steps, newest first."""
+  modes.run(RunConfig.make(total_steps=4 * 8 * 4, checkpoint_every=1, logdir=logdir,
+                           **RESUMABLE))
+  return checkpoint.steps(logdir)
+
+
+def _largest(folder):
+  files = [f for f in glob.glob(os.path.join(folder, "**", "*"), recursive=True)
+           if os.path.isfile(f) and "metadata" not in os.path.basename(f).lower()]
+  return max(files, key=os.path.getsize)
+
+
+def _flip(path):
+  with open(path, "r+b") as f:
+    f.seek(os.path.getsize(path) // 2)
+    byte = f.read(1)
+    f.seek(-1, os.SEEK_CUR)
+    f.write(bytes([byte[0] ^ 0x10]))
+
+
+def _truncate(path):
+  with open(path, "r+b") as f:
+    f.truncate(os.path.getsize(path) // 2)
+
+
+CORRUPTIONS = {
+    "flipped_params_bit": lambda ck: _flip(_largest(os.path.join(ck, "state"))),
+    "truncated_state": lambda ck: _truncate(_largest(os.path.join(ck, "state"))),
+    "deleted_state_metadata": lambda ck: os.remove(os.path.join(ck, "state", "_METADATA")),
+    "truncated_host_json": lambda ck: _truncate(os.path.join(ck, "host", "metadata")),
+    "deleted_host_metadata": lambda ck: os.remove(os.path.join(ck, "host", "metadata")),
+    "flipped_env_pickle_bit": lambda ck: _flip(_largest(os.path.join(ck, "envs"))),
+}
+
+
+@pytest.mark.parametrize("corruption", [
+    c if c == "flipped_params_bit" else pytest.param(c, marks=pytest.mark.slow)
+    for c in CORRUPTIONS])
+def test_a_corrupt_checkpoint_is_named_and_resume_falls_back_to_an_older_one(
+    tmp_path, straight, corruption):
+  """Defects 4 and 5: a flipped bit in a params file was resumed silently (another
+  param_sha256); a truncated state, a deleted _METADATA, truncated host JSON or a corrupt env
+  pickle was a long traceback (or blamed on an executor), with no fallback."""
+  logdir = str(tmp_path)
+  newest, older = _checkpointed(logdir)[:2]
+  CORRUPTIONS[corruption](os.path.join(checkpoint.directory(logdir), str(newest)))
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume")
+  assert proc.returncode == 0, proc.stderr
+  assert not error_lines(proc.stderr) and "Traceback" not in proc.stderr, proc.stderr
+  (line,) = [l for l in proc.stderr.splitlines() if l.startswith("warning:")]
+  assert line.startswith(f"warning: checkpoint {checkpoint.directory(logdir)}/{newest}"), line
+  assert line.endswith(f"resuming from the older checkpoint {checkpoint.directory(logdir)}/"
+                       f"{older}"), line
+  s = summary(logdir)
+  assert s["resumed_from_update"] == older
+  assert s["param_sha256"] == straight  # nothing of the corrupt checkpoint reached the run
+  assert os.path.isdir(os.path.join(logdir, "checkpoints-corrupt", str(newest)))  # kept to look at
+
+
+def test_resume_refuses_in_one_line_when_no_checkpoint_verifies(tmp_path):
+  logdir = str(tmp_path)
+  for step in _checkpointed(logdir):
+    _flip(_largest(os.path.join(checkpoint.directory(logdir), str(step), "state")))
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume")
+  assert proc.returncode == 2, proc.stderr
+  (line,) = error_lines(proc.stderr)
+  assert line.startswith(f"error: --resume: no checkpoint in {checkpoint.directory(logdir)} can "
+                         "be restored: checkpoint "), line
+  assert "Traceback" not in proc.stderr
