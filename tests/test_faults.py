@@ -5,6 +5,7 @@ or /dev/shm block, and what stays on disk (param_sha256 after --resume where it 
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -244,3 +245,51 @@ def test_resume_refuses_in_one_line_when_no_checkpoint_verifies(tmp_path):
   assert line.startswith(f"error: --resume: no checkpoint in {checkpoint.directory(logdir)} can "
                          "be restored: checkpoint "), line
   assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------ 8, 9: the checkpoint writer
+def test_a_signal_with_a_writer_behind_finishes_one_write_and_exits_in_seconds(tmp_path):
+  """Defect 8: with --checkpoint_every=1 the writer fell behind without bound; SIGINT exited 126 s
+  later with no output."""
+  logdir = str(tmp_path)
+  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=1")
+  wait_rows(proc, logdir, 40)
+  pids = executor_pids(proc)
+  proc.send_signal(signal.SIGINT)
+  t0 = time.monotonic()
+  _, stderr = proc.communicate(timeout=120)
+  assert time.monotonic() - t0 < 10
+  assert proc.returncode == 130, stderr
+  (line,) = error_lines(stderr)
+  m = re.fullmatch(r"error: interrupted by SIGINT at update (\d+); checkpoint saved in "
+                   rf"{re.escape(checkpoint.directory(logdir))}/(\d+); continue with --resume",
+                   line)
+  assert m, line
+  assert checkpoint.steps(logdir)[0] == int(m.group(2)) <= int(m.group(1))
+  assert not partial_checkpoints(logdir)
+  assert not alive(pids) and not leftover_shm(tmp_path)
+
+
+def test_a_second_sigint_ends_at_once_in_one_line_and_removes_the_partial_checkpoint(tmp_path):
+  """Defect 9: a second SIGINT printed its line, then 266 lines of `RuntimeError: Event loop is
+  closed`, and left a `*.orbax-checkpoint-tmp` folder."""
+  logdir = str(tmp_path)
+  # Segments of ~0.1 s (5 ms steps): the second SIGINT lands before the first's boundary or
+  # while its checkpoint is written (orbax: 0.1-0.3 s here), with a write in flight either way.
+  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=1",
+               "--executor_delay_s=0.005")
+  wait_rows(proc, logdir, 10)
+  pids = executor_pids(proc)
+  proc.send_signal(signal.SIGINT)
+  time.sleep(0.03)
+  proc.send_signal(signal.SIGINT)
+  t0 = time.monotonic()
+  _, stderr = proc.communicate(timeout=120)
+  assert time.monotonic() - t0 < 10
+  assert proc.returncode == 130, stderr
+  assert error_lines(stderr) == ["error: interrupted (second SIGINT): stopped without a new "
+                                 "checkpoint"], stderr
+  assert "Traceback" not in stderr and "Event loop is closed" not in stderr
+  assert not partial_checkpoints(logdir)
+  assert checkpoint.steps(logdir)  # the checkpoints written before are kept
+  assert not alive(pids) and not leftover_shm(tmp_path)

@@ -98,8 +98,8 @@ class Controller:
 
   def __exit__(self, exc_type, exc, tb) -> None:
     self.supervisor.restore_signal_handlers()
-    if exc_type is KeyboardInterrupt:  # a second SIGINT: now, without the write in flight
-      self.writer.abandon()
+    if exc_type is KeyboardInterrupt:  # a second SIGINT: now, no new checkpoint
+      self.writer.abandon(wait_s=2.0)
     try:
       self.supervisor.shutdown()
       self.writer.join()

@@ -202,8 +202,16 @@ class CheckpointWriter(Observer):
         self._waiting = None
         self.skipped += 1
 
-  def abandon(self) -> None:
-    """The run ends now (a second SIGINT): `join` and `close` no longer wait for the writer."""
+  def abandon(self, wait_s: float) -> None:
+    """The run ends now (a second SIGINT): the waiting snapshot is dropped, the write in flight
+    gets `wait_s` seconds to finish (orbax cannot stop one; a folder half written when the
+    program exits is removed by the launcher, or by the next run in the logdir), then `join` and
+    `close` no longer wait."""
+    self.drop_waiting()
+    deadline = time.monotonic() + wait_s
+    with self._cond:
+      while self._thread is not None and time.monotonic() < deadline:
+        self._cond.wait(0.05)
     self._abandoned = True
 
   def join(self) -> None:
