@@ -293,3 +293,63 @@ def test_a_second_sigint_ends_at_once_in_one_line_and_removes_the_partial_checkp
   assert not partial_checkpoints(logdir)
   assert checkpoint.steps(logdir)  # the checkpoints written before are kept
   assert not alive(pids) and not leftover_shm(tmp_path)
+
+
+# ------------------------------------------------------------ 1: stalls
+def test_a_stopped_executor_is_named_by_the_watchdog_and_the_run_stops(tmp_path):
+  """Defect 1: an executor stopped with SIGSTOP froze the run silently."""
+  logdir = str(tmp_path)
+  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=5",
+               "--executor_delay_s=0.002", "--watchdog_s=3")
+  wait_rows(proc, logdir, 6)
+  pids = executor_pids(proc)
+  os.kill(pids[1], signal.SIGSTOP)
+  t0 = time.monotonic()
+  _, stderr = proc.communicate(timeout=120)
+  assert time.monotonic() - t0 < 10
+  assert proc.returncode == 1, stderr
+  (line,) = error_lines(stderr)
+  assert re.fullmatch(r"error: executor 1 \(envs 4-7\) has not stepped for 3\.\d s \(its last "
+                      r"step: segment \d+, step \d\): stalled past the watchdog's 3\.0 s "
+                      r"\(--watchdog_s\); the last checkpoint is kept", line), line
+  assert "Traceback" not in stderr
+  assert not alive(pids) and not leftover_shm(tmp_path)
+  assert checkpoint.steps(logdir)
+
+
+def test_a_hanging_env_trips_the_watchdog_derived_from_step_times(tmp_path):
+  """Defect 1: an env whose step blocks forever froze the run; the default timeout is derived
+  from the measured step times (at least 10 s)."""
+  proc = popen(str(tmp_path), "--env=tests.fault_envs:HangingCartPole-v0",
+               '--env_kwargs={"hang_at": 200}', "--num_envs=4", "--num_executors=2",
+               "--alpha=5", "--total_steps=100000", "--log_every_s=1000", "--notensorboard")
+  _, stderr = proc.communicate(timeout=120)
+  assert proc.returncode == 1, stderr
+  (line,) = error_lines(stderr)
+  assert re.fullmatch(r"error: executor [01] \(envs \d-\d\) has not stepped for \d+\.\d s \(its "
+                      r"last step: segment \d+, step \d\): stalled past the watchdog's "
+                      r"\d+\.\d s \(--watchdog_s\); the last checkpoint is kept", line), line
+  assert not leftover_shm(tmp_path)
+
+
+def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
+  """Defect 1: with an executor stopped, one SIGINT did nothing for 60 s."""
+  logdir = str(tmp_path)
+  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=5",
+               "--executor_delay_s=0.002", "--watchdog_s=600")
+  wait_rows(proc, logdir, 6)
+  pids = executor_pids(proc)
+  os.kill(pids[0], signal.SIGSTOP)
+  time.sleep(1.0)
+  proc.send_signal(signal.SIGINT)
+  t0 = time.monotonic()
+  _, stderr = proc.communicate(timeout=120)
+  assert time.monotonic() - t0 < 10
+  assert proc.returncode == 130, stderr
+  (line,) = error_lines(stderr)
+  assert re.fullmatch(r"error: interrupted by SIGINT: no segment boundary within 5\.0 s "
+                      r"\(executor 0 \(envs 0-3\) has not stepped for \d+\.\d s \(its last step: "
+                      r"segment \d+, step \d\)\), so no new checkpoint; the last one is kept",
+                      line), line
+  assert not alive(pids) and not leftover_shm(tmp_path)
+  assert checkpoint.steps(logdir)

@@ -58,7 +58,7 @@ class Controller:
         cfg, None if restored is None else runner.learner.version, total_steps)
     self.storages = Storages(runner.storage_spec, create=True,
                              name_prefix=shm_prefix(cfg.outputs.logdir))
-    self.supervisor = Supervisor(cfg.env_ids_of_executor)
+    self.supervisor = Supervisor(cfg.env_ids_of_executor, cfg.rollout.watchdog_s)
     self.barrier = AlphaBarrier(self.supervisor)
     self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else
                  Book.from_json(restored["host"]["book"]))
@@ -183,6 +183,7 @@ class Controller:
     published now; `learned`: the update on `segment` is done), in their fixed order: stop,
     evaluate, checkpoint, progress. Returns whether the run stops here. The executors must be
     at the barrier (a checkpoint collects their envs)."""
+    self.supervisor.boundary_passed()
     stop = self.target_reached()
     if not stop:
       self._evaluate_if_due(env_steps, params)

@@ -20,10 +20,17 @@ import time
 from multiprocessing import connection
 from typing import Callable, Dict, List, Optional, Sequence
 
-from hts_jax.runtime.buffers import ControlChannel, Failed
+from hts_jax.runtime.buffers import ControlChannel, Done, Failed
 from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
 
 POLL_S = 0.05
+# The watchdog's automatic timeout: this many times the longest gap between two env steps of an
+# executor measured mid-segment so far, and at least WATCHDOG_MIN_S (`--watchdog_s` sets it).
+WATCHDOG_FACTOR = 50
+WATCHDOG_MIN_S = 10.0
+# A signal is acted on at the next segment boundary; if none comes within this (or 1.5 times the
+# longest segment so far, whichever is longer), the run stops without a new checkpoint.
+SIGNAL_GRACE_S = 5.0
 _GRACE_S = 0.5  # executors leave within one env step of STOP; stuck ones get SIGTERM after this
 
 
@@ -78,8 +85,15 @@ def defer_signals() -> None:
 class Supervisor:
   """Owns the executor processes, their control channels and the run's threads."""
 
-  def __init__(self, env_ids_of_executor: Callable[[int], List[int]]):
+  def __init__(self, env_ids_of_executor: Callable[[int], List[int]], watchdog_s: float = 0.0):
     self._env_ids = env_ids_of_executor
+    self.watchdog_s = watchdog_s
+    self.beats: list = []  # executor k's [segment, step, steps so far] (shared memory)
+    self._watched: Dict[int, list] = {}  # executor -> [steps seen, when they last changed]
+    self._longest_gap = 0.0
+    self._signal_at = 0.0
+    self._boundary_at: Optional[float] = None
+    self._longest_segment = 0.0
     self.procs: List[mp.Process] = []
     self.ctrl: List[ControlChannel] = []
     self._ctrl_locks: List[threading.Lock] = []
@@ -99,7 +113,9 @@ class Supervisor:
     self._inboxes = list(inboxes)
     for spec, inbox, writer in zip(specs, inboxes, state_writers):
       ch = ControlChannel()
-      p = ctx.Process(target=executor_main, args=(spec, inbox.reader, writer, ch.writer),
+      beat = ctx.RawArray("q", 3)
+      self.beats.append(beat)
+      p = ctx.Process(target=executor_main, args=(spec, inbox.reader, writer, ch.writer, beat),
                       name=f"hts-executor-{spec.index}", daemon=True)
       old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
       try:
@@ -152,6 +168,8 @@ class Supervisor:
           raise RunError(failed_message(msg))
         if not isinstance(msg, kind):
           raise RuntimeError(f"executor {executor}: expected {kind.__name__}, got {msg!r}")
+        if isinstance(msg, Done):
+          self._watched.pop(executor, None)  # at the barrier: not stepping, by design
         return msg
       self.check()
 
@@ -169,10 +187,63 @@ class Supervisor:
           return None
     return None
 
+  # ------------------------------------------------------------ the watchdog
+  def watch(self, executor: int) -> None:
+    """Executor `executor` has been sent GO: from now until its Done it must keep stepping."""
+    if executor < len(self.beats):
+      self._watched[executor] = [self.beats[executor][2], time.monotonic()]
+
+  def watchdog_timeout(self) -> float:
+    return self.watchdog_s or max(WATCHDOG_MIN_S, WATCHDOG_FACTOR * self._longest_gap)
+
+  def boundary_passed(self) -> None:
+    """The controller reached a segment boundary (the signal grace is measured in segments)."""
+    now = time.monotonic()
+    if self._boundary_at is not None:
+      self._longest_segment = max(self._longest_segment, now - self._boundary_at)
+    self._boundary_at = now
+
+  def _stalled(self, now: float, after_s: float) -> Optional[str]:
+    """The watched executor that has not stepped for the longest, if longer than `after_s`."""
+    watched = dict(self._watched)  # actor threads of some modes watch and unwatch (go, Done)
+    if not watched:
+      return None
+    k = min(watched, key=lambda k: watched[k][1])
+    idle = now - watched[k][1]
+    if idle <= after_s:
+      return None
+    ids = self._env_ids(k)
+    segment, step, _ = self.beats[k]
+    last = f"segment {segment}, step {step}" if self.beats[k][2] else "none this run"
+    return (f"executor {k} (envs {ids[0]}-{ids[-1]}) has not stepped for {idle:.1f} s (its last "
+            f"step: {last})")
+
+  def _watchdog(self) -> None:
+    now = time.monotonic()
+    for k, seen in dict(self._watched).items():
+      steps = self.beats[k][2]
+      if steps != seen[0]:
+        self._longest_gap = max(self._longest_gap, now - seen[1])
+        seen[0], seen[1] = steps, now
+    stalled = self._stalled(now, self.watchdog_timeout())
+    if stalled:
+      raise RunError(f"{stalled}: stalled past the watchdog's {self.watchdog_timeout():.1f} s "
+                     "(--watchdog_s); the last checkpoint is kept")
+    if self.signal is not None:
+      grace = max(SIGNAL_GRACE_S, 1.5 * self._longest_segment)
+      if now - self._signal_at > grace:
+        stalled = self._stalled(now, 1.0)
+        raise Interrupted(
+            f"interrupted by {signal.Signals(self.signal).name}: no segment boundary within "
+            f"{grace:.1f} s" + (f" ({stalled})" if stalled else "") +
+            ", so no new checkpoint; the last one is kept", self.signal)
+
   def check(self) -> None:
-    """Raises RunError if a thread failed or an executor process died."""
+    """Raises RunError if a thread failed, an executor process died or stalled (the watchdog);
+    Interrupted if a signal found no segment boundary within its grace."""
     if self.fault is not None:
       raise RunError(self.fault)
+    self._watchdog()
     for k, p in enumerate(self.procs):
       if not p.is_alive():
         # Its last words (an env's exception) are in its control pipe, if it said any.
@@ -206,11 +277,13 @@ class Supervisor:
       del frame
       if self.signal is not None and signum == signal.SIGINT:
         raise KeyboardInterrupt
+      if self.signal is None:
+        self._signal_at = time.monotonic()
       self.signal = signum
 
     self._old_handlers = {s: signal.signal(s, handler) for s in SIGNALS}
     if _deferred and self.signal is None:
-      self.signal = _deferred[0]
+      self.signal, self._signal_at = _deferred[0], time.monotonic()
     _deferred.clear()
 
   def restore_signal_handlers(self) -> None:
