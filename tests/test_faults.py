@@ -353,3 +353,45 @@ def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
                       line), line
   assert not alive(pids) and not leftover_shm(tmp_path)
   assert checkpoint.steps(logdir)
+
+
+# ------------------------------------------------------------ 2, 11: the multi-process launcher
+@pytest.mark.slow  # two jax.distributed processes
+def test_a_killed_launcher_leaves_no_process_and_no_shared_memory(tmp_path):
+  """Defect 2: SIGKILL of the launcher left both workers, their executors, resource trackers
+  and /dev/shm blocks running and checkpointing."""
+  from tests import test_multiprocess as mp_tests
+  logdir = str(tmp_path / "run")
+  proc = mp_tests._launch(logdir, "--total_steps=2000000", "--num_executors=2",
+                          "--checkpoint_every=20")
+  mp_tests._wait_training(logdir)
+  workers = [p for p in mp_tests._pids(f"logdir={logdir}") if p != proc.pid]
+  children = [p for p, (ppid, _) in mp_tests._processes().items() if ppid in workers]
+  assert len(workers) == 2 and len(children) >= 4  # executors and resource trackers
+  proc.kill()
+  proc.communicate()
+  deadline = time.monotonic() + 10
+  while (alive(workers + children) or mp_tests._shm(logdir)) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  assert not alive(workers + children) and not mp_tests._shm(logdir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack,line", [
+    ("SIGKILL", "error: process 1 failed (killed by SIGKILL)"),
+    ("SIGSTOP", "error: process 1 failed (stalled: stopped by a signal for more than 1 s)")])
+def test_the_launcher_names_the_first_process_that_failed_in_one_line(tmp_path, attack, line):
+  """Defect 11: a killed worker was blamed with a resource-tracker warning as its cause; a
+  stopped worker made process 0 abort after the heartbeat with ~83 lines of dumps, and the
+  launcher blamed process 0 (SIGABRT)."""
+  from tests import test_multiprocess as mp_tests
+  logdir = str(tmp_path / "run")
+  proc = mp_tests._launch(logdir, "--total_steps=2000000", "--num_executors=2")
+  mp_tests._wait_training(logdir)
+  os.kill(mp_tests._pids(f"logdir={logdir}", "process_id=1")[0], getattr(signal, attack))
+  t0 = time.monotonic()
+  _, err = proc.communicate(timeout=120)
+  assert time.monotonic() - t0 < 20
+  assert error_lines(err) == [line], err[-3000:]
+  assert "Traceback" not in err and "Fatal" not in err, err[-3000:]
+  mp_tests._settle(logdir)

@@ -18,6 +18,7 @@ whose controller has gone reads end-of-file on its action buffer and exits.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing as mp
 import os
 import pickle
 import random
@@ -32,6 +33,7 @@ from hts_jax import envs, seeding
 from hts_jax.envs import blocks as env_blocks
 from hts_jax.runtime import buffers
 from hts_jax.runtime.buffers import BlockLayout, Done, EnvStates, Failed, Started
+from hts_jax.runtime.parent import die_with_parent
 from hts_jax.runtime.storage import Storages, StorageSpec, carry_core, reset_core
 
 
@@ -89,6 +91,9 @@ def executor_main(spec: ExecutorSpec, inbox: buffers.RecordReader, state: buffer
   `beat`: a shared int64 array [segment, step, block steps so far] the executor updates after
   every block it steps (the supervisor's watchdog reads it)."""
   os.setpgrp()
+  parent = mp.parent_process()
+  if parent is not None:  # a worker killed with SIGKILL cannot stop its executors: the kernel does
+    die_with_parent(parent.pid)
   # Executors step envs only; should anything here touch JAX, it must not claim the accelerator
   # (sixteen processes each preallocating most of a GPU's memory).
   os.environ["JAX_PLATFORMS"] = "cpu"
