@@ -364,12 +364,14 @@ def test_a_killed_launcher_leaves_no_process_and_no_shared_memory(tmp_path):
   logdir = str(tmp_path / "run")
   proc = mp_tests._launch(logdir, "--total_steps=2000000", "--num_executors=2",
                           "--checkpoint_every=20")
-  mp_tests._wait_training(logdir)
-  workers = [p for p in mp_tests._pids(f"logdir={logdir}") if p != proc.pid]
-  children = [p for p, (ppid, _) in mp_tests._processes().items() if ppid in workers]
-  assert len(workers) == 2 and len(children) >= 4  # executors and resource trackers
-  proc.kill()
-  proc.communicate()
+  try:
+    mp_tests._wait_training(logdir)
+    workers = [p for p in mp_tests._pids(f"logdir={logdir}") if p != proc.pid]
+    children = [p for p, (ppid, _) in mp_tests._processes().items() if ppid in workers]
+    assert len(workers) == 2 and len(children) >= 4  # executors and resource trackers
+  finally:
+    proc.kill()  # the attack (and, should an assert fail, no run left behind)
+    proc.communicate()
   deadline = time.monotonic() + 10
   while (alive(workers + children) or mp_tests._shm(logdir)) and time.monotonic() < deadline:
     time.sleep(0.1)
