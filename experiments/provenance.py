@@ -107,6 +107,8 @@ def run_missing(runs: Iterable[Tuple[str, List[str]]]) -> None:
   for logdir, cmd in runs:
     if os.path.exists(os.path.join(logdir, "summary.json")):
       continue
+    if os.path.exists(logdir):  # an interrupted run: it starts again from scratch
+      cmd = [*cmd, "--overwrite"]
     print(" ".join(cmd[1:]), flush=True)
     subprocess.run(cmd, cwd=ROOT, check=True)
 

@@ -75,9 +75,14 @@ class Rollout:
   """Executors step plain CartPole-v1 blocks in one tight loop (`hts_jax.envs.blocks.CartPoleBlock`,
   bit-for-bit gymnasium's env); False steps every gymnasium replica in turn (same results,
   slower; other envs always do)."""
+  watchdog_s: float = resumable(0.0)
+  """Seconds an executor may go without stepping an env in the middle of a segment before the
+  run stops with one line naming it, its envs and its last step (a hung env, a stopped process);
+  0: 50 times the longest gap between its steps measured so far, at least 10 s."""
 
   def __post_init__(self):
     check_choices(self)
+    check(self.watchdog_s >= 0, f"watchdog_s must be >= 0, got {self.watchdog_s}")
     for name in ("alpha", "num_envs", "num_executors", "num_actors", "total_steps", "core_size"):
       check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
     for name in ("actor_batch", "seed", "decorrelate_steps"):
@@ -167,6 +172,10 @@ class Outputs:
   """Time a fixed CPU workload (a CNN and an MLP gradient step, a matmul, a Python loop; about a
   second) at start-up into summary.json's host block, so SPS from different hosts can be
   compared (the rest of the host block is always recorded)."""
+  overwrite: bool = resumable(False)
+  """Start a new run in a logdir that holds an earlier one: its metrics.csv, summary.json,
+  checkpoints, TensorBoard event files and videos are deleted first (without it such a logdir is
+  refused; --resume continues the earlier run instead)."""
 
   def __post_init__(self):
     check(bool(self.logdir), "logdir must be set")

@@ -73,3 +73,22 @@ class MatrixActionCartPole(CartPoleEnv):
 
 
 gym.register("MatrixActionCartPole-v0", entry_point=MatrixActionCartPole, max_episode_steps=500)
+
+
+class HangingCartPole(CartPoleEnv):
+  """Blocks forever in its `hang_at`-th step (a stalled simulator)."""
+
+  def __init__(self, hang_at: int = 50, **kwargs):
+    super().__init__(**kwargs)
+    self.hang_at = hang_at
+    self.steps = 0
+
+  def step(self, action):
+    import time  # pylint: disable=import-outside-toplevel
+    self.steps += 1
+    while self.steps >= self.hang_at:
+      time.sleep(3600)
+    return super().step(action)
+
+
+gym.register("HangingCartPole-v0", entry_point=HangingCartPole, max_episode_steps=500)

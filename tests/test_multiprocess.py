@@ -200,7 +200,8 @@ def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
   assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
   assert "interrupted by SIGTERM at update" in err and "continue with --resume" in err
   _settle(logdir)
-  assert sorted(n for n in os.listdir(logdir) if not n.startswith("events.out.tfevents.")) == [
+  assert sorted(n for n in os.listdir(logdir)
+                if not n.startswith(("events.out.tfevents.", ".lock"))) == [
       "checkpoints", "checkpoints-process-0", "checkpoints-process-1", "metrics.csv"]
   proc = _launch(logdir, "--total_steps=2560", "--num_executors=1", "--num_actors=2", "--resume")
   _, err = proc.communicate(timeout=600)

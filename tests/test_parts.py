@@ -3,6 +3,7 @@ real envs, pipes and shared storage; the learner worker; the observers; the mode
 
 import os
 import threading
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -158,12 +159,16 @@ def test_checkpoints_are_written_in_order_after_the_evaluations_they_record(monk
   ev = _Evaluator()
   writer = observers.CheckpointWriter("unused", ev)
   writer.on_checkpoint(_snapshot(1))
+  while writer.in_flight() != 1:
+    time.sleep(0.01)
   writer.on_checkpoint(_snapshot(2, evaluations=2))
-  assert written == []  # both wait for the evaluations they record
+  # The queue is bounded: one write in flight, one waiting; a newer snapshot replaces a waiting one.
+  writer.on_checkpoint(_snapshot(3, evaluations=2))
+  assert written == []  # they wait for the evaluations they record
   ev.results = [{"mean_return": 1.0}, {"mean_return": 2.0}]
   ev.ready.set()
   writer.flush()
-  assert written == [(1, [{"mean_return": 1.0}]), (2, ev.results)]
+  assert written == [(1, [{"mean_return": 1.0}]), (3, ev.results)] and writer.skipped == 1
 
 
 def test_a_failed_checkpoint_write_stops_the_run_with_one_line(monkeypatch):

@@ -8,9 +8,12 @@ Process i gets `--num_processes=N --process_id=i --coordinator_address=127.0.0.1
 runs the executors and actors of its N-th of the envs, the learner spans all of them, process 0
 writes the outputs. Process 0's output is shown as it comes; the others' stderr is kept (in a
 temporary folder) to report a failure.
-If any process fails, the others are stopped (SIGTERM, then SIGKILL after a grace period) and the
-launcher exits with the failed process's code after one line naming it. SIGINT/SIGTERM are
-forwarded to every process.
+If any process fails (exits with an error, is killed) or stalls (is stopped, e.g. by SIGSTOP, for
+more than a second), the others are stopped quietly (SIGTERM, then SIGKILL after a grace period;
+their output is no longer shown) and the launcher exits with the failed process's code after one
+line naming the first process that failed and its cause. SIGINT/SIGTERM are forwarded to every
+process. The processes die with the launcher (`PR_SET_PDEATHSIG`), even when it is killed with
+SIGKILL, and their executors with them.
 
 On several machines, run `hts-train ... --num_processes=N --process_id=i
 --coordinator_address=<host of process 0>:<port>` once per machine (under SLURM, i is
@@ -25,12 +28,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import List
+from typing import List, Optional
 
 from absl import flags
 
 from hts_jax.cli import common as cli
+from hts_jax.runtime.parent import die_with_parent
 
 flags.DEFINE_integer("num_processes", 2, "Processes to start on this machine.")
 flags.DEFINE_float("grace_s", 5.0, "Seconds a process gets to stop after SIGTERM before SIGKILL.")
@@ -58,25 +63,62 @@ def free_port() -> int:
     return s.getsockname()[1]
 
 
-def _last_line(path) -> str:
-  """The process's error line: its last `error:` line, else its last exception line, else its
-  last line (process 0's went to our stderr: see above)."""
-  if path is None:
-    return "see its error above"
+def _last_line(path) -> Optional[str]:
+  """The process's error line: its last `error:` line, else its last exception line (None if it
+  wrote neither: a warning or a dump is not a cause)."""
   with open(path, errors="replace") as f:
     lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
-  for pick in (lambda ln: ln.startswith("error:"),
-               lambda ln: re.match(r"^[\w.]*(Error|Exception)\b", ln) is not None):
-    found = [ln for ln in lines if pick(ln)]
-    if found:
-      return found[-1][len("error:"):].strip() if found[-1].startswith("error:") else found[-1]
-  return lines[-1] if lines else "(no output)"
+  for ln in reversed(lines):
+    if ln.startswith("error:"):
+      return ln[len("error:"):].strip()
+  for ln in reversed(lines):
+    if re.match(r"^[\w.]*(Error|Exception)\b", ln):
+      return ln
+  return None
+
+
+def _stopped(pid: int) -> bool:
+  """Whether the process is stopped (SIGSTOP, SIGTSTP): state T in /proc/<pid>/stat."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+  except (OSError, IndexError):
+    return False
+
+
+def _cause(code: Optional[int], err: str) -> str:
+  """Why a process failed: `(how)`, then its own error line if it wrote one."""
+  if code is None:
+    return "(stalled: stopped by a signal for more than 1 s)"
+  if code < 0:
+    return f"(killed by {signal.Signals(-code).name})"
+  line = _last_line(err)
+  return f"(exit {code})" + (f": {line}" if line else "")
+
+
+class _Forward(threading.Thread):
+  """Copies a process's stderr to ours (and to a file, to name its error) until `quiet`."""
+
+  def __init__(self, stream, path):
+    super().__init__(daemon=True)
+    self.stream, self.path, self.quiet = stream, path, False
+
+  def run(self):
+    with open(self.path, "w") as f:
+      for line in iter(self.stream.readline, ""):
+        f.write(line)
+        f.flush()
+        if not self.quiet:
+          sys.stderr.write(line)
+          sys.stderr.flush()
 
 
 def _stop(procs: List[subprocess.Popen], grace_s: float) -> None:
   for p in procs:
     if p.poll() is None:
       p.send_signal(signal.SIGTERM)
+      if _stopped(p.pid):
+        p.kill()  # a stopped process would hold SIGTERM until continued
   deadline = time.monotonic() + grace_s
   for p in procs:
     try:
@@ -102,24 +144,29 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
 def _run(num_processes, train_flags, grace_s, pin_cores, module, logs) -> int:
   address = f"127.0.0.1:{free_port()}"
   env = _env()
-  procs, errs = [], []
+  launcher = os.getpid()
+  procs, errs, forwards = [], [], []
   for i in range(num_processes):
     cmd = [sys.executable, "-m", module, *train_flags,
            f"--num_processes={num_processes}", f"--process_id={i}",
            f"--coordinator_address={address}"]
-    pin = None
-    if pin_cores:
-      core = i % os.cpu_count()
-      pin = lambda core=core: os.sched_setaffinity(0, {core})
-    if i == 0:  # process 0's output is the run's: shown as it comes
-      errs.append(None)
-      procs.append(subprocess.Popen(cmd, env=env, preexec_fn=pin, start_new_session=True))
-      continue
+
+    def start(core=i % os.cpu_count() if pin_cores else None):
+      die_with_parent(launcher)  # a launcher killed with SIGKILL takes its processes along
+      if core is not None:
+        os.sched_setaffinity(0, {core})
+
     err = os.path.join(logs, f"process-{i}.stderr")
     errs.append(err)
+    if i == 0:  # process 0's output is the run's: shown as it comes (until another fails)
+      procs.append(subprocess.Popen(cmd, env=env, preexec_fn=start, start_new_session=True,
+                                    stderr=subprocess.PIPE, text=True, errors="replace"))
+      forwards.append(_Forward(procs[0].stderr, err))
+      forwards[0].start()
+      continue
     with open(err, "w") as f:
       procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=f,
-                                    preexec_fn=pin, start_new_session=True))
+                                    preexec_fn=start, start_new_session=True))
 
   forwarded = []
 
@@ -131,6 +178,7 @@ def _run(num_processes, train_flags, grace_s, pin_cores, module, logs) -> int:
 
   signal.signal(signal.SIGINT, forward)
   signal.signal(signal.SIGTERM, forward)
+  stopped_since = {}
   while True:
     codes = [p.poll() for p in procs]
     if forwarded and any(c is not None for c in codes):
@@ -142,21 +190,34 @@ def _run(num_processes, train_flags, grace_s, pin_cores, module, logs) -> int:
         pass
       codes = [p.poll() for p in procs]
       if all(c == 128 + forwarded[0] for c in codes):
-        return codes[0]
-    failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+        return _finish(forwards, codes[0])
+    now = time.monotonic()
+    for i, p in enumerate(procs):
+      if codes[i] is None and _stopped(p.pid):
+        stopped_since.setdefault(i, now)
+      else:
+        stopped_since.pop(i, None)
+    stalled = [i for i, t in stopped_since.items() if now - t > 1.0]
+    failed = [i for i, c in enumerate(codes) if c not in (None, 0)] + stalled
     if failed:
-      # Seen together, a process killed by a signal is the cause: its peers then fail in their
-      # collectives.
-      i = min(failed, key=lambda i: (codes[i] > 0, i))
+      # The first seen is the cause: its peers then fail in their collectives. Seen together, a
+      # stopped or killed process is the cause rather than one that exited with an error.
+      i = min(failed, key=lambda i: (codes[i] is not None and codes[i] > 0, i))
+      for f in forwards:
+        f.quiet = True  # the others stop quietly
       _stop(procs, grace_s)
-      how = (f"killed by {signal.Signals(-codes[i]).name}" if codes[i] < 0
-             else f"exit {codes[i]}")
-      print(f"error: process {i} failed ({how}): {_last_line(errs[i])}", file=sys.stderr)
-      return codes[i] if codes[i] > 0 else 128 - codes[i]
+      print(f"error: process {i} failed {_cause(codes[i], errs[i])}", file=sys.stderr)
+      code = codes[i] if codes[i] is not None else -signal.SIGSTOP
+      return _finish(forwards, code if code > 0 else 128 - code)
     if all(c == 0 for c in codes):
-      return 0
+      return _finish(forwards, 0)
     time.sleep(0.05)
 
+
+def _finish(forwards, code: int) -> int:
+  for f in forwards:
+    f.join(timeout=5.0)  # the last of process 0's output
+  return code
 
 
 def main(argv):

@@ -10,6 +10,7 @@ Bad flag values fail before anything is spawned, with a one-line reason and exit
 """
 
 import dataclasses
+import signal
 
 from absl import flags
 from absl import logging
@@ -63,6 +64,20 @@ def build_config() -> hts_config.RunConfig:
   return cfg
 
 
+class _Signalled(BaseException):
+  """SIGINT/SIGTERM before the run's controller handles signals (start-up: flags, imports, the
+  env check, the checkpoint, compiling): nothing was trained or saved, so the program just ends."""
+
+  def __init__(self, signum: int):
+    super().__init__(signum)
+    self.signum = signum
+
+
+def _raise_signalled(signum, frame):
+  del frame
+  raise _Signalled(signum)
+
+
 def main(argv):
   logging.set_verbosity(logging.WARNING)  # JAX's backend probing is not news to users
   if len(argv) > 1:
@@ -74,6 +89,9 @@ def main(argv):
     runner = modes.make_runner(cfg, resume=FLAGS.resume)
   except hts_config.ConfigError as e:
     cli.fail(str(e), 2)
+  # From here a signal is the controller's: recorded until it installs its handlers, then acted
+  # on at the next segment boundary (or during start-up, at once).
+  modes.defer_signals()
   # A failed process of a multi-process run exits at once: jax.distributed's shutdown barrier
   # would wait for the peers, which are still running (the launcher or the coordination service
   # stops them). Its own children and shared memory are cleaned up before that.
@@ -85,7 +103,11 @@ def main(argv):
   except modes.Interrupted as e:
     fail(str(e), 128 + e.signum)
   except KeyboardInterrupt:
-    fail("interrupted (second SIGINT): stopped without a new checkpoint", 130)
+    # The checkpoint writer may be mid-write: its partial folder goes, and the program ends at
+    # once (exit handlers would wait for the writer's threads, which then fail noisily).
+    from hts_jax.runtime import logdir  # pylint: disable=import-outside-toplevel
+    logdir.remove_partial_checkpoints(cfg.outputs.logdir)
+    cli.fail_now("interrupted (second SIGINT): stopped without a new checkpoint", 130)
   final = summary["eval"][-1]["mean_return"] if summary["eval"] else float("nan")
   print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s "
         f"({summary['sps']:,.0f} sps), {summary['updates']} updates, final eval return "
@@ -96,7 +118,14 @@ def main(argv):
 
 def run():
   """The `hts-train` console command."""
-  cli.run_main(main, __name__)
+  for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, _raise_signalled)
+  try:
+    cli.run_main(main, __name__)
+  except _Signalled as e:
+    # At once: exit handlers could wait (jax.distributed's shutdown barrier, orbax's threads).
+    cli.fail_now(f"interrupted by {signal.Signals(e.signum).name} during start-up; nothing was "
+                 "trained or saved", 128 + e.signum)
 
 
 if __name__ == "__main__":

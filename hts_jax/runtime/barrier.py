@@ -57,6 +57,7 @@ class AlphaBarrier:
   def go(self, segment: int, executors: Optional[Sequence[int]] = None) -> None:
     """Leaves the barrier: the executors start `segment` in storage `filling(segment)`."""
     for k in self._executors(executors):
+      self.supervisor.watch(k)
       self.inboxes[k].writer.post(buffers.GO, segment)
 
   def post_blocks(self, executor: int, blocks: Sequence[int]) -> None:

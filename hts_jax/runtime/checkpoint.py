@@ -12,6 +12,14 @@ its update on segment `seg - 1` (the swap point, where nothing is in flight). It
            index is the position of every action seed stream.
 Checkpoints live in `<logdir>/checkpoints/<updates>/`; the two newest are kept.
 
+Integrity: each checkpoint records, when it is written, the sha256 of each of its parts (`digest`:
+the state's leaves in a fixed order, the storage, the envs, the host JSON, and the params'
+`param_sha256`). `restore` recomputes them and raises `CorruptCheckpoint` (one line naming the
+checkpoint and what is wrong) on a mismatch, as on a part that cannot be read (truncated, missing
+metadata). `--resume` then sets the corrupt checkpoint aside (`<logdir>/checkpoints-corrupt/`) and
+falls back to the newest older one that verifies (`Runner._restore`). Checkpoints written before
+digests existed are restored unverified.
+
 Multi-process runs (`process` given): the state (replicated over every process's learner devices)
 and the run's config and segment go to `<logdir>/checkpoints/<updates>/`, written together by
 all processes (orbax's multi-process save); each process's own part (its storage columns, its
@@ -22,15 +30,21 @@ written by that process alone.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import orbax.checkpoint as ocp
 
 from hts_jax.config import RunConfig, resumable_fields
+from hts_jax.runtime.supervisor import error_line
+
+class CorruptCheckpoint(Exception):
+  """A checkpoint that cannot be read or does not match its digest (the message is one line)."""
+
 
 def directory(logdir: str) -> str:
   return os.path.join(os.path.abspath(logdir), "checkpoints")
@@ -57,6 +71,68 @@ def latest_step(logdir: str) -> Optional[int]:
     mngr.close()
 
 
+def steps(logdir: str) -> List[int]:
+  """The steps of the checkpoint folders in `<logdir>/checkpoints`, newest first (whether orbax
+  would list them or not: a folder whose metadata is gone is still a checkpoint, a corrupt one)."""
+  root = directory(logdir)
+  if not os.path.isdir(root):
+    return []
+  return sorted((int(d) for d in os.listdir(root) if d.isdigit()), reverse=True)
+
+
+def set_aside(logdir: str, step: int) -> str:
+  """Moves checkpoint `step` out of the way (into `<logdir>/checkpoints-corrupt/`, kept for a
+  look); returns where it went."""
+  root = os.path.join(os.path.abspath(logdir), "checkpoints-corrupt")
+  os.makedirs(root, exist_ok=True)
+  target = os.path.join(root, str(step))
+  shutil.rmtree(target, ignore_errors=True)
+  os.rename(os.path.join(directory(logdir), str(step)), target)
+  return target
+
+
+def _local(leaf) -> np.ndarray:
+  """A leaf's value on this host (a replicated global array: this process's copy)."""
+  if hasattr(leaf, "is_fully_addressable") and not leaf.is_fully_addressable:
+    leaf = leaf.addressable_data(0)
+  return np.ascontiguousarray(np.asarray(leaf))
+
+
+def _sha256_tree(tree) -> str:
+  """sha256 over a tree's leaves' bytes, leaves in `jax.tree.leaves` order (dicts by key)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  h = hashlib.sha256()
+  for leaf in jax.tree.leaves(tree):
+    h.update(_local(leaf).tobytes())
+  return h.hexdigest()
+
+
+def _sha256_json(obj) -> str:
+  return hashlib.sha256(json.dumps(json.loads(json.dumps(obj)), sort_keys=True).encode()
+                        ).hexdigest()
+
+
+def digest(train_state=None, storage=None, envs=None, host=None) -> Dict[str, str]:
+  """The sha256 of each given part of a checkpoint (and the params' param_sha256)."""
+  out = {}
+  if train_state is not None:
+    out["state"] = _sha256_tree(train_state)
+    out["param_sha256"] = _sha256_tree(train_state.params)
+  for name, part in (("storage", storage), ("envs", envs)):
+    if part is not None:
+      out[name] = _sha256_tree(dict(part))
+  if host is not None:
+    out["host"] = _sha256_json(host)
+  return out
+
+
+def _verify(path: str, saved: Dict[str, str], computed: Dict[str, str]) -> None:
+  for part, value in computed.items():
+    if part in saved and saved[part] != value:
+      raise CorruptCheckpoint(f"checkpoint {path}: its {part} does not match the digest recorded "
+                              "when it was written")
+
+
 # The host fields every process of a multi-process run shares (the rest is per process).
 SHARED_HOST = ("segment", "learned", "config")
 
@@ -70,17 +146,20 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
   envs = {"none": np.zeros((1,), np.uint8)} if env_states is None else {
       str(e): np.frombuffer(b, np.uint8).copy() for e, b in env_states.items()}
   host = dict(host, env_states_saved=env_states is not None)
-  own = dict(storage=ocp.args.StandardSave({k: np.asarray(v) for k, v in storage.items()}),
-             envs=ocp.args.StandardSave(envs))
+  storage = {k: np.asarray(v) for k, v in storage.items()}
+  own = dict(storage=ocp.args.StandardSave(storage), envs=ocp.args.StandardSave(envs))
   if process is None:
     _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state), **own,
-          host=ocp.args.JsonSave(host))
+          host=ocp.args.JsonSave(host),
+          digest=ocp.args.JsonSave(digest(train_state, storage, envs, host)))
   else:
     # Each process's own part first: a step the shared manager lists is complete everywhere.
     _save_own(logdir, process, step, storage, envs,
               {k: v for k, v in host.items() if k not in SHARED_HOST})
+    shared = {k: host[k] for k in SHARED_HOST}
     _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state),
-          host=ocp.args.JsonSave({k: host[k] for k in SHARED_HOST}))
+          host=ocp.args.JsonSave(shared),
+          digest=ocp.args.JsonSave(digest(train_state, host=shared)))
   return os.path.join(directory(logdir), str(step))
 
 
@@ -95,6 +174,8 @@ def _save_own(logdir: str, process: int, step: int, storage, envs, host) -> None
   np.savez(os.path.join(tmp, "envs.npz"), **envs)
   with open(os.path.join(tmp, "host.json"), "w") as f:
     json.dump(host, f)
+  with open(os.path.join(tmp, "digest.json"), "w") as f:
+    json.dump(digest(storage=storage, envs=envs, host=host), f)
   final = os.path.join(root, str(step))
   shutil.rmtree(final, ignore_errors=True)
   os.rename(tmp, final)
@@ -111,6 +192,9 @@ def _restore_own(logdir: str, process: int, step: int) -> Dict[str, Any]:
     envs = {k: z[k] for k in z.files}
   with open(os.path.join(path, "host.json")) as f:
     host = json.load(f)
+  if os.path.exists(os.path.join(path, "digest.json")):
+    with open(os.path.join(path, "digest.json")) as f:
+      _verify(path, json.load(f), digest(storage=storage, envs=envs, host=host))
   return {"storage": storage, "envs": envs, "host": host}
 
 
@@ -125,21 +209,36 @@ def _save(mngr: ocp.CheckpointManager, step: int, **items) -> None:
 def restore(logdir: str, abstract_state, step: Optional[int] = None,
             process: Optional[int] = None) -> Dict[str, Any]:
   """Restores the newest (or `step`) checkpoint: {'state', 'storage', 'envs', 'host', 'step'};
-  in a multi-process run, this `process`'s part with the shared state."""
-  mngr = _manager(logdir)
-  try:
-    step = mngr.latest_step() if step is None else step
+  in a multi-process run, this `process`'s part with the shared state. A checkpoint that cannot be
+  read or does not match its digest raises CorruptCheckpoint."""
+  if step is None:
+    step = (steps(logdir) or [None])[0]
     if step is None:
       raise FileNotFoundError(f"no checkpoint in {directory(logdir)}")
-    if process is None:
-      out = mngr.restore(step, args=ocp.args.Composite(
-          state=ocp.args.StandardRestore(abstract_state), storage=ocp.args.StandardRestore(),
-          envs=ocp.args.StandardRestore(), host=ocp.args.JsonRestore()))
-    else:
-      out = dict(mngr.restore(step, args=ocp.args.Composite(
-          state=ocp.args.StandardRestore(abstract_state), host=ocp.args.JsonRestore())))
+  path = os.path.join(directory(logdir), str(step))
+  try:
+    return _restore(logdir, abstract_state, step, process, path)
+  except CorruptCheckpoint:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {error_line(e)}") from e
+
+
+def _restore(logdir, abstract_state, step, process, path) -> Dict[str, Any]:
+  verified = os.path.isdir(os.path.join(path, "digest"))
+  items = dict(state=ocp.args.StandardRestore(abstract_state), host=ocp.args.JsonRestore())
+  if process is None:
+    items.update(storage=ocp.args.StandardRestore(), envs=ocp.args.StandardRestore())
+  if verified:
+    items.update(digest=ocp.args.JsonRestore())
+  mngr = _manager(logdir)
+  try:
+    out = dict(mngr.restore(step, args=ocp.args.Composite(**items)))
   finally:
     mngr.close()
+  if verified:
+    _verify(path, dict(out["digest"]), digest(out["state"], out.get("storage"), out.get("envs"),
+                                              out["host"]))
   if process is not None:
     mine = _restore_own(logdir, process, step)
     out.update(storage=mine["storage"], envs=mine["envs"], host=dict(out["host"], **mine["host"]))
@@ -151,13 +250,17 @@ def restore(logdir: str, abstract_state, step: Optional[int] = None,
           "envs": env_states, "host": host, "step": step}
 
 
-def saved_host(logdir: str) -> Dict[str, Any]:
-  """The newest checkpoint's shared host record (its config among it), read alone: a resume
-  compares configs before restoring a state whose tree the config shapes."""
+def saved_host(logdir: str, step: Optional[int] = None) -> Dict[str, Any]:
+  """The newest (or `step`) checkpoint's shared host record (its config among it), read alone: a
+  resume compares configs before restoring a state whose tree the config shapes. Raises
+  CorruptCheckpoint if it cannot be read."""
+  step = steps(logdir)[0] if step is None else step
   mngr = _manager(logdir)
   try:
-    return dict(mngr.restore(mngr.latest_step(), args=ocp.args.Composite(
-        host=ocp.args.JsonRestore()))["host"])
+    return dict(mngr.restore(step, args=ocp.args.Composite(host=ocp.args.JsonRestore()))["host"])
+  except Exception as e:  # pylint: disable=broad-except
+    raise CorruptCheckpoint(f"checkpoint {os.path.join(directory(logdir), str(step))} cannot be "
+                            f"read: {error_line(e)}") from e
   finally:
     mngr.close()
 

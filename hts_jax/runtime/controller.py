@@ -58,7 +58,7 @@ class Controller:
         cfg, None if restored is None else runner.learner.version, total_steps)
     self.storages = Storages(runner.storage_spec, create=True,
                              name_prefix=shm_prefix(cfg.outputs.logdir))
-    self.supervisor = Supervisor(cfg.env_ids_of_executor)
+    self.supervisor = Supervisor(cfg.env_ids_of_executor, cfg.rollout.watchdog_s)
     self.barrier = AlphaBarrier(self.supervisor)
     self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else
                  Book.from_json(restored["host"]["book"]))
@@ -98,6 +98,8 @@ class Controller:
 
   def __exit__(self, exc_type, exc, tb) -> None:
     self.supervisor.restore_signal_handlers()
+    if exc_type is KeyboardInterrupt:  # a second SIGINT: now, no new checkpoint
+      self.writer.abandon(wait_s=2.0)
     try:
       self.supervisor.shutdown()
       self.writer.join()
@@ -181,6 +183,7 @@ class Controller:
     published now; `learned`: the update on `segment` is done), in their fixed order: stop,
     evaluate, checkpoint, progress. Returns whether the run stops here. The executors must be
     at the barrier (a checkpoint collects their envs)."""
+    self.supervisor.boundary_passed()
     stop = self.target_reached()
     if not stop:
       self._evaluate_if_due(env_steps, params)
@@ -231,6 +234,12 @@ class Controller:
     due = cfg.outputs.checkpoint_every > 0 and updates % cfg.outputs.checkpoint_every == 0
     if not (due or signum is not None) or segment + 1 >= cfg.rollout.num_segments:
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
+    if signum is not None and not multi and self.writer.in_flight() is not None:
+      # A signal finishes at most one write: the one in flight is the run's last checkpoint.
+      self.writer.drop_waiting()
+      self.writer.flush()
+      path = os.path.join(checkpoint.directory(cfg.outputs.logdir), str(self.writer.written))
+      raise Interrupted(interrupted_message(signum, updates, path), signum)
     env_states = self.barrier.collect_env_states()
     st = self.storages.filling(segment)
     # A copy: the writer may still be waiting for evaluations when this storage is refilled.

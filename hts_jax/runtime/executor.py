@@ -18,6 +18,7 @@ whose controller has gone reads end-of-file on its action buffer and exits.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing as mp
 import os
 import pickle
 import random
@@ -32,6 +33,7 @@ from hts_jax import envs, seeding
 from hts_jax.envs import blocks as env_blocks
 from hts_jax.runtime import buffers
 from hts_jax.runtime.buffers import BlockLayout, Done, EnvStates, Failed, Started
+from hts_jax.runtime.parent import die_with_parent
 from hts_jax.runtime.storage import Storages, StorageSpec, carry_core, reset_core
 
 
@@ -84,9 +86,14 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def executor_main(spec: ExecutorSpec, inbox: buffers.RecordReader, state: buffers.StateWriter,
-                  ctrl) -> None:
-  """Process entry point. Any exception is reported to the controller as one line (`Failed`)."""
+                  ctrl, beat=None) -> None:
+  """Process entry point. Any exception is reported to the controller as one line (`Failed`).
+  `beat`: a shared int64 array [segment, step, block steps so far] the executor updates after
+  every block it steps (the supervisor's watchdog reads it)."""
   os.setpgrp()
+  parent = mp.parent_process()
+  if parent is not None:  # a worker killed with SIGKILL cannot stop its executors: the kernel does
+    die_with_parent(parent.pid)
   # Executors step envs only; should anything here touch JAX, it must not claim the accelerator
   # (sixteen processes each preallocating most of a GPU's memory).
   os.environ["JAX_PLATFORMS"] = "cpu"
@@ -96,7 +103,7 @@ def executor_main(spec: ExecutorSpec, inbox: buffers.RecordReader, state: buffer
   signal.signal(signal.SIGTERM, signal.SIG_DFL)
   where = {"env_id": None}
   try:
-    Executor(spec, inbox, state, ctrl, where).run()
+    Executor(spec, inbox, state, ctrl, where, beat).run()
   except BaseException as e:  # pylint: disable=broad-except
     msg = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
     try:
@@ -111,8 +118,9 @@ class Executor:
   EnvStates). `where["env_id"]` names the env being created or stepped, for a failure's line.
   Tests run one in a thread against a real storage and pipes."""
 
-  def __init__(self, spec: ExecutorSpec, inbox, state, ctrl, where):
+  def __init__(self, spec: ExecutorSpec, inbox, state, ctrl, where, beat=None):
     self.spec, self.inbox, self.state, self.ctrl, self.where = spec, inbox, state, ctrl, where
+    self.beat = beat
     self.storages = Storages(spec.storage, create=False)
     self.noise = random.Random()  # step-time noise is unseeded: results must not depend on it
     self.agents = spec.storage.num_agents
@@ -172,6 +180,9 @@ class Executor:
       for b in codes:  # each block goes back to the actors as soon as it is stepped
         self._step_block(st, b, t[b])
         t[b] += 1
+        if self.beat is not None:
+          self.beat[0], self.beat[1] = segment, t[b]
+          self.beat[2] += 1
         if t[b] < spec.alpha:
           self.state.post((b,), segment, (t[b],))
         else:

@@ -9,10 +9,11 @@ from typing import Any, Dict
 
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import RULES
-from hts_jax.runtime import backend, distributed, tracking
+from hts_jax.runtime import backend, distributed, logdir, tracking
 from hts_jax.runtime.mode import Mode
 from hts_jax.runtime.runner import Runner
-from hts_jax.runtime.supervisor import Interrupted, RunError  # pylint: disable=unused-import
+from hts_jax.runtime.supervisor import (Interrupted, RunError,  # pylint: disable=unused-import
+                                        defer_signals)
 
 
 def _load(name: str) -> Mode:
@@ -32,11 +33,20 @@ def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   tracking.check_packages(config)
   mode = MODES[config.mode]
   mode.check(config, resume)
-  if config.distributed.num_processes > 1:
-    if config.rollout.envpool:
-      raise ConfigError("--envpool runs in one process")
-    distributed.initialize(config)
-  return Runner(config, mode, resume=resume)
+  if config.distributed.num_processes > 1 and config.rollout.envpool:
+    raise ConfigError("--envpool runs in one process")
+  # The logdir is made, locked and checked before anything is spawned, compiled or written.
+  lock = logdir.prepare(config.outputs.logdir, resume, config.outputs.overwrite,
+                        config.distributed.process_id)
+  try:
+    if config.distributed.num_processes > 1:
+      distributed.initialize(config)
+    runner = Runner(config, mode, resume=resume)
+  except BaseException:
+    lock.release()
+    raise
+  runner.lock = lock
+  return runner
 
 
 def run(config: RunConfig, resume: bool = False) -> Dict[str, Any]:

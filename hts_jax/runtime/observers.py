@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.runtime import checkpoint, reporting, tracking
 from hts_jax.runtime.evaluation import Evaluator
-from hts_jax.runtime.supervisor import RunError
+from hts_jax.runtime.supervisor import RunError, error_line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,37 +143,81 @@ class ProgressLines(Observer):
 
 class CheckpointWriter(Observer):
   """Writes snapshots in a background thread, in order, each after the evaluations it records
-  have finished (so the executors never wait for an evaluation). A write that fails makes the
-  next `flush` raise RunError with one line."""
+  have finished (so the executors never wait for an evaluation). The queue is bounded: one write
+  in flight and one snapshot waiting; a newer snapshot replaces a waiting older one (`skipped`
+  counts them), so a writer slower than `--checkpoint_every` updates writes the newest snapshot
+  each time it is free and the boundary never waits for it. A write that fails makes the next
+  `flush` raise RunError with one line."""
 
   def __init__(self, logdir: str, evaluator: Evaluator):
     self.logdir, self.evaluator = logdir, evaluator
-    self._writer: Optional[threading.Thread] = None
+    self._cond = threading.Condition()
+    self._waiting: Optional[Snapshot] = None
+    self._writing: Optional[int] = None  # the updates of the snapshot being written
+    self._thread: Optional[threading.Thread] = None
+    self._abandoned = False
+    self.written: Optional[int] = None  # the updates of the newest checkpoint written
+    self.skipped = 0
     self.error: Optional[str] = None
 
   def on_checkpoint(self, snapshot: Snapshot) -> None:
-    previous = self._writer
+    with self._cond:
+      if self._waiting is not None:
+        self.skipped += 1
+      self._waiting = snapshot
+      if self._thread is None:
+        self._thread = threading.Thread(target=self._write_all, name="checkpoint", daemon=True)
+        self._thread.start()
 
-    def write():
+  def _write_all(self) -> None:
+    while True:
+      with self._cond:
+        snapshot, self._waiting = self._waiting, None
+        self._writing = None if snapshot is None else snapshot.updates
+        if snapshot is None:
+          self._thread = None
+          self._cond.notify_all()
+          return
       try:
-        if previous is not None:
-          previous.join()  # checkpoints are written in order
         book = dict(snapshot.host["book"])
         book["eval"] = [dict(r) for r in self.evaluator.results_upto(snapshot.evaluations,
                                                                      _wait_plain)]
         checkpoint.save(self.logdir, snapshot.updates, snapshot.state, snapshot.storage,
                         snapshot.env_states, dict(snapshot.host, book=book),
                         process=snapshot.process)
+        self.written = snapshot.updates
       except Exception as e:  # pylint: disable=broad-except
-        self.error = f"checkpoint: {type(e).__name__}: {e}".splitlines()[0]
+        if self.error is None:
+          self.error = "checkpoint: " + error_line(e, checkpoint.directory(self.logdir))
 
-    self._writer = threading.Thread(target=write, name="checkpoint", daemon=True)
-    self._writer.start()
+  def in_flight(self) -> Optional[int]:
+    """The updates of the checkpoint being written now, if one is."""
+    with self._cond:
+      return self._writing
+
+  def drop_waiting(self) -> None:
+    """Forgets the snapshot waiting to be written, if any (a signal finishes at most one write)."""
+    with self._cond:
+      if self._waiting is not None:
+        self._waiting = None
+        self.skipped += 1
+
+  def abandon(self, wait_s: float) -> None:
+    """The run ends now (a second SIGINT): the waiting snapshot is dropped, the write in flight
+    gets `wait_s` seconds to finish (orbax cannot stop one; a folder half written when the
+    program exits is removed by the launcher, or by the next run in the logdir), then `join` and
+    `close` no longer wait."""
+    self.drop_waiting()
+    deadline = time.monotonic() + wait_s
+    with self._cond:
+      while self._thread is not None and time.monotonic() < deadline:
+        self._cond.wait(0.05)
+    self._abandoned = True
 
   def join(self) -> None:
-    if self._writer is not None:
-      self._writer.join()
-      self._writer = None
+    with self._cond:
+      while self._thread is not None and not self._abandoned:
+        self._cond.wait(0.1)
 
   def flush(self) -> None:
     self.join()

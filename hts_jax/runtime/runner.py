@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Dict
 
@@ -55,6 +57,7 @@ class Runner:
 
   def __init__(self, config: RunConfig, mode: "Mode", resume: bool = False):
     self.config, self.mode = config, mode
+    self.lock = None  # the logdir's (`logdir.prepare`), released when the run ends
     # Before anything of the run exists: the calibration has the machine to itself.
     self.host = host.start_record(calibration=config.outputs.host_calibration)
     r = config.rollout
@@ -91,7 +94,8 @@ class Runner:
             state.reward_norm, acc=jnp.zeros_like(state.reward_norm["acc"])))
     elif checkpoint.latest_step(config.outputs.logdir) is not None:
       raise ConfigError(f"{checkpoint.directory(config.outputs.logdir)} holds a checkpoint: pass "
-                        "--resume to continue that run, or choose another --logdir")
+                        "--resume to continue that run, --overwrite to replace it, or choose "
+                        "another --logdir")
     self.num_agents = self.info.num_agents
     # Storage rows of this process: (env_id - env_offset) * agents + agent.
     self.num_rows = config.local_envs * self.num_agents
@@ -120,26 +124,45 @@ class Runner:
     self.compile_s = self._compile()
 
   def _restore(self, abstract_state) -> Dict[str, Any]:
+    """The newest checkpoint that verifies. A corrupt one (unreadable, or not matching its
+    digest) is set aside with one line, and the next older one is tried; none left: ConfigError."""
     cfg = self.config
-    if checkpoint.latest_step(cfg.outputs.logdir) is None:
-      raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(cfg.outputs.logdir)}")
+    root = checkpoint.directory(cfg.outputs.logdir)
+    if not checkpoint.steps(cfg.outputs.logdir):
+      raise ConfigError(f"--resume: no checkpoint in {root}")
     process = None
     # The state is restored straight onto every process's devices.
     if cfg.distributed.num_processes > 1:
       process = cfg.distributed.process_id
       abstract_state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(
           x.shape, x.dtype, sharding=self.placement.learner_state), abstract_state)
-    changed = checkpoint.incompatible_changes(checkpoint.saved_host(cfg.outputs.logdir)["config"],
-                                              json.loads(json.dumps(cfg.to_dict())))
+    problems = []
+    for step in checkpoint.steps(cfg.outputs.logdir):
+      try:
+        self._check_resumable(checkpoint.saved_host(cfg.outputs.logdir, step))
+        ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, step, process=process)
+      except checkpoint.CorruptCheckpoint as e:
+        if process is not None:  # the processes would have to agree on another: refuse
+          raise ConfigError(f"--resume: {e}") from None
+        problems.append(f"{e}; set aside in {checkpoint.set_aside(cfg.outputs.logdir, step)}")
+        continue
+      if problems:
+        print(f"warning: {problems[-1]}; resuming from the older checkpoint "
+              f"{os.path.join(root, str(step))}", file=sys.stderr, flush=True)
+      return ckpt
+    raise ConfigError(f"--resume: no checkpoint in {root} can be restored: {problems[0]}")
+
+  def _check_resumable(self, host: Dict[str, Any]) -> None:
+    """Refuses a config that changes what the run computes, or a run already past its end."""
+    cfg = self.config
+    changed = checkpoint.incompatible_changes(host["config"], json.loads(json.dumps(cfg.to_dict())))
     if changed:
       k = sorted(changed)[0]
       raise ConfigError(f"--resume: {k} differs from the checkpoint ({changed[k][0]!r} there, "
                         f"{changed[k][1]!r} now)")
-    ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, process=process)
-    if ckpt["host"]["segment"] + 1 > cfg.rollout.num_segments:
-      raise ConfigError(f"--resume: the checkpoint is at segment {ckpt['host']['segment']}, "
+    if host["segment"] + 1 > cfg.rollout.num_segments:
+      raise ConfigError(f"--resume: the checkpoint is at segment {host['segment']}, "
                         f"beyond --total_steps={cfg.rollout.total_steps}")
-    return ckpt
 
   @property
   def storage_spec(self) -> storage_lib.StorageSpec:
@@ -180,6 +203,10 @@ class Runner:
 
   def run(self) -> Dict[str, Any]:
     """Runs the mode's loop; returns the summary (also in `<logdir>/summary.json`)."""
-    return self.mode.run(self)
+    try:
+      return self.mode.run(self)
+    finally:
+      if self.lock is not None:
+        self.lock.release()
 
 

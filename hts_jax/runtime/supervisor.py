@@ -12,6 +12,7 @@ turns SIGINT/SIGTERM into a request the controller acts on at a segment boundary
 
 from __future__ import annotations
 
+import errno
 import multiprocessing as mp
 import signal
 import threading
@@ -19,10 +20,17 @@ import time
 from multiprocessing import connection
 from typing import Callable, Dict, List, Optional, Sequence
 
-from hts_jax.runtime.buffers import ControlChannel, Failed
+from hts_jax.runtime.buffers import ControlChannel, Done, Failed
 from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
 
 POLL_S = 0.05
+# The watchdog's automatic timeout: this many times the longest gap between two env steps of an
+# executor measured mid-segment so far, and at least WATCHDOG_MIN_S (`--watchdog_s` sets it).
+WATCHDOG_FACTOR = 50
+WATCHDOG_MIN_S = 10.0
+# A signal is acted on at the next segment boundary; if none comes within this (or 1.5 times the
+# longest segment so far, whichever is longer), the run stops without a new checkpoint.
+SIGNAL_GRACE_S = 5.0
 _GRACE_S = 0.5  # executors leave within one env step of STOP; stuck ones get SIGTERM after this
 
 
@@ -43,16 +51,49 @@ def interrupted_message(signum: int, updates: int, path: str) -> str:
           f"{path}; continue with --resume")
 
 
+def error_line(e: BaseException, path: Optional[str] = None) -> str:
+  """An exception as one line: `Type: its first line`; a full disk (ENOSPC, or a library's
+  message saying so) as `no space left on <the file, or path>`."""
+  text = str(e)
+  if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left" in text:
+    return f"no space left on {getattr(e, 'filename', None) or path or 'the device'}"
+  lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+  return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
 def failed_message(msg: Failed) -> str:
   return (f"executor {msg.executor}" + (f", env {msg.env_id}" if msg.env_id is not None else "")
           + f": {msg.error}")
 
 
+# SIGINT/SIGTERM received after start-up handed signals to the runtime (`defer_signals`) and
+# before a supervisor installed its handlers: the first is the run's signal.
+_deferred: List[int] = []
+
+
+def defer_signals() -> None:
+  """Until a supervisor installs its handlers, SIGINT/SIGTERM are recorded (not acted on): the
+  launcher calls this once the runner is built, so a signal while the controller sets up is acted
+  on as during start-up (`barrier.wait_started`)."""
+  def handler(signum, frame):
+    del frame
+    _deferred.append(signum)
+  for s in SIGNALS:
+    signal.signal(s, handler)
+
+
 class Supervisor:
   """Owns the executor processes, their control channels and the run's threads."""
 
-  def __init__(self, env_ids_of_executor: Callable[[int], List[int]]):
+  def __init__(self, env_ids_of_executor: Callable[[int], List[int]], watchdog_s: float = 0.0):
     self._env_ids = env_ids_of_executor
+    self.watchdog_s = watchdog_s
+    self.beats: list = []  # executor k's [segment, step, steps so far] (shared memory)
+    self._watched: Dict[int, list] = {}  # executor -> [steps seen, when they last changed]
+    self._longest_gap = 0.0
+    self._signal_at = 0.0
+    self._boundary_at: Optional[float] = None
+    self._longest_segment = 0.0
     self.procs: List[mp.Process] = []
     self.ctrl: List[ControlChannel] = []
     self._ctrl_locks: List[threading.Lock] = []
@@ -72,7 +113,9 @@ class Supervisor:
     self._inboxes = list(inboxes)
     for spec, inbox, writer in zip(specs, inboxes, state_writers):
       ch = ControlChannel()
-      p = ctx.Process(target=executor_main, args=(spec, inbox.reader, writer, ch.writer),
+      beat = ctx.RawArray("q", 3)
+      self.beats.append(beat)
+      p = ctx.Process(target=executor_main, args=(spec, inbox.reader, writer, ch.writer, beat),
                       name=f"hts-executor-{spec.index}", daemon=True)
       old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
       try:
@@ -125,6 +168,8 @@ class Supervisor:
           raise RunError(failed_message(msg))
         if not isinstance(msg, kind):
           raise RuntimeError(f"executor {executor}: expected {kind.__name__}, got {msg!r}")
+        if isinstance(msg, Done):
+          self._watched.pop(executor, None)  # at the barrier: not stepping, by design
         return msg
       self.check()
 
@@ -142,10 +187,63 @@ class Supervisor:
           return None
     return None
 
+  # ------------------------------------------------------------ the watchdog
+  def watch(self, executor: int) -> None:
+    """Executor `executor` has been sent GO: from now until its Done it must keep stepping."""
+    if executor < len(self.beats):
+      self._watched[executor] = [self.beats[executor][2], time.monotonic()]
+
+  def watchdog_timeout(self) -> float:
+    return self.watchdog_s or max(WATCHDOG_MIN_S, WATCHDOG_FACTOR * self._longest_gap)
+
+  def boundary_passed(self) -> None:
+    """The controller reached a segment boundary (the signal grace is measured in segments)."""
+    now = time.monotonic()
+    if self._boundary_at is not None:
+      self._longest_segment = max(self._longest_segment, now - self._boundary_at)
+    self._boundary_at = now
+
+  def _stalled(self, now: float, after_s: float) -> Optional[str]:
+    """The watched executor that has not stepped for the longest, if longer than `after_s`."""
+    watched = dict(self._watched)  # actor threads of some modes watch and unwatch (go, Done)
+    if not watched:
+      return None
+    k = min(watched, key=lambda k: watched[k][1])
+    idle = now - watched[k][1]
+    if idle <= after_s:
+      return None
+    ids = self._env_ids(k)
+    segment, step, _ = self.beats[k]
+    last = f"segment {segment}, step {step}" if self.beats[k][2] else "none this run"
+    return (f"executor {k} (envs {ids[0]}-{ids[-1]}) has not stepped for {idle:.1f} s (its last "
+            f"step: {last})")
+
+  def _watchdog(self) -> None:
+    now = time.monotonic()
+    for k, seen in dict(self._watched).items():
+      steps = self.beats[k][2]
+      if steps != seen[0]:
+        self._longest_gap = max(self._longest_gap, now - seen[1])
+        seen[0], seen[1] = steps, now
+    stalled = self._stalled(now, self.watchdog_timeout())
+    if stalled:
+      raise RunError(f"{stalled}: stalled past the watchdog's {self.watchdog_timeout():.1f} s "
+                     "(--watchdog_s); the last checkpoint is kept")
+    if self.signal is not None:
+      grace = max(SIGNAL_GRACE_S, 1.5 * self._longest_segment)
+      if now - self._signal_at > grace:
+        stalled = self._stalled(now, 1.0)
+        raise Interrupted(
+            f"interrupted by {signal.Signals(self.signal).name}: no segment boundary within "
+            f"{grace:.1f} s" + (f" ({stalled})" if stalled else "") +
+            ", so no new checkpoint; the last one is kept", self.signal)
+
   def check(self) -> None:
-    """Raises RunError if a thread failed or an executor process died."""
+    """Raises RunError if a thread failed, an executor process died or stalled (the watchdog);
+    Interrupted if a signal found no segment boundary within its grace."""
     if self.fault is not None:
       raise RunError(self.fault)
+    self._watchdog()
     for k, p in enumerate(self.procs):
       if not p.is_alive():
         # Its last words (an env's exception) are in its control pipe, if it said any.
@@ -179,9 +277,14 @@ class Supervisor:
       del frame
       if self.signal is not None and signum == signal.SIGINT:
         raise KeyboardInterrupt
+      if self.signal is None:
+        self._signal_at = time.monotonic()
       self.signal = signum
 
     self._old_handlers = {s: signal.signal(s, handler) for s in SIGNALS}
+    if _deferred and self.signal is None:
+      self.signal, self._signal_at = _deferred[0], time.monotonic()
+    _deferred.clear()
 
   def restore_signal_handlers(self) -> None:
     for s, h in (self._old_handlers or {}).items():

@@ -1,0 +1,140 @@
+"""One logdir, one run: the logdir is made, locked and checked before anything is spawned,
+compiled or written (host side).
+
+- The logdir must be (or become) a directory we can write: a file, a path under a file or under
+  /proc is refused in one line.
+- A lock file (`fcntl.flock` on `<logdir>/.lock`, `.lock-process-<p>` for process p > 0 of a
+  multi-process run) is held for the life of the run; a second run in the same logdir is refused
+  in one line naming the holder's pid. The kernel drops a flock when its holder dies, so a lock
+  left by a killed run is simply taken over.
+- A logdir holding an earlier run's `summary.json` or `metrics.csv` (with rows) is refused unless
+  the run resumes it (`--resume`) or replaces it (`--overwrite`, which deletes that run's outputs:
+  metrics.csv, summary.json, checkpoints, TensorBoard event files, videos).
+- Partial checkpoint folders (orbax's `*.orbax-checkpoint-tmp*`, a process's `.<step>.tmp`) left by
+  a run that was killed while writing are removed: under the lock nothing else writes them.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import glob
+import os
+import shutil
+import threading
+from typing import Dict, Optional
+
+from hts_jax.config import ConfigError
+
+# Held locks by path, so that a process may prepare the same logdir again (a test that runs twice
+# in one logdir, a runner built and then resumed): flock would refuse a second open file.
+_HELD: Dict[str, "Lock"] = {}
+_HELD_LOCK = threading.Lock()
+
+# What a run writes into its logdir, deleted by --overwrite.
+_OUTPUTS = ("metrics.csv", "summary.json", "checkpoints", "checkpoints-process-*",
+            "checkpoints-corrupt", "events.out.tfevents.*", "videos")
+
+
+class Lock:
+  """An exclusive `flock` on a file in the logdir, released by `release()` or the process's end."""
+
+  def __init__(self, path: str, fd: int):
+    self.path, self._fd = path, fd
+
+  def release(self) -> None:
+    with _HELD_LOCK:
+      if self._fd is not None:
+        _HELD.pop(self.path, None)
+        os.close(self._fd)  # closing the only descriptor drops the flock
+        self._fd = None
+
+
+def lock_path(logdir: str, process: int = 0) -> str:
+  return os.path.join(os.path.abspath(logdir), ".lock" if process == 0
+                      else f".lock-process-{process}")
+
+
+def _holder(path: str) -> str:
+  try:
+    with open(path) as f:
+      pid = f.read().strip()
+  except OSError:
+    pid = ""
+  return f"pid {pid}" if pid.isdigit() else "another process"
+
+
+def acquire(logdir: str, process: int = 0) -> Lock:
+  """Locks `logdir` for this process (ConfigError naming the holder when another has it)."""
+  path = lock_path(logdir, process)
+  with _HELD_LOCK:
+    if path in _HELD:
+      return _HELD[path]
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+      os.close(fd)
+      if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+        raise ConfigError(f"{os.path.abspath(logdir)} is in use by another run "
+                          f"({_holder(path)}): wait for it to end or choose another "
+                          "--logdir") from None
+      raise
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    lock = _HELD[path] = Lock(path, fd)
+    return lock
+
+
+def _holds_a_run(logdir: str) -> Optional[str]:
+  """The earlier run's output in `logdir` (summary.json, or metrics.csv with rows), if any."""
+  if os.path.exists(os.path.join(logdir, "summary.json")):
+    return "summary.json"
+  try:
+    with open(os.path.join(logdir, "metrics.csv")) as f:
+      rows = sum(1 for line in f if line.strip())
+  except OSError:
+    return None
+  return "metrics.csv" if rows > 1 else None
+
+
+def remove_partial_checkpoints(logdir: str) -> None:
+  """Removes checkpoint folders a killed writer left half written (only under the lock)."""
+  logdir = os.path.abspath(logdir)
+  for path in (glob.glob(os.path.join(logdir, "checkpoints", "*.orbax-checkpoint-tmp*")) +
+               glob.glob(os.path.join(logdir, "checkpoints-process-*", ".*.tmp"))):
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def prepare(logdir: str, resume: bool, overwrite: bool, process: int = 0) -> Lock:
+  """Makes and locks `logdir` and checks what it holds, before anything is spawned or written;
+  raises ConfigError with one line. Returns the lock (held until `release` or the process ends)."""
+  if resume and overwrite:
+    raise ConfigError("--resume continues the run in --logdir, --overwrite replaces it: pass one")
+  try:
+    os.makedirs(logdir, exist_ok=True)
+    if not os.access(logdir, os.W_OK | os.X_OK):
+      raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    lock = acquire(logdir, process)
+  except OSError as e:
+    raise ConfigError(f"--logdir={logdir} cannot be a directory to write: "
+                      f"{e.strerror or e}") from None
+  try:
+    if process == 0:
+      earlier = _holds_a_run(logdir)
+      if overwrite:
+        for pattern in _OUTPUTS:
+          for path in glob.glob(os.path.join(os.path.abspath(logdir), pattern)):
+            if os.path.isdir(path):
+              shutil.rmtree(path)
+            else:
+              os.remove(path)
+      elif earlier and not resume:
+        raise ConfigError(f"{os.path.join(logdir, earlier)} holds an earlier run: pass --resume "
+                          "to continue it (from its checkpoint), --overwrite to replace it, or "
+                          "choose another --logdir")
+    remove_partial_checkpoints(logdir)
+  except BaseException:
+    lock.release()
+    raise
+  return lock
