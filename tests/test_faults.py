@@ -356,6 +356,45 @@ def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
 
 
 # ------------------------------------------------------------ 2, 11: the multi-process launcher
+# ------------------------------------------------------------ 7: a full disk
+@pytest.fixture
+def small_disk(tmp_path):
+  """A 1 MiB tmpfs (needs the right to mount: root, as on the project's machines)."""
+  path = tmp_path / "disk"
+  path.mkdir()
+  if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)],
+                    capture_output=True).returncode != 0:
+    pytest.skip("cannot mount a small tmpfs here (needs root)")
+  try:
+    yield path
+  finally:
+    subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_a_full_disk_stops_the_run_in_one_line_and_keeps_the_last_complete_checkpoint(
+    tmp_path, small_disk):
+  """Defect 7: a full disk gave 53 tracebacks (metrics.csv, TensorBoard's writer thread, orbax's
+  threads) and no error line. Whichever output meets it first, the run stops with one line, the
+  partial checkpoint goes, and the newest complete one resumes."""
+  logdir = str(small_disk / "run")
+  flags = [f for f in S if f != "--notensorboard"] + ["--total_steps=100000",
+                                                     "--checkpoint_every=20"]
+  start = time.monotonic()
+  proc = run_cli(logdir, *flags, timeout=300)
+  assert proc.returncode == 1, proc.stderr
+  assert proc.stderr.strip().splitlines() == [f"error: no space left on {logdir}"]
+  assert time.monotonic() - start < 120
+  assert leftover_shm(tmp_path) == set() and partial_checkpoints(logdir) == []
+  saved = checkpoint.steps(logdir)
+  assert saved, "no checkpoint was complete before the disk filled"
+  copy = str(tmp_path / "copy")
+  subprocess.run(["cp", "-r", logdir, copy], check=True)
+  resumed = run_cli(copy, *S, f"--total_steps={(max(saved) + 2) * 40}", "--checkpoint_every=20",
+                    "--resume")
+  assert resumed.returncode == 0, resumed.stderr
+  assert summary(copy)["resumed_from_update"] == max(saved)
+
+
 @pytest.mark.slow  # two jax.distributed processes
 def test_a_killed_launcher_leaves_no_process_and_no_shared_memory(tmp_path):
   """Defect 2: SIGKILL of the launcher left both workers, their executors, resource trackers

@@ -32,15 +32,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 import orbax.checkpoint as ocp
+from absl import logging as absl_logging
 
 from hts_jax.config import RunConfig, resumable_fields
 from hts_jax.runtime.supervisor import error_line
+
+
+class _QuietOrbaxErrors(logging.Filter):
+  """Orbax logs a failed write's traceback on its own threads before the error reaches `save`,
+  which reports it in one line (a full disk: `no space left on <dir>`): drop orbax's copy."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return not (record.levelno >= logging.ERROR and f"{os.sep}orbax{os.sep}" in record.pathname)
+
+
+absl_logging.get_absl_logger().addFilter(_QuietOrbaxErrors())
+
 
 class CorruptCheckpoint(Exception):
   """A checkpoint that cannot be read or does not match its digest (the message is one line)."""

@@ -27,6 +27,7 @@ import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
 from hts_jax.runtime import backend, bookkeeping, checkpoint, distributed, host, reporting
+from hts_jax.runtime import logdir as logdir_lib
 from hts_jax.runtime.actor import ActorStats
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.bookkeeping import Book, summary
@@ -38,7 +39,8 @@ from hts_jax.runtime.observers import (CheckpointWriter, Evaluations, Observer, 
                                        UpdateEvent, output_observers, tracker_of)
 from hts_jax.runtime.placement import COMPILES
 from hts_jax.runtime.storage import Storages, shm_prefix
-from hts_jax.runtime.supervisor import Interrupted, RunError, Supervisor, interrupted_message
+from hts_jax.runtime.supervisor import (Interrupted, RunError, Supervisor, catch_output_errors,
+                                        error_line, interrupted_message, take_output_error)
 
 if TYPE_CHECKING:
   from hts_jax.runtime.runner import Runner
@@ -94,6 +96,7 @@ class Controller:
 
   def __enter__(self) -> "Controller":
     self.supervisor.install_signal_handlers()
+    catch_output_errors(True)
     return self
 
   def __exit__(self, exc_type, exc, tb) -> None:
@@ -103,17 +106,34 @@ class Controller:
     try:
       self.supervisor.shutdown()
       self.writer.join()
+      if exc_type is RunError:  # a failed run (a full disk) keeps only complete checkpoints
+        logdir_lib.remove_partial_checkpoints(self.config.outputs.logdir)
     finally:
       self.evaluator.close(wait=exc_type is None)  # before the tracker it writes to
-      for o in self.observers:
-        o.close()
-      for sb in self.state_buffers:
-        sb.close()
-      self.storages.close()
+      try:
+        for o in self.observers:
+          try:
+            o.close()
+          except OSError as e:  # a full disk: the run already failed, or fails with one line
+            if exc_type is None:
+              raise RunError(error_line(e, self.config.outputs.logdir)) from None
+      finally:
+        for sb in self.state_buffers:
+          sb.close()
+        self.storages.close()
+        catch_output_errors(False)
 
   def _notify(self, event: str, *args, **kwargs) -> None:
-    for o in self.observers:
-      getattr(o, event)(*args, **kwargs)
+    """Sends an event to every observer. An output that fails (a full disk: metrics.csv, the
+    tracker, its event-writer thread) stops the run with one line; what was saved is kept."""
+    try:
+      for o in self.observers:
+        getattr(o, event)(*args, **kwargs)
+    except OSError as e:
+      raise RunError(error_line(e, self.config.outputs.logdir)) from None
+    failed = take_output_error()
+    if failed is not None:
+      raise RunError(error_line(failed, self.config.outputs.logdir))
 
   # ------------------------------------------------------------ clock and counters
   def wall(self) -> float:
@@ -302,7 +322,11 @@ class Controller:
       out.update(extras())
     self._notify("on_finish", env_steps, self.figures(env_steps))
     if self.primary:
-      reporting.write_json_atomic(os.path.join(cfg.outputs.logdir, "summary.json"), out)
+      path = os.path.join(cfg.outputs.logdir, "summary.json")
+      try:
+        reporting.write_json_atomic(path, out)
+      except OSError as e:
+        raise RunError(error_line(e, path)) from None
     if interrupted is not None:
       raise Interrupted(f"interrupted by {signal.Signals(interrupted).name} during the final "
                         f"evaluation; training finished ({runner.learner.version} updates) and "

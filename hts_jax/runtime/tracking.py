@@ -9,6 +9,7 @@ line; it never stops training.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -22,6 +23,7 @@ import numpy as np
 
 from hts_jax.config import ConfigError
 from hts_jax.runtime import video as video_lib
+from hts_jax.runtime import supervisor
 from hts_jax.runtime.supervisor import RunError
 
 
@@ -58,6 +60,16 @@ class TensorBoardSink:
 
   def close(self) -> None:
     self._writer.close()
+
+  def abandon(self) -> None:
+    """After a failed write (a full disk): stops tensorboardX's event writers without the final
+    flush, which would fail again at exit (its atexit hook) as a traceback."""
+    for writer in (self._writer.all_writers or {}).values():
+      events = writer.event_writer
+      if not events._closed:  # pylint: disable=protected-access
+        events._closed = True  # pylint: disable=protected-access
+        with contextlib.suppress(Exception):
+          events._worker.stop()  # pylint: disable=protected-access
 
 
 class WandbSink:
@@ -153,6 +165,11 @@ class Tracker:
         getattr(sink, method)(*args)
       except Exception as e:  # pylint: disable=broad-except
         self.sinks.remove(sink)
+        with contextlib.suppress(Exception):
+          getattr(sink, "abandon", lambda: None)()
+        if supervisor.is_full_disk(e):  # the run stops with one line (Controller._notify)
+          supervisor.record_output_error(e)
+          continue
         print(f"warning: {type(sink).__name__} stopped: {type(e).__name__}: {e}".splitlines()[0],
               file=sys.stderr, flush=True)
 
