@@ -223,11 +223,13 @@ def ratio_diagnostics(ratio: chex.Array, clip_eps: float,
                       mask: Optional[chex.Array] = None) -> Metrics:
   """What a researcher checks when PPO under-performs, over the (masked-in) samples, no gradient:
   `approx_kl`, the estimator E[(ρ - 1) - log ρ] of KL(π_old || π) (Schulman's k3, CleanRL's
-  `approx_kl`); the ratio's mean and standard deviation; `clip_frac`, the share with |ρ - 1| > ε."""
+  `approx_kl`); the ratio's mean and its spread `ratio_abs_dev`, E|ρ - 1|; `clip_frac`, the share
+  with |ρ - 1| > ε. All are means over samples, so the data-parallel step's (averaged over
+  devices) equal the global batch's."""
   ratio = jax.lax.stop_gradient(ratio)
-  mean = _reduce(ratio, mask, "mean")
-  return dict(approx_kl=_reduce((ratio - 1.0) - jnp.log(ratio), mask, "mean"), ratio_mean=mean,
-              ratio_std=jnp.sqrt(_reduce(jnp.square(ratio - mean), mask, "mean")),
+  return dict(approx_kl=_reduce((ratio - 1.0) - jnp.log(ratio), mask, "mean"),
+              ratio_mean=_reduce(ratio, mask, "mean"),
+              ratio_abs_dev=_reduce(jnp.abs(ratio - 1.0), mask, "mean"),
               clip_frac=_reduce((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32), mask,
                                 "mean"))
 

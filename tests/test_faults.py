@@ -287,8 +287,12 @@ def test_a_second_sigint_ends_at_once_in_one_line_and_removes_the_partial_checkp
   _, stderr = proc.communicate(timeout=120)
   assert time.monotonic() - t0 < 10
   assert proc.returncode == 130, stderr
-  assert error_lines(stderr) == ["error: interrupted (second SIGINT): stopped without a new "
-                                 "checkpoint"], stderr
+  # Usually the second SIGINT lands inside the first's stop; on a loaded machine the first may
+  # finish its checkpoint before the second is handled. One line either way.
+  lines = error_lines(stderr)
+  assert len(lines) == 1 and (
+      lines[0] == "error: interrupted (second SIGINT): stopped without a new checkpoint"
+      or lines[0].startswith("error: interrupted by SIGINT at update ")), stderr
   assert "Traceback" not in stderr and "Event loop is closed" not in stderr
   assert not partial_checkpoints(logdir)
   assert checkpoint.steps(logdir)  # the checkpoints written before are kept
