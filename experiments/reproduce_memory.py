@@ -28,10 +28,13 @@ from experiments.reproduce_mujoco import _cell, _spread
 ROOT = provenance.ROOT
 ENV = "hts_jax/CartPoleNoVel-v1"
 THRESHOLD = 475.0  # CartPole-v1's reward_threshold (gymnasium's registration)
-# `hts_*` without a suffix: the preset's --correction=delayed (the paper's Eq. 6); `_behaviour`:
-# the reference code's HTS-PPO; `_none`: at θ_j, everything recomputed there (docs/modes.md).
-METHODS = {"hts_lstm": ["--mode=hts", "--core=lstm"], "sync_lstm": ["--mode=sync", "--core=lstm"],
-           "hts_ff": ["--mode=hts", "--core=none"], "sync_ff": ["--mode=sync", "--core=none"],
+# `hts_*` without a suffix: --correction=delayed (the paper's Eq. 6); `_behaviour`: the reference
+# code's HTS-PPO (the preset's correction since this grid); `_none`: at θ_j, everything recomputed
+# there (docs/modes.md).
+METHODS = {"hts_lstm": ["--mode=hts", "--core=lstm", "--correction=delayed"],
+           "sync_lstm": ["--mode=sync", "--core=lstm"],
+           "hts_ff": ["--mode=hts", "--core=none", "--correction=delayed"],
+           "sync_ff": ["--mode=sync", "--core=none"],
            "hts_lstm_behaviour": ["--mode=hts", "--core=lstm", "--correction=behaviour"],
            "hts_lstm_none": ["--mode=hts", "--core=lstm", "--correction=none"]}
 DEFAULT_METHODS = ["sync_lstm", "hts_lstm", "hts_lstm_behaviour", "hts_lstm_none", "hts_ff",
@@ -104,7 +107,7 @@ def report(results: str, readme: Optional[str] = None,
 def render_markdown(out: Dict[str, Any]) -> str:
   hosts = out.get("hosts") or [out["machine"].get("cpu", "?")]
   lines = [f"**Memory: {out['env']}** (`--preset=memory_lstm_ppo`; `*_lstm`: `--core=lstm`, "
-           "`*_ff`: the same PPO with a feed-forward policy; `hts_*`: the preset's "
+           "`*_ff`: the same PPO with a feed-forward policy; `hts_lstm`, `hts_ff`: "
            "`--correction=delayed` (the paper's Eq. 6: PPO's 20 epochs taken at θ_{j-1}, their sum "
            "added to θ_j), `hts_lstm_behaviour`: `--correction=behaviour` (the reference code's "
            "HTS-PPO: the epochs start at θ_j, the ratio, old values and GAE are θ_{j-1}'s), "

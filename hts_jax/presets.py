@@ -107,6 +107,11 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   an LSTM of 64 units (`lstm_hidden_size: 64`; one LSTM shared by the policy and value towers
   here), 100k env steps (`n_timesteps: 1e5`). Time-limit cuts bootstrap. `--core=none` gives the
   feed-forward policy it is compared with (`experiments/reproduce_memory.py`).
+  `correction="behaviour"` (the reference HTS-RL code's HTS-PPO: the 20 epochs start at θ_j, the
+  ratio, old values and GAE are θ_{j-1}'s), from the 5-seed grid (results/memory/results.json,
+  2026-11-26, AMD EPYC): it reached 475 in 5 of 5 seeds (first at 24k steps on average) and ended
+  at 500 in all five, where the delayed gradient ended at 409 [199, 500] (4 of 5 reaching 475),
+  `none` at 351 [201, 500] and synchronous PPO at 408 [162, 500] (5 of 5 reaching 475).
 """
 
 PRESETS = {
@@ -172,4 +177,5 @@ PRESETS["memory_lstm_ppo"] = dict(
     num_executors=2, num_actors=1, alpha=32, minibatch="envs", num_minibatches=1, ppo_epochs=20,
     gamma=0.98, gae_lambda=0.8, optimizer="adam", lr=1e-3, adam_eps=1e-5, lr_decay=True,
     clip_eps=0.2, entropy_coef=0.0, normalize_obs=True, normalize_rewards=True,
-    bootstrap_truncation=True, total_steps=100_000, eval_every=10_000, eval_episodes=10)
+    bootstrap_truncation=True, total_steps=100_000, eval_every=10_000, eval_episodes=10,
+    correction="behaviour")
