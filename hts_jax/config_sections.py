@@ -78,7 +78,8 @@ class Rollout:
   watchdog_s: float = resumable(0.0)
   """Seconds an executor may go without stepping an env in the middle of a segment before the
   run stops with one line naming it, its envs and its last step (a hung env, a stopped process);
-  0: 50 times the longest gap between its steps measured so far, at least 10 s."""
+  0: 50 times the longest gap between its steps measured so far, at least 10 s. Also the seconds
+  the learner thread's update may run (0: 50 times its longest update so far, at least 120 s)."""
 
   def __post_init__(self):
     check_choices(self)

@@ -336,6 +336,22 @@ def test_a_hanging_env_trips_the_watchdog_derived_from_step_times(tmp_path):
   assert not leftover_shm(tmp_path)
 
 
+@pytest.mark.slow
+def test_a_learner_update_that_does_not_end_trips_the_watchdog(tmp_path):
+  """Defect 1's learner part: an update stuck for 60 s (the testing delay) stops the run within
+  seconds of --watchdog_s, in one line naming the learner and its update."""
+  start = time.monotonic()
+  proc = run_cli(str(tmp_path), *S, "--total_steps=100000", "--watchdog_s=3",
+                 "--learner_delay_s=60", timeout=120)
+  assert time.monotonic() - start < 45
+  assert proc.returncode == 1, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and re.match(
+      r"error: learner: update 1 has run for \d+\.\d s, past the watchdog's 3\.0 s "
+      r"\(--watchdog_s\); the last checkpoint is kept$", lines[0]), proc.stderr
+  assert leftover_shm(tmp_path) == set()
+
+
 def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
   """Defect 1: with an executor stopped, one SIGINT did nothing for 60 s."""
   logdir = str(tmp_path)

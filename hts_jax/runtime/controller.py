@@ -61,6 +61,7 @@ class Controller:
     self.storages = Storages(runner.storage_spec, create=True,
                              name_prefix=shm_prefix(cfg.outputs.logdir))
     self.supervisor = Supervisor(cfg.env_ids_of_executor, cfg.rollout.watchdog_s)
+    self.supervisor.watch_part(runner.learner.stalled)
     self.barrier = AlphaBarrier(self.supervisor)
     self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else
                  Book.from_json(restored["host"]["book"]))

@@ -51,6 +51,12 @@ def segment_of(storage) -> Segment:
                  core=None if storage.core is None else storage.core[:1])
 
 
+# The learner's watchdog (`LearnerWorker.stalled`) without --watchdog_s: this many times its
+# longest update so far, and at least this many seconds.
+WATCHDOG_FACTOR = 50
+LEARNER_WATCHDOG_MIN_S = 120.0
+
+
 class LearnerWorker:
   """`submit(seg, storage)` queues an update; `result()` waits for the oldest one."""
 
@@ -61,6 +67,8 @@ class LearnerWorker:
     self.sharding = sharding
     self.delay_s = delay_s
     self.idle_s = 0.0
+    self.busy_since: Optional[float] = None  # when the update in progress began (monotonic)
+    self.longest_step_s = 0.0
     self._jobs: "queue.Queue" = queue.Queue()
     self._out: "queue.Queue" = queue.Queue()
 
@@ -87,14 +95,32 @@ class LearnerWorker:
   def step(self, data, segment: Optional[int] = None) -> Dict[str, Any]:
     """One update on `data` (any batch the step takes: a V-trace batch of unrolls), in the
     calling thread; returns its metrics. The state and version change only if it is finite."""
-    state, metrics = self.step_fn(self.state, data)
-    metrics = jax.device_get(metrics)
-    check_finite(metrics, self.version + 1, segment)
-    if self.delay_s:
-      time.sleep(self.delay_s)
+    self.busy_since = t0 = time.monotonic()
+    try:
+      state, metrics = self.step_fn(self.state, data)
+      metrics = jax.device_get(metrics)
+      check_finite(metrics, self.version + 1, segment)
+      if self.delay_s:
+        time.sleep(self.delay_s)
+    finally:
+      self.busy_since = None
+    self.longest_step_s = max(self.longest_step_s, time.monotonic() - t0)
     self.state = state
     self.version += 1
     return metrics
+
+  def stalled(self, now: float, watchdog_s: float) -> Optional[str]:
+    """The learner's stall for the supervisor's watchdog: an update running for longer than
+    `watchdog_s` (0: WATCHDOG_FACTOR times the longest update so far, at least
+    LEARNER_WATCHDOG_MIN_S: a CNN learner's update on CPU takes seconds), or None."""
+    since = self.busy_since
+    if since is None:
+      return None
+    limit = watchdog_s or max(LEARNER_WATCHDOG_MIN_S, WATCHDOG_FACTOR * self.longest_step_s)
+    if now - since <= limit:
+      return None
+    return (f"learner: update {self.version + 1} has run for {now - since:.1f} s, past the "
+            f"watchdog's {limit:.1f} s")
 
   def set_params(self, params, new_version: bool = False) -> None:
     """Replaces the params (GALA's gossip mix, its agents' average); `new_version`: counts as

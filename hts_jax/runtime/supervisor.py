@@ -124,6 +124,8 @@ class Supervisor:
     self.watchdog_s = watchdog_s
     self.beats: list = []  # executor k's [segment, step, steps so far] (shared memory)
     self._watched: Dict[int, list] = {}  # executor -> [steps seen, when they last changed]
+    # Other parts' stall checks, `fn(now, watchdog_s) -> description or None` (the learner's).
+    self._parts: List[Callable[[float, float], Optional[str]]] = []
     self._longest_gap = 0.0
     self._signal_at = 0.0
     self._boundary_at: Optional[float] = None
@@ -227,6 +229,10 @@ class Supervisor:
     if executor < len(self.beats):
       self._watched[executor] = [self.beats[executor][2], time.monotonic()]
 
+  def watch_part(self, stalled: Callable[[float, float], Optional[str]]) -> None:
+    """Adds a part's stall check to the watchdog (`LearnerWorker.stalled`)."""
+    self._parts.append(stalled)
+
   def watchdog_timeout(self) -> float:
     return self.watchdog_s or max(WATCHDOG_MIN_S, WATCHDOG_FACTOR * self._longest_gap)
 
@@ -263,6 +269,10 @@ class Supervisor:
     if stalled:
       raise RunError(f"{stalled}: stalled past the watchdog's {self.watchdog_timeout():.1f} s "
                      "(--watchdog_s); the last checkpoint is kept")
+    for part in self._parts:
+      stalled = part(now, self.watchdog_s)
+      if stalled:
+        raise RunError(f"{stalled} (--watchdog_s); the last checkpoint is kept")
     if self.signal is not None:
       grace = max(SIGNAL_GRACE_S, 1.5 * self._longest_segment)
       if now - self._signal_at > grace:
