@@ -1,6 +1,7 @@
 r"""GFootball required-time benchmark (the paper's metric): env steps and wall time until HTS-PPO
 reaches a running-average evaluation score >= --target on a scenario (the paper's average over
-the 10 most recent evaluations, `hts_jax.analysis.metrics.running_averages`). Prints JSON.
+the 10 most recent evaluations, full windows only, `hts_jax.analysis.metrics.first_reached`).
+Prints JSON.
 
   python -m experiments.bench_gfootball                                  # empty_goal_close
   python -m experiments.bench_gfootball --representation=extracted --num_envs=16

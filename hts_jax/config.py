@@ -30,6 +30,9 @@ from hts_jax.mode_options import MODES, RULES, AsyncOptions, GalaOptions, SyncOp
 
 # The str fields that take one of a few values, by flag name (the launcher's flags are enums).
 CHOICES = {**learner_config.CHOICES, "mode": MODES}
+# Evaluations in the paper's running average ("the most recent 100 evaluation episodes, 10 of each
+# of the ten most recent policies"): `analysis.metrics` and --stop_at_return use full windows.
+RUNNING_WINDOW = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +108,13 @@ class RunConfig:
             f"({per}) must be divisible by num_minibatches ({lc.num_minibatches})")
     check(not (self.learner.normalize_rewards and p > 1),
           "--normalize_rewards runs in one process")
+    ev = self.evaluation
+    if ev.stop_at_return is not None and ev.eval_every > 0:
+      n = r.total_steps // ev.eval_every
+      check(n >= RUNNING_WINDOW,
+            f"--stop_at_return judges the running average over full windows of "
+            f"{RUNNING_WINDOW} evaluations, but --total_steps={r.total_steps} with "
+            f"--eval_every={ev.eval_every} gives {n}: evaluate more often")
 
   @classmethod
   def make(cls, mode: str = "hts", learner: Any = None, **values: Any) -> "RunConfig":

@@ -206,7 +206,8 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
   chex.assert_equal_shape([values, old_log_probs, old_values, advantages, returns])
   _check_actions(values, actions, head)
   m, w, scale = _sample_weights(logits, values, weights, mask, reduction)
-  ratio = jnp.exp(head.log_prob(logits, actions) - old_log_probs)
+  log_ratio = head.log_prob(logits, actions) - old_log_probs
+  ratio = jnp.exp(log_ratio)
   pg_loss = rlax.clipped_surrogate_pg_loss(_flat(ratio), w * _flat(advantages), clip_eps) * scale
   v_err = jnp.square(values - returns)
   if clip_value_loss:
@@ -216,18 +217,21 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
   ent = -head.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
-                    **ratio_diagnostics(ratio, clip_eps, mask))
+                    **ratio_diagnostics(log_ratio, clip_eps, mask))
 
 
-def ratio_diagnostics(ratio: chex.Array, clip_eps: float,
+def ratio_diagnostics(log_ratio: chex.Array, clip_eps: float,
                       mask: Optional[chex.Array] = None) -> Metrics:
-  """What a researcher checks when PPO under-performs, over the (masked-in) samples, no gradient:
+  """What a researcher checks when PPO under-performs, from log ρ over the (masked-in) samples, no
+  gradient:
   `approx_kl`, the estimator E[(ρ - 1) - log ρ] of KL(π_old || π) (Schulman's k3, CleanRL's
   `approx_kl`); the ratio's mean and its spread `ratio_abs_dev`, E|ρ - 1|; `clip_frac`, the share
   with |ρ - 1| > ε. All are means over samples, so the data-parallel step's (averaged over
   devices) equal the global batch's."""
-  ratio = jax.lax.stop_gradient(ratio)
-  return dict(approx_kl=_reduce((ratio - 1.0) - jnp.log(ratio), mask, "mean"),
+  log_ratio = jax.lax.stop_gradient(log_ratio)
+  ratio = jnp.exp(log_ratio)
+  # From the log-ratio: no log(0) when a ratio underflows.
+  return dict(approx_kl=_reduce(jnp.expm1(log_ratio) - log_ratio, mask, "mean"),
               ratio_mean=_reduce(ratio, mask, "mean"),
               ratio_abs_dev=_reduce(jnp.abs(ratio - 1.0), mask, "mean"),
               clip_frac=_reduce((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32), mask,

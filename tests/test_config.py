@@ -43,6 +43,9 @@ def test_every_flag_name_is_unique_and_sections_are_frozen():
     ({"gala_gossip": "x"}, "gala_gossip must be one of"),
     ({"async_batch_unrolls": -1}, "async_batch_unrolls must be >= 0"),
     ({"stop_at_return": 1.0}, "stop_at_return needs eval_every > 0"),
+    ({"stop_at_return": 1.0, "eval_every": 20_000, "total_steps": 100_000},
+     "--stop_at_return judges the running average over full windows of 10 evaluations, but "
+     "--total_steps=100000 with --eval_every=20000 gives 5: evaluate more often"),
     ({"num_envs": 6, "num_executors": 4}, "num_envs (6) must be divisible by num_executors (4)"),
     ({"alternating_groups": True}, "--alternating_groups is an option of --mode=sync"),
     ({"mode": "gala", "gala_agents": 1}, "gala_agents must be >= 2 for --mode=gala"),

@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from hts_jax.analysis import metrics
 from hts_jax.config import LearnerConfig, RunConfig
 from hts_jax.runtime import modes
 
@@ -59,6 +60,11 @@ def test_behaviour_correction_is_deterministic_for_any_actor_count_and_resumes_b
   resumed = modes.run(small_config(tmp_path, "split", learner=ppo), resume=True)
   assert resumed["param_sha256"] == runs[0]["param_sha256"]
   assert resumed["episode_returns"] == runs[0]["episode_returns"]
+  # Its host block lists the first session's host too (a wall time summed over both).
+  first, = resumed["host"]["earlier_sessions"]
+  assert first["cpu_model"] == resumed["host"]["cpu_model"] and "calibration" in first
+  assert metrics.host_kind(resumed["host"]) == metrics.host_kind(first)
+  assert metrics.host_kind(dict(resumed["host"], cpu_model="other")).startswith("mixed (")
 
 
 def test_vectorised_cartpole_blocks_change_no_bit(tmp_path, reference):

@@ -28,6 +28,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from hts_jax.config import RUNNING_WINDOW  # evaluations in the paper's running average
+
 # Fields that make two runs different experiments (the seed does not).
 GROUP_FIELDS = ("env", "mode", "algo", "alpha", "num_actors", "num_envs", "correction")
 
@@ -71,11 +73,20 @@ UNKNOWN_HOST = "host not recorded"
 
 
 def host_kind(record: Optional[Dict[str, Any]]) -> str:
-  """What makes two runs' wall times comparable: the CPU model and the cores the process could use
-  (summary.json's `host` block, `hts_jax.runtime.host`); UNKNOWN_HOST for a run without one."""
+  """What makes two runs' wall times comparable: the CPU model, the cores the process could use
+  and the accelerators (summary.json's `host` block, `hts_jax.runtime.host`); UNKNOWN_HOST for a
+  run without one; "mixed (...)" for a resumed run whose sessions ran on different kinds."""
   if not record:
     return UNKNOWN_HOST
-  return f"{record.get('cpu_model', '?')} x{record.get('usable_cores', '?')}"
+  kinds = list(dict.fromkeys(_one_host(r) for r in [*record.get("earlier_sessions", []),
+                                                     record]))
+  return kinds[0] if len(kinds) == 1 else f"mixed ({'; '.join(kinds)})"
+
+
+def _one_host(record: Dict[str, Any]) -> str:
+  acc = record.get("accelerators") or {}
+  return (f"{record.get('cpu_model', '?')} x{record.get('usable_cores', '?')}"
+          + "".join(f" + {n}x {kind}" for kind, n in sorted(acc.items())))
 
 
 class MixedHostsError(ValueError):
@@ -138,7 +149,6 @@ def final_time_metric(run: Run, time_limit_s: float, last: int = 10) -> Optional
   return final_metric(dataclasses.replace(run, evals=within), last) if within else None
 
 
-RUNNING_WINDOW = 10  # evaluations (of 10 episodes each in the paper) in the running average
 
 
 def running_averages(returns: Sequence[float],
@@ -234,7 +244,8 @@ def summarize(groups: Dict[Tuple, List[Run]], *, last: int = 10,
       reached = [q["wall_time_s"] for q in req if math.isfinite(q["wall_time_s"])]
       row["target"] = target
       row["required_time"] = dict(ci(reached) or {"mean": math.inf}, reached=len(reached),
-                                  runs=len(runs))
+                                  runs=len(runs),
+                                  too_few_evaluations=sum(len(r.evals) < window for r in runs))
       steps = [q["env_steps"] for q in req if math.isfinite(q["env_steps"])]
       row["required_steps"] = ci(steps)
     row["sps"] = float(np.mean([r.summary.get("sps", float("nan")) for r in runs]))

@@ -58,10 +58,14 @@ def _cell(ci: Any, fmt: str = "{:.1f}") -> str:
   if not ci:
     return "-"
   if not math.isfinite(ci["mean"]):
-    return f"not reached (0/{ci.get('runs', '?')})"
+    few = ci.get("too_few_evaluations")
+    return f"not reached (0/{ci.get('runs', '?')}" + (
+        f"; {few} with fewer evaluations than the window)" if few else ")")
   s = f"{fmt.format(ci['mean'])} [{fmt.format(ci['lo'])}, {fmt.format(ci['hi'])}]"
   if "reached" in ci and ci["reached"] < ci["runs"]:
     s += f" ({ci['reached']}/{ci['runs']} reached)"
+  if ci.get("too_few_evaluations"):
+    s += f" ({ci['too_few_evaluations']} with fewer evaluations than the window)"
   return s
 
 

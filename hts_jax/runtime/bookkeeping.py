@@ -34,6 +34,9 @@ class Book:
   ready_rows: int = 0       # rows of actor policy calls that carried a ready observation
   computed_rows: int = 0    # rows actor policy calls computed (calls x the fixed shape)
   main_cpu_s: float = 0.0   # CPU seconds of the main process (actors, learner, controller)
+  # The host record of every session of the run (a resumed run's earlier ones first): a wall
+  # time summed over sessions on different hosts mixes them (`analysis.metrics.host_kind`).
+  hosts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
   @classmethod
   def new(cls, num_envs: int, eval_every: int) -> "Book":

@@ -65,6 +65,7 @@ class Controller:
     self.barrier = AlphaBarrier(self.supervisor)
     self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else
                  Book.from_json(restored["host"]["book"]))
+    self.book.hosts.append(runner.host)  # this session's (summary.json's `host`)
     self.first_segment = 0 if restored is None else restored["host"]["segment"] + 1
     # A restored checkpoint holds the segment before first_segment, maybe not yet learned.
     self.restored_unlearned = (restored is not None and not restored["host"].get("learned"))
@@ -219,14 +220,15 @@ class Controller:
     # `finish` evaluates the last.
     last = env_steps >= cfg.rollout.num_segments * cfg.rollout.steps_per_segment
     every = cfg.evaluation.video_every
-    if every and env_steps // every > self._videos_done and not last:
-      self._videos_done = env_steps // every
-      self._notify("on_video", env_steps, params)
+    # The evaluation first: a video at the same boundary replays its episode 0 (`Evaluator`).
     if book.next_eval is not None and env_steps >= book.next_eval and not last:
       self._notify("on_evaluation", env_steps, self.wall(), params)
       book.last_eval = env_steps
       while book.next_eval <= env_steps:
         book.next_eval += cfg.evaluation.eval_every
+    if every and env_steps // every > self._videos_done and not last:
+      self._videos_done = env_steps // every
+      self._notify("on_video", env_steps, params)
 
   def target_reached(self) -> bool:
     """`--stop_at_return`, judged on the running average of the evaluations (`analysis.metrics.
@@ -268,10 +270,10 @@ class Controller:
     self.stop_clock()
     book = self.book_totals()
     book.wall_time_s = self.wall()
-    host = {"segment": segment, "learned": learned, "book": book.to_json(),
-            "config": json.loads(json.dumps(cfg.to_dict()))}
+    saved = {"segment": segment, "learned": learned, "book": book.to_json(),
+             "config": json.loads(json.dumps(cfg.to_dict()))}
     self._notify("on_checkpoint", Snapshot(updates, self.runner.learner.state, storage,
-                                           env_states, host, self.evaluator.submitted,
+                                           env_states, saved, self.evaluator.submitted,
                                            cfg.distributed.process_id if multi else None))
     if multi or signum is not None:  # multi: every process writes now, together (orbax)
       self.writer.flush()
@@ -313,7 +315,7 @@ class Controller:
                   runner.compile_s, None if runner.restored is None else runner.restored["step"],
                   runner.num_agents)
     out["backend"] = backend.describe(runner.placement.learner, runner.placement.actor)
-    out["host"] = host.finish_record(runner.host)
+    out["host"] = host.finish_record(runner.host, book.hosts[:-1])
     out["eval"] = self.evaluator.summary()
     # XLA compilations inside the timed run (functions' names): none is expected.
     out["compiled_during_run"] = compiled

@@ -15,7 +15,7 @@ import importlib.metadata
 import os
 import platform
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Sequence
 
 import numpy as np
 
@@ -102,6 +102,11 @@ def calibrate() -> Dict[str, float]:
   is their sum, `wall_s` the whole calibration's time."""
   import jax  # pylint: disable=import-outside-toplevel
 
+  with jax.default_device(jax.devices("cpu")[0]):  # a CPU figure, whatever the accelerators
+    return _calibrate(jax)
+
+
+def _calibrate(jax) -> Dict[str, float]:
   start = time.perf_counter()
   rng = np.random.default_rng(0)
   normal = lambda *shape: (rng.normal(size=shape) / np.sqrt(np.prod(shape[:-1]))).astype(
@@ -130,6 +135,16 @@ def calibrate() -> Dict[str, float]:
   return out
 
 
+def accelerators() -> Dict[str, int]:
+  """The accelerators JAX sees, by device kind (e.g. {"NVIDIA H100": 1}); empty on CPU."""
+  import jax  # pylint: disable=import-outside-toplevel
+  kinds: Dict[str, int] = {}
+  for d in jax.devices():
+    if d.platform != "cpu":
+      kinds[d.device_kind] = kinds.get(d.device_kind, 0) + 1
+  return kinds
+
+
 def start_record(calibration: bool = True) -> Dict[str, Any]:
   """The host block at start-up (before the run spawns or compiles anything: the calibration
   should have the machine to itself)."""
@@ -138,12 +153,17 @@ def start_record(calibration: bool = True) -> Dict[str, Any]:
       "logical_cpus": os.cpu_count(), "memory_gib": round(_memory_gib(), 2),
       "hostname": platform.node(), "platform": platform.platform(),
       "python": platform.python_version(), "load_start": list(os.getloadavg()),
-      "versions": versions()}
+      "versions": versions(), "accelerators": accelerators()}
   if calibration:
     record["calibration"] = calibrate()
   return record
 
 
-def finish_record(record: Dict[str, Any]) -> Dict[str, Any]:
-  """The block with the load average at the end of the run."""
-  return dict(record, load_end=list(os.getloadavg()))
+def finish_record(record: Dict[str, Any],
+                  earlier: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+  """The block with the load average at the end of the run; a resumed run's block also lists the
+  host records of its `earlier` sessions (its wall time sums theirs)."""
+  out = dict(record, load_end=list(os.getloadavg()))
+  if earlier:
+    out["earlier_sessions"] = [dict(e) for e in earlier]
+  return out
