@@ -149,22 +149,26 @@ def render_markdown(out: Dict[str, Any]) -> str:
            "reference code's HTS-PPO: the steps start at θ_j, the ratio, old values and GAE are "
            "θ_{j-1}'s), `hts_ppo_none` `none` (at θ_j, everything recomputed there: the lag "
            "ignored), `hts_ppo_tis` `truncated_is` (Table A1)). Final return: the mean over the 8 "
-           "envs of each one's last training episode; final metric: the mean of the last 10 "
-           "evaluations (10 sampled episodes each, every evaluation new episodes); CleanRL's "
+           "envs of each one's last training episode; final evaluation: the last evaluation's 10 "
+           "sampled episodes; last 10 evaluations: their mean (every evaluation plays new "
+           "episodes; at one evaluation per 100k steps they span 200k steps to the end, so this is "
+           "a mean over most of the curve, not the paper's final metric); CleanRL's "
            f"column is its published 1M-step return on the v4 task ({out['cleanrl']['source']}). "
            f"Source: `results/mujoco/results.json`, {out['date']}, commit {out['commit'][:12]}; "
            f"runs on {'; '.join(hosts)}"
            + (" (MIXED hosts: SPS not comparable across them)" if len(hosts) > 1 else "")
            + f", each (task, seed) a block of its methods back to back in a random order; "
            f"`{out['command']}`.", "",
-           "| task | method | seeds | env steps | final return, mean [min, max] | final metric "
-           "(last 10 evaluations), mean [min, max] | SPS, mean [min, max] | CleanRL PPO (1M) |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| task | method | seeds | env steps | final return, mean [min, max] | final "
+           "evaluation, mean [min, max] | last 10 evaluations, mean [min, max] | SPS, mean [min, "
+           "max] | CleanRL PPO (1M) |",
+           "|---|---|---|---|---|---|---|---|---|"]
   for task, methods in table.items():
     for method, t in methods.items():
       lines.append(f"| {task} | {method} | {t['final_return']['n']} | "
                    f"{t['env_steps']['mean']:,.0f} | {_cell(t['final_return'])} | "
-                   f"{_cell(t.get('final_metric'))} | {_cell(t['sps'])} | "
+                   f"{_cell(t.get('final_eval'))} | {_cell(t.get('final_metric'))} | "
+                   f"{_cell(t['sps'])} | "
                    f"{CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
   return "\n".join(lines) + "\n"
 
