@@ -17,7 +17,7 @@ import pytest
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from hts_jax.runtime import checkpoint, logdir as logdir_lib, modes
 from tests.test_reliability import (ROOT, cmd, error_lines, executor_pids, leftover_shm,
-                                    metric_rows, run_cli, summary)
+                                    metric_rows, run_cli, start_and_wait_for_rows, summary)
 
 # The issue's `S`: A2C on CartPole, 8 envs in 2 executors.
 S = ["--env=CartPole-v1", "--algo=a2c", "--num_envs=8", "--num_executors=2", "--notensorboard",
@@ -252,8 +252,8 @@ def test_a_signal_with_a_writer_behind_finishes_one_write_and_exits_in_seconds(t
   """Defect 8: with --checkpoint_every=1 the writer fell behind without bound; SIGINT exited 126 s
   later with no output."""
   logdir = str(tmp_path)
-  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=1")
-  wait_rows(proc, logdir, 40)
+  proc = start_and_wait_for_rows(logdir, 40, *S, "--total_steps=1000000",
+                                 "--checkpoint_every=1")
   pids = executor_pids(proc)
   proc.send_signal(signal.SIGINT)
   t0 = time.monotonic()
@@ -276,9 +276,8 @@ def test_a_second_sigint_ends_at_once_in_one_line_and_removes_the_partial_checkp
   logdir = str(tmp_path)
   # Segments of ~0.1 s (5 ms steps): the second SIGINT lands before the first's boundary or
   # while its checkpoint is written (orbax: 0.1-0.3 s here), with a write in flight either way.
-  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=1",
-               "--executor_delay_s=0.005")
-  wait_rows(proc, logdir, 10)
+  proc = start_and_wait_for_rows(logdir, 10, *S, "--total_steps=1000000", "--checkpoint_every=1",
+                                 "--executor_delay_s=0.005")
   pids = executor_pids(proc)
   proc.send_signal(signal.SIGINT)
   time.sleep(0.03)
@@ -303,9 +302,8 @@ def test_a_second_sigint_ends_at_once_in_one_line_and_removes_the_partial_checkp
 def test_a_stopped_executor_is_named_by_the_watchdog_and_the_run_stops(tmp_path):
   """Defect 1: an executor stopped with SIGSTOP froze the run silently."""
   logdir = str(tmp_path)
-  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=5",
-               "--executor_delay_s=0.002", "--watchdog_s=3")
-  wait_rows(proc, logdir, 6)
+  proc = start_and_wait_for_rows(logdir, 6, *S, "--total_steps=1000000", "--checkpoint_every=5",
+                                 "--executor_delay_s=0.002", "--watchdog_s=3")
   pids = executor_pids(proc)
   os.kill(pids[1], signal.SIGSTOP)
   t0 = time.monotonic()
@@ -355,9 +353,8 @@ def test_a_learner_update_that_does_not_end_trips_the_watchdog(tmp_path):
 def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
   """Defect 1: with an executor stopped, one SIGINT did nothing for 60 s."""
   logdir = str(tmp_path)
-  proc = popen(logdir, *S, "--total_steps=1000000", "--checkpoint_every=5",
-               "--executor_delay_s=0.002", "--watchdog_s=600")
-  wait_rows(proc, logdir, 6)
+  proc = start_and_wait_for_rows(logdir, 6, *S, "--total_steps=1000000", "--checkpoint_every=5",
+                                 "--executor_delay_s=0.002", "--watchdog_s=600")
   pids = executor_pids(proc)
   os.kill(pids[0], signal.SIGSTOP)
   time.sleep(1.0)
