@@ -135,6 +135,18 @@ def test_lr_decay_spans_the_whole_run_in_every_mode(mode, expected):
   assert ppo.learner.lr_decay_updates == 10 * 4 * 4  # segments x epochs x minibatches
 
 
+def test_lr_decay_steps_sets_the_horizon_beyond_the_run():
+  """--lr_decay_steps: the decay of a 5x longer run (the paper's 5M-step schedule in a 1M-step
+  run) ends at 4/5 of the initial rate; without --lr_decay it is refused in one line."""
+  base = ("--mode=async", "--num_actors=4", "--num_envs=16", "--num_executors=4", "--alpha=5",
+          "--unroll_length=5", "--async_batch_unrolls=1", "--total_steps=16000", "--lr_decay")
+  cfg = _build_config(*base, "--lr_decay_steps=80000")
+  assert cfg.learner_updates == 800 and cfg.learner.lr_decay_updates == 5 * 800
+  assert _build_config(*base, "--lr_decay_steps=0").learner.lr_decay_updates == 800
+  with pytest.raises(config.ConfigError, match="needs --lr_decay"):
+    _build_config(*base[:-1], "--lr_decay_steps=80000")
+
+
 @pytest.mark.parametrize("algo,mode", [("a2c", "hts"), ("a2c", "sync"), ("a2c", "async"),
                                        ("ppo", "hts"), ("ppo", "sync")])
 def test_every_algo_and_mode_builds_on_its_defaults(algo, mode):

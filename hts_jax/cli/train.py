@@ -39,7 +39,12 @@ for _name in {name for defaults in ALGO_DEFAULTS.values() for name in defaults}:
       f"{ALGO_DEFAULTS[algo].get(_name, FLAGS[_name].default)} with --algo={algo}"
       for algo in hts_config.ALGOS) + "."
 flags.DEFINE_enum("preset", None, sorted(PRESETS), "Named defaults (explicit flags win).")
-flags.DEFINE_bool("lr_decay", False, "Decay the learning rate linearly to 0 over the run.")
+flags.DEFINE_bool("lr_decay", False, "Decay the learning rate linearly to 0 over the run (or "
+                  "over --lr_decay_steps).")
+flags.DEFINE_integer("lr_decay_steps", 0, "With --lr_decay: the env steps over which the rate "
+                     "decays to 0 (0: the run's --total_steps). A horizon beyond the run keeps "
+                     "the schedule of a longer run, e.g. the paper's 5M steps in a 1M-step run.",
+                     lower_bound=0)
 flags.DEFINE_bool("resume", False, "Continue the run in --logdir from its newest checkpoint.")
 
 
@@ -58,9 +63,15 @@ def _value(name):
 def build_config() -> hts_config.RunConfig:
   """Reads the flags once into a validated RunConfig (raises ConfigError with one line)."""
   cfg = cli.config_from_flags(hts_config.RunConfig, _value, RENAMED, SKIPPED)
-  if _value("lr_decay"):  # to 0 at the run's last optimizer step, whatever the mode
+  if _value("lr_decay"):  # to 0 at the last optimizer step of the horizon, whatever the mode
+    horizon = cfg
+    if _value("lr_decay_steps"):
+      horizon = dataclasses.replace(cfg, rollout=dataclasses.replace(
+          cfg.rollout, total_steps=_value("lr_decay_steps")))
     cfg = dataclasses.replace(cfg, learner=dataclasses.replace(
-        cfg.learner, lr_decay_updates=cfg.optimizer_steps))
+        cfg.learner, lr_decay_updates=horizon.optimizer_steps))
+  elif _value("lr_decay_steps"):
+    raise hts_config.ConfigError("--lr_decay_steps needs --lr_decay (the horizon of a decay)")
   return cfg
 
 
