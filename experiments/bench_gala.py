@@ -32,6 +32,7 @@ from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
+from hts_jax.results import launch
 
 METHODS = ("sync", "sync_alt", "allreduce", "gala", "hts")
 flags.DEFINE_list("methods", list(METHODS), "Which methods to run.")
@@ -80,7 +81,7 @@ def _config(method, var_ratio, seed):
 
 def _measure(method, var_ratio, seed):
   from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
-  s = cli.run_quiet(**_config(method, var_ratio, seed))
+  s = launch.in_process(**_config(method, var_ratio, seed))
   target = FLAGS.target or 0.875 * FLAGS.episode_length
   evals = s["eval"]
   hit = metrics.first_reached([e["mean_return"] for e in evals], target)

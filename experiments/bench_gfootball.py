@@ -11,13 +11,12 @@ CNN). On a 2-core CPU the CNN learner dominates, so the default here is the simp
 representation with the MLP; pass --representation=extracted for the paper's setting.
 """
 
-import contextlib
 import json
-import sys
-import tempfile
 
 from absl import app
 from absl import flags
+
+from hts_jax.results import launch
 
 flags.DEFINE_string("scenario", "academy_empty_goal_close", "GFootball scenario.")
 flags.DEFINE_string("representation", "simple115v2", "extracted | simple115v2 | ...")
@@ -34,22 +33,17 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   del argv
-  from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
   stacked = FLAGS.representation == "extracted" or FLAGS.representation.startswith("pixels")
-  with tempfile.TemporaryDirectory() as logdir:
-    cfg = RunConfig.make(
-        env=f"gfootball:{FLAGS.scenario}",
-        env_kwargs={"representation": FLAGS.representation, "stacked": stacked},
-        alpha=FLAGS.alpha, num_envs=FLAGS.num_envs, num_executors=FLAGS.num_executors,
-        num_actors=1, total_steps=FLAGS.max_steps, seed=FLAGS.seed, logdir=logdir,
-        eval_every=FLAGS.eval_every, eval_episodes=FLAGS.eval_episodes, log_every_s=30,
-        stop_at_return=FLAGS.target,
-        learner=LearnerConfig(algo="ppo", optimizer="adam", learning_rate=3e-4, ppo_epochs=4,
-                              num_minibatches=4, clip_eps=0.2, entropy_coef=0.01, gamma=0.993,
-                              gae_lambda=0.95, max_grad_norm=0.64))
-    with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout is the JSON
-      summary = modes.run(cfg)
+  summary = launch.in_process(
+      env=f"gfootball:{FLAGS.scenario}",
+      env_kwargs={"representation": FLAGS.representation, "stacked": stacked},
+      alpha=FLAGS.alpha, num_envs=FLAGS.num_envs, num_executors=FLAGS.num_executors,
+      num_actors=1, total_steps=FLAGS.max_steps, seed=FLAGS.seed,
+      eval_every=FLAGS.eval_every, eval_episodes=FLAGS.eval_episodes, log_every_s=30,
+      stop_at_return=FLAGS.target,
+      learner=dict(algo="ppo", optimizer="adam", learning_rate=3e-4, ppo_epochs=4,
+                   num_minibatches=4, clip_eps=0.2, entropy_coef=0.01, gamma=0.993,
+                   gae_lambda=0.95, max_grad_norm=0.64))
   evals = [(e["env_steps"], round(e["wall_time_s"], 1), e["mean_return"]) for e in summary["eval"]]
   from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   i = metrics.first_reached([e["mean_return"] for e in summary["eval"]], FLAGS.target)

@@ -21,21 +21,22 @@ Parts (Breakout; the paper's A2C is the `atari_a2c` preset, Table A3):
   learning     HTS-A2C (`atari_a2c`) for --learning_steps, evaluated every --learning_eval_every
                steps (10 sampled episodes): returns against env steps, and the wall time.
 
-Every run is `python -m experiments.train` in a process of its own: XLA reads its flags when JAX
-starts (the flag-cost row needs a fresh process), and each run gets the GPU to itself. A run that
+Every run is a training process of its own (`hts_jax.results.launch.run_process`): XLA reads its
+flags when JAX starts (the flag-cost row needs a fresh process), and each run gets the GPU to
+itself. A run that
 fails is a row with its error; the others still run.
 """
 
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 
 from absl import app
 from absl import flags
+
+from hts_jax.results import launch
 
 flags.DEFINE_list("parts", ["determinism", "atari16", "ppo", "gfootball", "learning"],
                   "Which parts to run.")
@@ -50,8 +51,6 @@ flags.DEFINE_string("runs_dir", "runs/bench_gpu", "Where the runs write (each pa
                     "folder of its own, replaced).")
 flags.DEFINE_string("out", "", "Also write bench_gpu.json and bench_gpu.md into this folder.")
 FLAGS = flags.FLAGS
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Kostrikov's Atari PPO (pytorch-a2c-ppo-acktr README's command and defaults), which the paper's
 # PPO follows (§5).
@@ -74,27 +73,18 @@ def _steps(n: int) -> int:
 
 
 def train(part: str, name: str, *argv: str) -> dict:
-  """One `experiments.train` run in a fresh process; its summary's figures (or its error)."""
+  """One training run in a fresh process (`hts_jax.results.launch`); its summary's figures (or
+  its error)."""
   logdir = os.path.join(os.path.abspath(FLAGS.runs_dir), part, re.sub(r"[^\w.-]+", "_", name))
-  shutil.rmtree(logdir, ignore_errors=True)
-  cmd = [sys.executable, "-m", "experiments.train", f"--logdir={logdir}", "--notensorboard",
-         "--log_every_s=60", *argv]
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
   row = {"part": part, "run": name, "argv": list(argv)}
   t0 = time.perf_counter()
   try:
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=FLAGS.run_timeout_s)
-  except subprocess.TimeoutExpired:
-    row["error"] = f"stopped after {FLAGS.run_timeout_s} s"
+    s = launch.run_process(["--notensorboard", "--log_every_s=60", *argv], logdir,
+                           timeout_s=FLAGS.run_timeout_s)
+  except launch.RunFailed as e:
+    row["error"] = str(e)
     return row
   row["process_s"] = round(time.perf_counter() - t0, 1)
-  if proc.returncode != 0:
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
-    row["error"] = lines[-1] if lines else f"exit code {proc.returncode}"
-    return row
-  with open(os.path.join(logdir, "summary.json")) as f:
-    s = json.load(f)
   wall = s["wall_time_s"]
   eff = s["efficiency"]
   row.update({

@@ -21,6 +21,8 @@ import numpy as np
 from absl import app
 from absl import flags
 
+from hts_jax.results import launch
+
 flags.DEFINE_integer("repeats", 2, "Interleaved repetitions of each SPS configuration.")
 flags.DEFINE_integer("total_steps", 200_000, "Env steps per SPS run.")
 flags.DEFINE_bool("worker", False, "Internal: one process of the all-reduce measurement.")
@@ -33,8 +35,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = ["--env=CartPole-v1", "--num_envs=16", "--alpha=5", "--seed=0", "--log_every_s=1000"]
 
 
-def _sps(cmd, logdir, env=None):
-  proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
+def _launched_sps(cmd, logdir):
+  """SPS of an `hts-launch` run (several processes; one-process runs go through
+  `hts_jax.results.launch`)."""
+  proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
   if proc.returncode != 0:
     raise RuntimeError(proc.stderr.strip().splitlines()[-1])
   with open(os.path.join(logdir, "summary.json")) as f:
@@ -81,10 +85,10 @@ def main(_):
   steps = f"--total_steps={FLAGS.total_steps}"
   for r in range(FLAGS.repeats):
     d = os.path.join(tmp, f"one{r}")
-    rows["one_process"].append(_sps([sys.executable, "-m", "experiments.train", *RUN, steps,
-                                     "--num_executors=2", f"--logdir={d}"], d))
+    rows["one_process"].append(
+        launch.run_process([*RUN, steps, "--num_executors=2"], d)["sps"])
     d = os.path.join(tmp, f"two{r}")
-    rows["two_processes"].append(_sps(
+    rows["two_processes"].append(_launched_sps(
         [sys.executable, "-m", "experiments.launch", "--num_processes=2", "--pin_cores", "--",
          *RUN, steps, "--num_executors=1", f"--logdir={d}"], d))
   out = {k: {"sps": v, "median": float(np.median(v))} for k, v in rows.items()}

@@ -25,8 +25,8 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import provenance
 from hts_jax.cli import common as cli
+from hts_jax.results import launch, provenance
 
 flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
 flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")
@@ -75,7 +75,7 @@ def main(argv):
     runs = {v: [] for v in variants}
     for _ in range(FLAGS.repeats):
       for v, overrides in variants.items():
-        runs[v].append(cli.run_quiet(**dict(case, **overrides, learner=dict(case["learner"]))))
+        runs[v].append(launch.in_process(**dict(case, **overrides, learner=dict(case["learner"]))))
     row = {"case": name, "num_envs": case["num_envs"], "num_executors": case["num_executors"],
            "alpha": case["alpha"]}
     for v in variants:

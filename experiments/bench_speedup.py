@@ -32,8 +32,8 @@ import sys
 from absl import app
 from absl import flags
 
-from experiments import provenance
 from hts_jax.cli import common as cli
+from hts_jax.results import launch, provenance
 
 flags.DEFINE_bool("quick", False, "Reduced grid (about 1.5 minutes).")
 flags.DEFINE_string("out", "runs/bench_speedup", "Where the PNGs (and rows.json) go.")
@@ -79,7 +79,7 @@ def _steps(mode, num_envs, mean_s, var_ratio):
 def _run(mode, num_envs, mean_s, var_ratio):
   alpha = FLAGS.hts_alpha if mode == "hts" else _SYNC_ALPHA
   actors = max(1, num_envs // 4) if mode == "async" else 1
-  return cli.run_quiet(env="vstep", env_kwargs=_kwargs(mean_s, var_ratio), mode=mode, alpha=alpha,
+  return launch.in_process(env="vstep", env_kwargs=_kwargs(mean_s, var_ratio), mode=mode, alpha=alpha,
                        num_envs=num_envs, num_executors=num_envs, num_actors=actors,
                        total_steps=_steps(mode, num_envs, mean_s, var_ratio), seed=0,
                        learner={"algo": "a2c", "unroll_length": 5})["sps"]

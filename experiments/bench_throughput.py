@@ -11,14 +11,14 @@ controlled player) uses HTS-PPO. Each row is one real run with summary
 fields (SPS, idle seconds of executors, actors and learner).
 """
 
-import contextlib
 import json
 import os
 import sys
-import tempfile
 
 from absl import app
 from absl import flags
+
+from hts_jax.results import launch
 
 flags.DEFINE_list("cases", ["cartpole", "atari", "atari_envpool", "gfootball"],
                   "Which cases to run.")
@@ -33,18 +33,12 @@ CARTPOLE = [(16, 2, 1), (32, 2, 1), (64, 2, 1), (64, 4, 2)]
 
 def _run(env, network, num_envs, num_executors, num_actors, alpha, steps, envpool=False,
          env_kwargs=None, algo="a2c"):
-  from hts_jax.config import LearnerConfig, RunConfig  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
-  with tempfile.TemporaryDirectory() as logdir:
-    learner_cfg = (LearnerConfig(algo="a2c", unroll_length=alpha) if algo == "a2c" else
-                   LearnerConfig(algo="ppo", ppo_epochs=2, num_minibatches=4,
-                                 optimizer="adam", learning_rate=3.43e-4))
-    cfg = RunConfig.make(env=env, env_kwargs=env_kwargs or {}, network=network, alpha=alpha,
-                    num_envs=num_envs, num_executors=num_executors, num_actors=num_actors,
-                    total_steps=steps, logdir=logdir, eval_episodes=1, log_every_s=1e9,
-                    envpool=envpool, learner=learner_cfg)
-    with contextlib.redirect_stdout(sys.stderr):
-      s = modes.run(cfg)
+  learner = (dict(algo="a2c", unroll_length=alpha) if algo == "a2c" else
+             dict(algo="ppo", ppo_epochs=2, num_minibatches=4, optimizer="adam",
+                  learning_rate=3.43e-4))
+  s = launch.in_process(env=env, env_kwargs=env_kwargs or {}, network=network, alpha=alpha,
+                        num_envs=num_envs, num_executors=num_executors, num_actors=num_actors,
+                        total_steps=steps, envpool=envpool, learner=learner)
   return {"env": env + (" (envpool)" if envpool else ""), "algo": algo, "network": network,
           "num_envs": num_envs, "num_executors": num_executors,
           "num_actors": num_actors, "alpha": alpha, "env_steps": s["env_steps"],

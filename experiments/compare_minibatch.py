@@ -15,7 +15,7 @@ import numpy as np
 from absl import app
 from absl import flags
 
-from experiments import sweeps
+from hts_jax.results import sweeps
 from hts_jax.analysis import metrics
 
 flags.DEFINE_integer("seeds", 3, "Seeds per setting.")

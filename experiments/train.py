@@ -5,19 +5,8 @@ defined once)."""
 import sys
 
 if __name__ == "__main__":
-  # A signal while the program's modules load (before `run()` takes signals over) ends it with
-  # the start-up line, not a KeyboardInterrupt traceback or a silent death.
-  import os
-  import signal
-
-  def _early(signum, frame):
-    del frame
-    os.write(2, f"error: interrupted by {signal.Signals(signum).name} during start-up; nothing "
-                "was trained or saved\n".encode())
-    os._exit(128 + signum)
-
-  for _s in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(_s, _early)
+  from hts_jax.cli import startup
+  startup.handle_signals()  # before the program's modules load
 
 from hts_jax.cli import train as _command  # noqa: E402
 

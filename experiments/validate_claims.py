@@ -27,6 +27,7 @@ from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
+from hts_jax.results import launch
 
 flags.DEFINE_bool("quick", False, "Reduced settings (about a minute).")
 flags.DEFINE_string("out", "runs/validate_claims", "Where fig3c_measured.png and rows go.")
@@ -39,7 +40,7 @@ _LEARNER = {"algo": "a2c", "unroll_length": 4}
 
 def _hts(num_envs, alpha, mean_s, steps):
   steps = max(alpha * num_envs, steps // (alpha * num_envs) * alpha * num_envs)
-  return cli.run_quiet(env="vstep", env_kwargs={"dist": "exponential", "mean_s": mean_s},
+  return launch.in_process(env="vstep", env_kwargs={"dist": "exponential", "mean_s": mean_s},
                        mode="hts", alpha=alpha, num_envs=num_envs, num_executors=num_envs,
                        num_actors=1, total_steps=steps, seed=0, learner=_LEARNER)
 
@@ -67,7 +68,7 @@ def claim2_row(actors, mean_s, seconds):
   from hts_jax.analysis import lag_model  # pylint: disable=import-outside-toplevel
   alpha = _LEARNER["unroll_length"]  # one unroll = one update's worth per actor
   steps = int(seconds * actors / (alpha * mean_s)) * alpha
-  s = cli.run_quiet(env="vstep", env_kwargs={"dist": "exponential", "mean_s": mean_s},
+  s = launch.in_process(env="vstep", env_kwargs={"dist": "exponential", "mean_s": mean_s},
                     mode="async", alpha=alpha, num_envs=actors, num_executors=actors,
                     num_actors=actors, total_steps=max(steps, 20 * alpha * actors), seed=0,
                     async_batch_unrolls=1, learner_delay_s=FLAGS.learner_delay_s,

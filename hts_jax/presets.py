@@ -110,7 +110,7 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   here constant), entropy 0, observations and rewards normalised (`normalize: true`, VecNormalize),
   an LSTM of 64 units (`lstm_hidden_size: 64`; one LSTM shared by the policy and value towers
   here), 100k env steps (`n_timesteps: 1e5`). Time-limit cuts bootstrap. `--core=none` gives the
-  feed-forward policy it is compared with (`experiments/reproduce_memory.py`).
+  feed-forward policy it is compared with (`hts-reproduce memory`, `hts_jax/results/memory.py`).
   `correction="behaviour"` (the reference HTS-RL code's HTS-PPO: the 20 epochs start at θ_j, the
   ratio, old values and GAE are θ_{j-1}'s), from the 5-seed grid (results/memory/results.json,
   2026-11-26, AMD EPYC): it reached 475 in 5 of 5 seeds (first at 24k steps on average) and ended

@@ -3,7 +3,6 @@ against closed forms), the observation normaliser in the learner's state (exact 
 determinism, checkpoints), MuJoCo through gymnasium (action clipping at the env), and the HTS
 contracts on a MuJoCo task: the same bits for any actor and executor count, and on resume."""
 
-import json
 import os
 import pickle
 
@@ -248,23 +247,24 @@ def test_hts_ppo_learns_inverted_pendulum(tmp_path):
 
 
 def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
-  from experiments import reproduce_mujoco as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import grid  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
   results = tmp_path / "results"
   for method, mode in (("hts_ppo", "hts"), ("sync_ppo", "sync")):
-    modes.run(_cfg(tmp_path, "x", mode=mode, logdir=rm.run_dir(str(results), "InvertedPendulum-v5",
-                                                              method, 11)))
+    modes.run(_cfg(tmp_path, "x", mode=mode, logdir=grid.run_dir(
+        str(results), "InvertedPendulum-v5", method, 11)))
   readme = tmp_path / "README.md"
-  readme.write_text(f"# x\n{rm.README_BEGIN}\nold\n{rm.README_END}\ntail\n")
+  readme.write_text(f"# x\n{rm.BLOCK.begin}\nold\n{rm.BLOCK.end}\ntail\n")
   out = rm.report(str(results), str(readme))
   assert {r["method"] for r in out["runs"]} == {"hts_ppo", "sync_ppo"}
   assert out["table"]["InvertedPendulum-v5"]["hts_ppo"]["final_return"]["n"] == 1
   assert out["runs"][0]["curve"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
   assert "| InvertedPendulum-v5 | hts_ppo | 1 |" in table and "963.09 ± 22.20" in table
-  assert readme.read_text() == f"# x\n{rm.README_BEGIN}\n{table}{rm.README_END}\ntail\n"
+  assert readme.read_text() == f"# x\n{rm.BLOCK.wrap(table)}\ntail\n"
   assert (results / "curves.png").stat().st_size > 0
   # A run without its metrics.csv still reports, with no curve.
-  os.remove(os.path.join(rm.run_dir(str(results), "InvertedPendulum-v5", "sync_ppo", 11),
+  os.remove(os.path.join(grid.run_dir(str(results), "InvertedPendulum-v5", "sync_ppo", 11),
                          "metrics.csv"))
   assert [bool(r["curve"]) for r in rm.report(str(results))["runs"]] == [True, False]
 
@@ -286,13 +286,11 @@ def test_envpool_mujoco_is_deterministic_across_actor_counts_and_runs_sync_too(t
 
 
 def test_readme_mujoco_block_is_the_committed_json_rendered():
-  from experiments import reproduce_mujoco as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import publish  # pylint: disable=import-outside-toplevel
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  with open(os.path.join(root, "results", "mujoco", "results.json")) as f:
-    out = json.load(f)
-  with open(os.path.join(root, "README.md")) as f:
-    readme = f.read()
-  assert f"{rm.README_BEGIN}\n{rm.render_markdown(out)}{rm.README_END}" in readme
+  assert publish.stale(os.path.join(root, "results", "mujoco"), rm.render_markdown,
+                       rm.BLOCK) == []
 
 
 def test_mujoco_videos_record_without_a_display(tmp_path):

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.tooling
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMANDS = {"hts-train": "hts_jax.cli.train:run", "hts-launch": "hts_jax.cli.launch:run",
-            "hts-report": "hts_jax.cli.report:run"}
+            "hts-report": "hts_jax.cli.report:run", "hts-reproduce": "hts_jax.cli.reproduce:run"}
 CORE = {"jax", "flax", "optax", "chex", "rlax", "numpy", "gymnasium", "absl-py"}
 
 
@@ -52,7 +52,7 @@ def test_core_is_lean_and_every_dependency_is_pinned_in_requirements_txt():
 
 def test_console_commands_and_the_clone_shims_are_one_program():
   assert _project()["scripts"] == COMMANDS
-  for module in ("train", "launch", "report"):  # one process each: their flags are global
+  for module in ("train", "launch", "report", "reproduce"):  # one process each: global flags
     code = (f"import experiments.{module} as shim, hts_jax.cli.{module} as command; "
             "assert shim is command and callable(command.run)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,

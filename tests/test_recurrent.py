@@ -288,33 +288,32 @@ def test_lstm_envpool_atari_is_deterministic_across_actor_groups(tmp_path):
 
 @pytest.mark.slow
 def test_the_memory_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
-  from experiments import reproduce_memory as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import grid  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import memory as rm  # pylint: disable=import-outside-toplevel
   results = tmp_path / "results"
   for method, mode, core in (("hts_lstm", "hts", "lstm"), ("hts_ff", "hts", "none")):
     modes.run(_cfg(tmp_path, "x", mode=mode, core=core,
-                   logdir=rm.run_dir(str(results), method, 5)))
+                   logdir=grid.run_dir(str(results), None, method, 5)))
   readme = tmp_path / "README.md"
-  readme.write_text(f"# x\n{rm.README_BEGIN}\nold\n{rm.README_END}\ntail\n")
+  readme.write_text(f"# x\n{rm.BLOCK.begin}\nold\n{rm.BLOCK.end}\ntail\n")
   out = rm.report(str(results), str(readme))
   assert {r["method"] for r in out["runs"]} == {"hts_lstm", "hts_ff"}
   assert out["table"]["hts_lstm"]["final_eval"]["n"] == 1 and out["threshold"] == 475.0
   assert out["runs"][0]["evals"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
   assert "| hts_lstm | 1 |" in table
-  assert readme.read_text() == f"# x\n{rm.README_BEGIN}\n{table}{rm.README_END}\ntail\n"
+  assert readme.read_text() == f"# x\n{rm.BLOCK.wrap(table)}\ntail\n"
   assert (results / "curves.png").stat().st_size > 0
   assert rm.first_reaching([{"env_steps": 5, "mean_return": 10.0},
                             {"env_steps": 9, "mean_return": 480.0}], 475.0) == 9
 
 
 def test_readme_memory_block_is_the_committed_json_rendered():
-  from experiments import reproduce_memory as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import memory as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import publish  # pylint: disable=import-outside-toplevel
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  with open(os.path.join(root, "results", "memory", "results.json")) as f:
-    out = json.load(f)
-  with open(os.path.join(root, "README.md")) as f:
-    readme = f.read()
-  assert f"{rm.README_BEGIN}\n{rm.render_markdown(out)}{rm.README_END}" in readme
+  assert publish.stale(os.path.join(root, "results", "memory"), rm.render_markdown,
+                       rm.BLOCK) == []
 
 
 @pytest.mark.slow

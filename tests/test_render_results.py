@@ -1,10 +1,10 @@
-"""README's benchmark figures are results/benchmarks/*.json rendered by
-experiments/render_results.py, never typed: the block and tables.md must match their JSON."""
+"""README's benchmark figures are results/benchmarks/*.json rendered by `hts-reproduce benchmarks`
+(hts_jax/results/benchmarks.py), never typed: the block and tables.md must match their JSON."""
 
 import os
 
-from experiments import provenance
-from experiments import render_results as rr
+from hts_jax.results import benchmarks as rr
+from hts_jax.results import provenance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +22,7 @@ SPEEDUP = {
 def test_the_readme_block_and_tables_md_are_the_committed_json_rendered():
   markdown = rr.render_markdown()
   with open(os.path.join(ROOT, "README.md")) as f:
-    assert rr.block(markdown) in f.read(), "run python -m experiments.render_results"
+    assert rr.BLOCK.wrap(markdown) in f.read(), "run python -m experiments.reproduce benchmarks"
   with open(os.path.join(ROOT, "results", "benchmarks", "tables.md")) as f:
     assert f.read() == markdown
   for name in rr.SOURCES:  # every source is committed and carries its provenance
@@ -39,12 +39,18 @@ def test_speedup_rows_golden():
 
 
 def test_replace_block_keeps_the_rest_and_refuses_a_missing_block():
-  text = f"a\n{rr.BEGIN}\nold\n{rr.END}\nb\n"
-  assert rr.replace_block(text, "new\n") == f"a\n{rr.BEGIN}\nnew\n{rr.END}\nb\n"
-  assert rr.replace_block("no block", "new\n") is None
+  b = rr.BLOCK
+  text = f"a\n{b.begin}\nold\n{b.end}\nb\n"
+  assert b.into(text, "new\n") == f"a\n{b.begin}\nnew\n{b.end}\nb\n"
+  assert b.into("no block", "new\n") is None
 
 
 def test_provenance_names_the_command_as_a_module():
   stamp = provenance.stamp([os.path.join(ROOT, "experiments", "bench_sampler.py"), "--repeats=2"])
   assert stamp["command"] == "python -m experiments.bench_sampler --repeats=2"
   assert stamp["machine"]["cores"] == os.cpu_count() and len(stamp["commit"]) >= 7
+  # The dispatcher from a clone, and the installed console command.
+  assert provenance.command_line([os.path.join(ROOT, "hts_jax", "cli", "reproduce.py"), "mujoco",
+                                  "--report_only"]) == \
+      "python -m hts_jax.cli.reproduce mujoco --report_only"
+  assert provenance.command_line(["/usr/bin/hts-reproduce", "memory"]) == "hts-reproduce memory"

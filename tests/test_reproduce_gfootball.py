@@ -1,5 +1,6 @@
-"""experiments/reproduce_gfootball.py: the grid's launcher flags, the paper's metrics from
-summary.json files (golden values by hand), the rendered tables and README block, resume."""
+"""`hts-reproduce gfootball` (hts_jax/results/gfootball.py): the grid's launcher flags, the paper's
+metrics from summary.json files (golden values by hand), the rendered tables and README block,
+resume (hts_jax/results/launch.py)."""
 
 import json
 import os
@@ -8,7 +9,8 @@ import sys
 
 import pytest
 
-from experiments import reproduce_gfootball as rg
+from hts_jax.results import gfootball as rg
+from hts_jax.results import grid, launch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
@@ -20,7 +22,7 @@ def _config(values):
   code = ("import sys; from absl import flags; from experiments import train; "
           "flags.FLAGS(sys.argv); c = train.build_config(); import json; "
           "print(json.dumps(c.to_dict()))")
-  cmd = [sys.executable, "-c", code] + rg.train_command(values, "/tmp/x")[3:]
+  cmd = [sys.executable, "-c", code] + launch.flag_args(values)
   out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
   return json.loads(out)
 
@@ -53,23 +55,23 @@ def test_every_method_is_a_valid_launcher_config_at_this_scale():
 
 
 def test_bad_options_are_one_line_errors():
-  with pytest.raises(rg.GridError, match="unknown method"):
+  with pytest.raises(grid.GridError, match="unknown method"):
     rg.run_flags("a3c", "academy_empty_goal", 0, 10, **SCALE)
-  with pytest.raises(rg.GridError, match="impala"):
+  with pytest.raises(grid.GridError, match="impala"):
     rg.run_flags("impala", "academy_empty_goal", 0, 10, **dict(SCALE, impala_actors=3))
-  with pytest.raises(rg.GridError, match="--steps"):
+  with pytest.raises(grid.GridError, match="--steps"):
     rg._parse_steps(["academy_empty_goal"])
-  with pytest.raises(rg.GridError, match="no budget"):
+  with pytest.raises(grid.GridError, match="no budget"):
     rg.budget_of("academy_corner", {})
   assert rg.budget_of("academy_corner", {"academy_corner": 5}) == 5
-  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce_gfootball",
+  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "gfootball",
                          "--methods=a3c", "--dry_run"], cwd=ROOT, capture_output=True, text=True)
   assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
       "error: unknown method 'a3c'; known: ['hts_ppo', 'sync_ppo', 'impala']"]
 
 
 def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
-  path = rg.run_dir(str(results), scenario, method, seed)
+  path = grid.run_dir(str(results), scenario, method, seed)
   os.makedirs(path)
   evals = [{"env_steps": 1000 * (k + 1), "wall_time_s": dt_s * (k + 1), "mean_return": s,
             "returns": [s] * 10} for k, s in enumerate(scores)]
@@ -95,7 +97,7 @@ def test_metrics_golden_values(tmp_path):
   # IMPALA never reaches 0.4; its mean wall time ((300 + 360) / 2 s) is the final-time limit.
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 36)
-  os.makedirs(rg.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
+  os.makedirs(grid.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
   s = rg.summarize(rg.load_runs(str(tmp_path)), resamples=2_000)[sc]
   assert s["time_limit_s"] == 330 and s["budget"] == 12_000
   assert list(s["methods"]) == ["hts_ppo", "impala"]
@@ -134,19 +136,19 @@ def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
                                                 "stacked": False}}
   with open(os.path.join(logdir, "summary.json"), "w") as f:
     json.dump({"config": config}, f)
-  assert rg.settings_mismatch(values, logdir) == []
-  assert rg.launch(values, logdir)  # done before: nothing runs
+  assert launch.settings_mismatch(values, logdir) == []
+  assert launch.launch(values, logdir)  # done before: nothing runs
   other = rg.run_flags("hts_ppo", "academy_empty_goal", 1, 150_000, **dict(SCALE, num_envs=4))
-  assert rg.settings_mismatch(other, logdir) == [
+  assert launch.settings_mismatch(other, logdir) == [
       "num_envs: ran 8, grid wants 4", "total_steps: ran 300000, grid wants 150000",
       "eval_every: ran 6000, grid wants 3000"]
-  assert not rg.launch(other, logdir)  # refused, and the finished run is kept
+  assert not launch.launch(other, logdir)  # refused, and the finished run is kept
   assert os.path.exists(os.path.join(logdir, "summary.json"))
 
 
 def test_the_grid_module_imports_beside_the_launcher():
   """Its flags are defined only when it runs as the program: `train`'s share names with them."""
-  code = "import experiments.reproduce_gfootball, experiments.train"
+  code = "import hts_jax.results.gfootball, experiments.train"
   subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
@@ -157,14 +159,14 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   os.makedirs(tmp_path / "actor_counts" / "notes")  # not a run of --actor_counts: ignored
   readme = tmp_path / "README.md"
-  readme.write_text(f"# x\n{rg.README_BEGIN}\nold\n{rg.README_END}\ntail\n")
+  readme.write_text(f"# x\n{rg.BLOCK.begin}\nold\n{rg.BLOCK.end}\ntail\n")
   settings = dict(SCALE, extra=[], budgets=rg.BUDGETS)
   report = rg.write_report(str(tmp_path), 2_000, settings, str(readme))
   md = (tmp_path / "tables.md").read_text()
   row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 10.0" in l)
   assert row == ("| Empty goal close (12,000 steps) | 10.0 [10.0, 10.0] / 10.0 [10.0, 10.0] "
                  "(paper: 1.0 / 2.0) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
-  assert readme.read_text() == f"# x\n{rg.readme_block(md)}\ntail\n"
+  assert readme.read_text() == f"# x\n{rg.BLOCK.wrap(md)}\ntail\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
       "score_vs_env_steps.png", "score_vs_wall_time.png"]
   assert all(os.path.getsize(p) > 1000 for p in report["plots"])
@@ -177,12 +179,12 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
 
 def test_readme_shows_the_committed_results():
   """README's Results block is results/gfootball/results.json rendered (regenerate with
-  `python -m experiments.reproduce_gfootball --report_only`)."""
+  `python -m experiments.reproduce gfootball --report_only`)."""
   with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
     report = json.load(f)
   with open(os.path.join(ROOT, "README.md")) as f:
     readme = f.read()
-  assert rg.readme_block(rg.render_markdown(report)) in readme
+  assert rg.BLOCK.wrap(rg.render_markdown(report)) in readme
   with open(os.path.join(ROOT, "results", "gfootball", "tables.md")) as f:
     assert f.read() == rg.render_markdown(report)
   # Every committed run is in the JSON, and nothing else is.
@@ -195,7 +197,7 @@ def test_readme_shows_the_committed_results():
 def test_a_tiny_real_grid_resumes(tmp_path):
   """Two real GFootball runs through the launcher; a second call runs nothing; an unfinished run
   directory is run again from the start."""
-  cmd = [sys.executable, "-m", "experiments.reproduce_gfootball", f"--results={tmp_path}",
+  cmd = [sys.executable, "-m", "experiments.reproduce", "gfootball", f"--results={tmp_path}",
          "--scenarios=academy_empty_goal_close", "--methods=hts_ppo,impala", "--seeds=0",
          "--steps=academy_empty_goal_close=2048", "--num_envs=4", "--num_executors=2",
          "--impala_actors=2", "--noreadme", "--resamples=100"]
@@ -208,7 +210,7 @@ def test_a_tiny_real_grid_resumes(tmp_path):
       ("hts_ppo", 2048), ("impala", 2048)]
   # 2048 steps of 4 envs at alpha 128: 4 segments, an evaluation at each boundary.
   assert len(report["runs"][0]["evals"]) == 4 and report["commit"]
-  hts_dir = rg.run_dir(str(tmp_path), "academy_empty_goal_close", "hts_ppo", 0)
+  hts_dir = grid.run_dir(str(tmp_path), "academy_empty_goal_close", "hts_ppo", 0)
   sha = report["runs"][0]["param_sha256"]
   os.remove(os.path.join(hts_dir, "summary.json"))  # as if interrupted
   again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

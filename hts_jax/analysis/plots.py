@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -112,45 +111,68 @@ def fig3c(path: str, *, lambda0: float = 100.0, mu: float = 4000.0,
   return _save(fig, path)
 
 
-def _band(curves: List[Tuple[np.ndarray, np.ndarray]], grid: np.ndarray):
-  """Per-seed step curves (last value carried forward) on a common grid: mean, min, max."""
-  ys = []
-  for x, y in curves:
-    idx = np.searchsorted(x, grid, side="right") - 1
-    ys.append(np.where(idx >= 0, y[np.clip(idx, 0, None)], np.nan))
-  ys = np.array(ys)
-  with warnings.catch_warnings():  # grid points before a seed's first evaluation are NaN
-    warnings.simplefilter("ignore", RuntimeWarning)
-    return np.nanmean(ys, axis=0), np.nanmin(ys, axis=0), np.nanmax(ys, axis=0)
+Curve = Tuple[Sequence[float], Sequence[float]]  # one seed's (x, y)
+
+
+def mean_band(curves: Sequence[Curve], points: int = 150, resamples: int = 2_000,
+              seed: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """Per-seed step curves (each value carried forward to the next x) on a common grid from the
+  earliest first x to the latest last x, kept where every seed has a value: the grid, the mean
+  over seeds and its 95% percentile-bootstrap band over seeds."""
+  xs = [np.asarray(x, float) for x, _ in curves]
+  ys = [np.asarray(y, float) for _, y in curves]
+  grid = np.linspace(min(x[0] for x in xs), max(x[-1] for x in xs), points)
+  vals = np.array([np.where(grid >= x[0],
+                            y[np.clip(np.searchsorted(x, grid, "right") - 1, 0, None)], np.nan)
+                   for x, y in zip(xs, ys)])
+  ok = ~np.isnan(vals).any(axis=0)
+  vals, grid = vals[:, ok], grid[ok]
+  rng = np.random.default_rng(seed)
+  boot = vals[rng.integers(0, len(curves), size=(resamples, len(curves)))].mean(axis=1)
+  lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
+  return grid, vals.mean(axis=0), lo, hi
+
+
+def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]], *, xlabel: str,
+                ylabel: str, ylim: Optional[Tuple[float, float]] = None,
+                hline: Optional[float] = None, resamples: int = 2_000) -> str:
+  """One panel per (title, {label: per-seed curves}): each label's mean over seeds and its 95%
+  bootstrap band (`mean_band`), labelled with its seed count. Returns the PNG path."""
+  plt = _plt()
+  fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.5), squeeze=False)
+  for ax, (title, lines) in zip(axes[0], panels):
+    for i, (label, curves) in enumerate(lines.items()):
+      curves = [c for c in curves if len(c[0])]
+      if not curves:
+        continue
+      grid, mean, lo, hi = mean_band(curves, resamples=resamples)
+      ax.plot(grid, mean, color=f"C{i}", label=f"{label} ({len(curves)} seeds)")
+      ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
+    if hline is not None:
+      ax.axhline(hline, color="gray", lw=0.8, ls="--")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if ylim:
+      ax.set_ylim(*ylim)
+    ax.legend(fontsize=7, loc="lower right")
+  return _save(fig, path)
 
 
 def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> List[str]:
   """Fig. 5 style: evaluation return vs env steps and vs wall time, one panel per env, mean over
-  seeds with the min-max band. Returns the PNG paths."""
-  plt = _plt()
+  seeds with its 95% bootstrap band. Returns the PNG paths."""
   envs = sorted({k[0] for k in groups})
   keys = list(groups)
   paths = []
   for axis, xlabel, name in (("env_steps", "env steps", "return_vs_env_steps"),
                              ("wall_time_s", "wall time (s)", "return_vs_wall_time")):
-    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.6), squeeze=False)
-    for ax, env in zip(axes[0], envs):
-      for i, (key, runs) in enumerate((k, v) for k, v in groups.items() if k[0] == env):
-        curves = [(np.array([e[axis] for e in r.evals], float),
-                   np.array([e["mean_return"] for e in r.evals], float)) for r in runs if r.evals]
-        if not curves:
-          continue
-        grid = np.linspace(min(float(c[0][0]) for c in curves),
-                           max(float(c[0][-1]) for c in curves), 200)
-        mean, lo, hi = _band(curves, grid)
-        label = f"{metrics.method_label(key, keys)} ({len(runs)} seeds)"
-        ax.plot(grid, mean, color=f"C{i}", label=label)
-        ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
-      ax.set_title(str(env), fontsize=9)
-      ax.set_xlabel(xlabel)
-      ax.set_ylabel("evaluation return")
-      ax.legend(fontsize=7)
-    paths.append(_save(fig, os.path.join(out_dir, f"{name}.png")))
+    panels = [(str(env), {metrics.method_label(key, keys):
+                          [([e[axis] for e in r.evals], [e["mean_return"] for e in r.evals])
+                           for r in runs if r.evals]
+                          for key, runs in groups.items() if key[0] == env}) for env in envs]
+    paths.append(band_figure(os.path.join(out_dir, f"{name}.png"), panels, xlabel=xlabel,
+                             ylabel="evaluation return"))
   return paths
 
 

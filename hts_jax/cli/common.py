@@ -140,18 +140,3 @@ def _json_object(name, text):
   if not isinstance(obj, dict):
     raise hts_config.ConfigError(f"--{name} must be a JSON object")
   return obj
-
-
-def run_quiet(**config):
-  """One run of the runtime in a temporary logdir, its progress lines sent to stderr (benchmark
-  scripts keep stdout for their JSON). `config`: RunConfig fields by flag name (`RunConfig.make`);
-  `learner`: a dict of LearnerConfig fields.
-  Returns summary.json's dict."""
-  import contextlib  # pylint: disable=import-outside-toplevel
-  import tempfile  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
-  with tempfile.TemporaryDirectory() as logdir:
-    cfg = hts_config.RunConfig.make(**{"logdir": logdir, "eval_episodes": 1, "log_every_s": 1e9,
-                                       **config})
-    with contextlib.redirect_stdout(sys.stderr):
-      return modes.run(cfg)

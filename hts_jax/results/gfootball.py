@@ -1,16 +1,17 @@
 r"""The paper's GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6) on this machine.
 
-  python -m experiments.reproduce_gfootball                     # the whole grid, then the report
-  python -m experiments.reproduce_gfootball --scenarios=academy_empty_goal_close --seeds=0
-  python -m experiments.reproduce_gfootball --report_only       # tables, plots, JSON from the runs
-  python -m experiments.reproduce_gfootball --actor_counts=1,2,4 --methods= --scenarios=
+  hts-reproduce gfootball                     # the whole grid, then the report
+  hts-reproduce gfootball --scenarios=academy_empty_goal_close --seeds=0
+  hts-reproduce gfootball --report_only       # tables, plots, JSON from the runs
+  hts-reproduce gfootball --actor_counts=1,2,4 --methods= --scenarios=
 
-Runs the grid method x scenario x seed, each run one fresh `python -m experiments.train` process
-(what a user types), into `<results>/runs/<scenario>/<method>/seed<k>/`. A run with a
-`summary.json` is finished and never run again, so the grid fills over several sittings; a run
-directory without one (an interrupted run) is deleted and run again from the start: a run's wall
-time must come from one uninterrupted sitting. Runs go one at a time (the wall-time metrics need
-a machine nothing else loads).
+(from a clone: `python -m experiments.reproduce gfootball ...`). Runs the grid method x scenario x
+seed as paired blocks (`hts_jax.results.grid`: each (scenario, seed)'s methods back to back in an
+order seeded by the block), each run one fresh training process, into
+`<results>/runs/<scenario>/<method>/seed<k>/`. A run with a `summary.json` is finished and never
+run again, so the grid fills over several sittings; a run directory without one (an interrupted
+run) is deleted and run again from the start: a run's wall time must come from one uninterrupted
+sitting. Runs go one at a time (the wall-time metrics need a machine nothing else loads).
 
 Methods, each from its preset (`hts_jax/presets.py`, every value cited there):
   hts_ppo   `gfootball_ppo`                 HTS-PPO (Table A6 + the released 3-vs-1 script)
@@ -38,23 +39,15 @@ evaluation scores and SPS side by side.
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
-import shutil
-import subprocess
-import sys
-import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from absl import app
 from absl import flags
 
-from experiments import provenance
-from hts_jax.cli import common as cli
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from hts_jax.analysis import metrics, plots
+from hts_jax.results import grid, launch, publish
 
 # method -> (preset, extra flags at every scale)
 METHODS = {
@@ -85,8 +78,7 @@ PAPER = {
                              "final_time": {"impala": (0.65, 0.42), "sync_ppo": (0.89, 0.05),
                                             "hts_ppo": (0.93, 0.03)}},
 }
-README_BEGIN = "<!-- gfootball-results:begin (experiments/reproduce_gfootball.py writes this) -->"
-README_END = "<!-- gfootball-results:end -->"
+BLOCK = publish.Block("gfootball-results", "gfootball")
 
 def define_flags() -> None:
   """This script's flags, defined only when it runs as the program: importing the module
@@ -119,15 +111,11 @@ def define_flags() -> None:
 FLAGS = flags.FLAGS
 
 
-class GridError(ValueError):
-  """A bad option of this script (one line)."""
-
-
 def budget_of(scenario: str, overrides: Dict[str, int]) -> int:
   if scenario in overrides:
     return overrides[scenario]
   if scenario not in BUDGETS:
-    raise GridError(f"no budget for scenario {scenario!r}: give --steps={scenario}=N")
+    raise grid.GridError(f"no budget for scenario {scenario!r}: give --steps={scenario}=N")
   return BUDGETS[scenario]
 
 
@@ -140,7 +128,7 @@ def _parse_steps(pairs: Sequence[str]) -> Dict[str, int]:
         raise ValueError
       out[name] = int(value)
     except ValueError:
-      raise GridError(f"--steps: expected SCENARIO=STEPS (STEPS >= 1), got {p!r}") from None
+      raise grid.GridError(f"--steps: expected SCENARIO=STEPS (STEPS >= 1), got {p!r}") from None
   return out
 
 
@@ -149,7 +137,7 @@ def run_flags(method: str, scenario: str, seed: int, steps: int, *, num_envs: in
               num_actors: Optional[int] = None, extra: Sequence[str] = ()) -> Dict[str, Any]:
   """The launcher flags of one run (before --logdir)."""
   if method not in METHODS:
-    raise GridError(f"unknown method {method!r}; known: {list(METHODS)}")
+    raise grid.GridError(f"unknown method {method!r}; known: {list(METHODS)}")
   preset, fixed = METHODS[method]
   stacked = representation not in ("simple115", "simple115v2")
   out: Dict[str, Any] = {
@@ -159,104 +147,30 @@ def run_flags(method: str, scenario: str, seed: int, steps: int, *, num_envs: in
       "num_envs": num_envs, "num_executors": num_executors, "total_steps": steps, "seed": seed,
       "eval_every": max(1, steps // EVALS_PER_RUN), "tensorboard": False, "log_every_s": 60}
   if min(num_envs, num_executors, ppo_actors, impala_actors, num_actors or 1) < 1:
-    raise GridError("--num_envs, --num_executors, --ppo_actors, --impala_actors and "
+    raise grid.GridError("--num_envs, --num_executors, --ppo_actors, --impala_actors and "
                     "--actor_counts must be >= 1")
   if method == "impala":
     # Each actor owns num_envs / impala_actors envs (whole executors); a batch of Table A6's 8
     # unrolls of one env is 8 env-sequences of 32 steps, whatever the actors' share.
     if num_envs % impala_actors or num_executors % impala_actors or 8 % (num_envs //
                                                                          impala_actors):
-      raise GridError(f"impala: {impala_actors} actors must divide num_envs ({num_envs}) and "
-                      f"num_executors ({num_executors}), each actor's envs dividing 8")
+      raise grid.GridError(f"impala: {impala_actors} actors must divide num_envs ({num_envs}) "
+                           f"and num_executors ({num_executors}), each actor's envs dividing 8")
     out.update(num_actors=impala_actors, async_batch_unrolls=8 // (num_envs // impala_actors))
   else:
     out["num_actors"] = num_actors or ppo_actors
   for item in extra:
     name, sep, value = item.partition("=")
     if not sep:
-      raise GridError(f"--extra: expected NAME=VALUE, got {item!r}")
+      raise grid.GridError(f"--extra: expected NAME=VALUE, got {item!r}")
     out[name] = value
   return out
-
-
-def train_command(flag_values: Dict[str, Any], logdir: str) -> List[str]:
-  args = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}"
-          for k, v in {**flag_values, "logdir": logdir}.items()]
-  return [sys.executable, "-m", "experiments.train", *args]
-
-
-def run_dir(results: str, scenario: str, method: str, seed: int) -> str:
-  return os.path.join(results, "runs", scenario, method, f"seed{seed}")
-
-
-def finished(logdir: str) -> bool:
-  return os.path.exists(os.path.join(logdir, "summary.json"))
-
-
-# The grid flags that a finished run's config must match for the grid to take it as done.
-CHECKED = ("env", "env_kwargs", "mode", "num_envs", "num_executors", "num_actors", "total_steps",
-           "seed", "eval_every", "async_batch_unrolls")
-
-
-def settings_mismatch(flag_values: Dict[str, Any], logdir: str) -> List[str]:
-  """`name: ran X, grid wants Y` for each CHECKED flag in which the finished run in `logdir`
-  differs from `flag_values` (a grid resumed with other --num_envs, --steps, ...)."""
-  with open(os.path.join(logdir, "summary.json")) as f:
-    config = json.load(f).get("config") or {}
-  out = []
-  for name in CHECKED:
-    if name not in flag_values or name not in config:
-      continue
-    want = flag_values[name]
-    want = json.loads(want) if name == "env_kwargs" else type(config[name])(want)
-    if config[name] != want:
-      out.append(f"{name}: ran {config[name]!r}, grid wants {want!r}")
-  return out
-
-
-def launch(flag_values: Dict[str, Any], logdir: str, *, dry_run: bool = False) -> bool:
-  """Runs one launcher process into `logdir` unless it finished before. True when it ran and
-  finished (or had finished); a failed run leaves no summary.json and its stderr in
-  `<logdir>/stderr.txt`."""
-  if finished(logdir):
-    differ = settings_mismatch(flag_values, logdir)
-    if differ:
-      print(f"  {logdir} finished with other settings ({'; '.join(differ)}): delete it to run "
-            "it again with these", flush=True)
-      return False
-    print(f"done before: {logdir}", flush=True)
-    return True
-  cmd = train_command(flag_values, os.path.abspath(logdir))
-  print("$ python " + " ".join(cmd[1:]), flush=True)
-  if dry_run:
-    return False
-  if os.path.exists(logdir):  # an interrupted run: its wall time cannot be continued
-    print(f"  removing the unfinished run in {logdir}", flush=True)
-    shutil.rmtree(logdir)
-  os.makedirs(logdir)
-  start = time.time()
-  with open(os.path.join(logdir, "stderr.txt"), "w") as err:
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True,
-                          check=False)
-  tail = proc.stdout.strip().splitlines()[-1:] or ["(no output)"]
-  if proc.returncode != 0 and finished(logdir):  # e.g. a signal in the final evaluation
-    os.remove(os.path.join(logdir, "summary.json"))
-  if proc.returncode != 0 or not finished(logdir):
-    with open(os.path.join(logdir, "stderr.txt")) as f:
-      last = (f.read().strip().splitlines() or ["(no output)"])[-1]
-    print(f"  FAILED (exit {proc.returncode}) after {time.time() - start:.0f} s: {last}",
-          flush=True)
-    return False
-  os.remove(os.path.join(logdir, "stderr.txt"))
-  print(f"  {tail[0]}", flush=True)
-  return True
 
 
 # ---------------------------------------------------------------------------------------------
 # The report: from summary.json files only.
 
 def _run_record(path: str, results: str, scenario: str, method: str) -> Dict[str, Any]:
-  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   run = metrics.load_run(path)
   s = run.summary
   req = {str(t): metrics.required_time_metric(run, t) for t in TARGETS}
@@ -280,19 +194,11 @@ def _run_record(path: str, results: str, scenario: str, method: str) -> Dict[str
 
 def load_runs(results: str) -> List[Dict[str, Any]]:
   """Every finished run under `<results>/runs/<scenario>/<method>/seed<k>`, in a fixed order."""
-  out = []
-  root = os.path.join(results, "runs")
-  for scenario in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-    for method in (m for m in METHODS if os.path.isdir(os.path.join(root, scenario, m))):
-      for seed_dir in sorted(os.listdir(os.path.join(root, scenario, method))):
-        path = os.path.join(root, scenario, method, seed_dir)
-        if finished(path):
-          out.append(_run_record(path, results, scenario, method))
-  return out
+  return [_run_record(f.logdir, results, f.task, f.method)
+          for f in grid.finished_runs(results, methods=list(METHODS))]
 
 
 def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
-  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   return metrics.bootstrap_ci(values, resamples=resamples) if values else None
 
 
@@ -315,7 +221,6 @@ def summarize(runs: List[Dict[str, Any]], resamples: int = 10_000) -> Dict[str, 
   steps") is IMPALA's mean wall time over its seeds for the other methods, where IMPALA ran;
   IMPALA's own value is each seed's final metric (its limit is its own end). A seed with no
   evaluation before the limit has no score: `reached` says how many had one."""
-  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   out: Dict[str, Any] = {}
   for scenario in dict.fromkeys(r["scenario"] for r in runs):
     here = [r for r in runs if r["scenario"] == scenario]
@@ -383,7 +288,7 @@ def identity_report(results: str) -> Optional[Dict[str, Any]]:
   names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
   for name in sorted(names, key=lambda n: int(n[len("actors"):])):
     path = os.path.join(root, name)
-    if finished(path):
+    if launch.finished(path):
       with open(os.path.join(path, "summary.json")) as f:
         s = json.load(f)
       rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
@@ -405,8 +310,6 @@ def _sha(obj) -> str:
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
   runs = load_runs(results)
   return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
-          "date": datetime.date.today().isoformat(), "commit": provenance.commit(),
-          "machine": provenance.machine(),
           "settings": settings, "targets": list(TARGETS), "paper": PAPER,
           "summary": summarize(runs, resamples), "identity": identity_report(results),
           "runs": runs}
@@ -513,129 +416,74 @@ def render_markdown(report: Dict[str, Any]) -> str:
   return "\n".join(lines).rstrip() + "\n"
 
 
-def readme_block(markdown: str) -> str:
-  return f"{README_BEGIN}\n{markdown}{README_END}"
-
-
-def update_readme(path: str, markdown: str) -> bool:
-  """Replaces README's block between the markers; False when the markers are missing."""
-  return provenance.replace_block(path, README_BEGIN, README_END, markdown)
-
-
 # ---------------------------------------------------------------------------------------------
 # Curves.
 
 def plot_curves(report: Dict[str, Any], out_dir: str, resamples: int = 2_000) -> List[str]:
   """Score vs env steps (Fig. A6) and vs wall time (Fig. A5): per method the mean evaluation
   score over seeds (each seed's last score carried forward) and its 95% bootstrap band."""
-  import matplotlib  # pylint: disable=import-outside-toplevel
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-  import numpy as np  # pylint: disable=import-outside-toplevel
   scenarios = list(report["summary"])
-  paths = []
   if not scenarios:
-    return paths
-  rng = np.random.default_rng(0)
+    return []
+  paths = []
   for axis, xlabel, name, scale in (("env_steps", "env steps", "score_vs_env_steps", 1.0),
                                     ("wall_time_s", "wall time (minutes)", "score_vs_wall_time",
                                      1 / 60)):
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(4.6 * len(scenarios), 3.5),
-                             squeeze=False)
-    for ax, scenario in zip(axes[0], scenarios):
-      for i, method in enumerate(METHODS):
-        runs = [r for r in report["runs"] if r["scenario"] == scenario and r["method"] == method
-                and r["evals"]]
-        if not runs:
-          continue
-        xs = [np.array([e[axis] for e in r["evals"]], float) * scale for r in runs]
-        ys = [np.array([e["score"] for e in r["evals"]], float) for r in runs]
-        grid = np.linspace(min(x[0] for x in xs), max(x[-1] for x in xs), 150)
-        vals = np.array([np.where(grid >= x[0], y[np.clip(np.searchsorted(x, grid, "right") - 1,
-                                                           0, None)], np.nan)
-                         for x, y in zip(xs, ys)])
-        ok = ~np.isnan(vals).any(axis=0)
-        vals, grid = vals[:, ok], grid[ok]
-        boot = vals[rng.integers(0, len(runs), size=(resamples, len(runs)))].mean(axis=1)
-        lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
-        ax.plot(grid, vals.mean(axis=0), color=f"C{i}", label=f"{LABELS[method]} "
-                f"({len(runs)} seeds)")
-        ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
-      ax.set_title(_short(scenario), fontsize=10)
-      ax.set_xlabel(xlabel)
-      ax.set_ylabel("evaluation score (10 episodes)")
-      ax.set_ylim(-0.05, 1.05)
-      ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    path = os.path.join(out_dir, f"{name}.png")
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    paths.append(path)
+    panels = [(_short(scenario), {
+        LABELS[m]: [([e[axis] * scale for e in r["evals"]], [e["score"] for e in r["evals"]])
+                    for r in report["runs"]
+                    if r["scenario"] == scenario and r["method"] == m and r["evals"]]
+        for m in METHODS}) for scenario in scenarios]
+    paths.append(plots.band_figure(os.path.join(out_dir, f"{name}.png"), panels, xlabel=xlabel,
+                                   ylabel="evaluation score (10 episodes)", ylim=(-0.05, 1.05),
+                                   resamples=resamples))
   return paths
 
 
 def write_report(results: str, resamples: int, settings: Dict[str, Any],
                  readme: Optional[str]) -> Dict[str, Any]:
-  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
-  report = build_report(results, resamples, settings)
-  os.makedirs(results, exist_ok=True)
-  with open(os.path.join(results, "results.json"), "w") as f:
-    json.dump(metrics.json_safe(report), f, indent=1)
-    f.write("\n")
-  with open(os.path.join(results, "results.json")) as f:  # render what was written
-    report = json.load(f)
-  markdown = render_markdown(report)
-  with open(os.path.join(results, "tables.md"), "w") as f:
-    f.write(markdown)
+  """results.json (with its provenance), tables.md, README's block and the curves."""
+  report = publish.publish(results, build_report(results, resamples, settings), render_markdown,
+                           BLOCK, readme, table="tables.md")
   report["plots"] = plot_curves(report, results)
-  if readme and not update_readme(readme, markdown):
-    print(f"warning: {readme} has no {README_BEGIN!r} block; not updated", file=sys.stderr)
   return report
 
 
 def main(argv):
   if len(argv) > 1:
-    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+    raise grid.GridError(f"unexpected arguments: {' '.join(argv[1:])}")
   try:
     overrides = _parse_steps(FLAGS.steps)
     seeds = [int(s) for s in FLAGS.seeds]
     scale = dict(num_envs=FLAGS.num_envs, num_executors=FLAGS.num_executors,
                  ppo_actors=FLAGS.ppo_actors, impala_actors=FLAGS.impala_actors,
                  representation=FLAGS.representation, extra=FLAGS.extra)
-    grid = [(sc, m, seed, run_flags(m, sc, seed, budget_of(sc, overrides), **scale))
-            for sc in FLAGS.scenarios for seed in seeds for m in FLAGS.methods]
+    runs = grid.paired_blocks(FLAGS.scenarios, FLAGS.methods, seeds, lambda sc, m, seed: run_flags(
+        m, sc, seed, budget_of(sc, overrides), **scale))
     actor_counts = [int(n) for n in FLAGS.actor_counts]
     identity = [(n, run_flags("hts_ppo", FLAGS.identity_scenario, FLAGS.identity_seed,
                               FLAGS.identity_steps or budget_of(FLAGS.identity_scenario,
                                                                 overrides),
                               num_actors=n, **scale)) for n in actor_counts]
-  except ValueError as e:  # GridError, int()
-    cli.fail(str(e))
+  except ValueError as e:  # int()
+    raise grid.GridError(str(e)) from None
   results = FLAGS.results
   failed = []
   if not FLAGS.report_only:
-    for scenario, method, seed, values in grid:
-      if not launch(values, run_dir(results, scenario, method, seed), dry_run=FLAGS.dry_run):
-        failed.append(f"{scenario}/{method}/seed{seed}")
+    failed = grid.run_all(runs, results, dry_run=FLAGS.dry_run)
     for n, values in identity:
-      if not launch(values, os.path.join(results, "actor_counts", f"actors{n}"),
-                    dry_run=FLAGS.dry_run):
-        failed.append(f"actor_counts/actors{n}")
+      logdir = os.path.join(results, "actor_counts", f"actors{n}")
+      if not launch.launch(values, logdir, dry_run=FLAGS.dry_run) and not FLAGS.dry_run:
+        failed.append(logdir)
   if FLAGS.dry_run:
-    return
+    return []
   settings = {**{k: v for k, v in scale.items() if k != "extra"}, "extra": list(FLAGS.extra),
               "budgets": {**BUDGETS, **overrides}, "evals_per_run": EVALS_PER_RUN,
               "eval_episodes": 10, "methods": {m: {"preset": p, **f} for m, (p, f)
                                                in METHODS.items()}}
-  readme = os.path.join(ROOT, "README.md") if FLAGS.readme else None
+  readme = publish.readme_path() if FLAGS.readme else None
   report = write_report(results, FLAGS.resamples, settings, readme)
   print(render_markdown(report), end="")
   for p in report["plots"]:
     print(f"wrote {p}")
-  if failed:
-    cli.fail(f"{len(failed)} run(s) failed (their stderr.txt says why): {', '.join(failed)}", 1)
-
-
-if __name__ == "__main__":
-  define_flags()
-  app.run(main, flags_parser=cli.parse_flags)
+  return failed

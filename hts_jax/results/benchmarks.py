@@ -5,12 +5,11 @@ never typed by hand. The JSON comes from the benchmark scripts' `--save`:
   python -m experiments.bench_speedup --grids=variance --repeats=3 \
       --save=results/benchmarks/speedup.json
   python -m experiments.bench_sampler --save=results/benchmarks/sampler.json
-  python -m experiments.render_results            # rewrite the block and tables.md
-  python -m experiments.render_results --check    # exit 1 when they are out of date
+  hts-reproduce benchmarks            # rewrite the block and tables.md
+  hts-reproduce benchmarks --check    # exit 1 when they are out of date
 
-(The GFootball learning results have their own block, written by
-`experiments/reproduce_gfootball.py`.) tests/test_render_results.py fails when a rendered table is
-out of date with its JSON.
+(from a clone: `python -m experiments.reproduce benchmarks ...`; the learning grids have blocks of
+their own). tests/test_render_results.py fails when a rendered table is out of date with its JSON.
 """
 
 import json
@@ -18,15 +17,12 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
-from absl import app
 from absl import flags
 
-from experiments import provenance
+from hts_jax.results import provenance, publish
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "results", "benchmarks")
-BEGIN = "<!-- benchmark-results:begin (experiments/render_results.py writes this) -->"
-END = "<!-- benchmark-results:end -->"
+RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
+BLOCK = publish.Block("benchmark-results", "benchmarks")
 SOURCES = ("speedup.json", "sampler.json", "recurrent.json")  # in the order they are shown
 
 SAMPLER_CASES = {
@@ -134,17 +130,12 @@ def render_markdown(results: str = RESULTS) -> str:
     if data is not None:
       parts.append(RENDERERS[name](data))
   if not parts:
-    return "No benchmark JSON committed yet (see `experiments/render_results.py`).\n"
+    return "No benchmark JSON committed yet (see `hts_jax/results/benchmarks.py`).\n"
   return "\n".join(parts)
 
 
-def block(markdown: str) -> str:
-  return f"{BEGIN}\n{markdown}{END}"
-
-
-def replace_block(text: str, markdown: str) -> Optional[str]:
-  """`text` with its block between the markers replaced; None when the markers are missing."""
-  return provenance.with_block(text, BEGIN, END, markdown)
+def define_flags() -> None:
+  flags.DEFINE_bool("check", False, "Only check that README.md and tables.md are up to date.")
 
 
 def main(argv):
@@ -152,12 +143,12 @@ def main(argv):
     print(f"error: unexpected arguments: {' '.join(argv[1:])}", file=sys.stderr)
     sys.exit(2)
   markdown = render_markdown()
-  readme_path, tables_path = os.path.join(ROOT, "README.md"), os.path.join(RESULTS, "tables.md")
+  readme_path, tables_path = publish.readme_path(), os.path.join(RESULTS, "tables.md")
   with open(readme_path) as f:
     readme = f.read()
-  new_readme = replace_block(readme, markdown)
+  new_readme = BLOCK.into(readme, markdown)
   if new_readme is None:
-    print(f"error: README.md has no {BEGIN!r} ... {END!r} block", file=sys.stderr)
+    print(f"error: README.md has no {BLOCK.begin!r} ... {BLOCK.end!r} block", file=sys.stderr)
     sys.exit(2)
   old_tables = open(tables_path).read() if os.path.exists(tables_path) else None
   if flags.FLAGS.check:
@@ -165,17 +156,13 @@ def main(argv):
                                    (tables_path, old_tables, markdown)) if old != new]
     if stale:
       print(f"error: out of date with results/benchmarks/*.json: {', '.join(stale)} (run "
-            "python -m experiments.render_results)", file=sys.stderr)
+            "hts-reproduce benchmarks)", file=sys.stderr)
       sys.exit(1)
-    return
+    return []
   with open(readme_path, "w") as f:
     f.write(new_readme)
   os.makedirs(RESULTS, exist_ok=True)
   with open(tables_path, "w") as f:
     f.write(markdown)
-  print(f"wrote README.md's benchmark block and {os.path.relpath(tables_path, ROOT)}")
-
-
-if __name__ == "__main__":
-  flags.DEFINE_bool("check", False, "Only check that README.md and tables.md are up to date.")
-  app.run(main)
+  print(f"wrote README.md's benchmark block and {os.path.relpath(tables_path, provenance.ROOT)}")
+  return []

@@ -1,42 +1,28 @@
-"""Ablation sweeps for the notebooks (paper Tables 4 and 5): one launcher run per value of one flag,
+"""Ablation sweeps for the notebooks (paper Tables 4 and 5): one training run per value of one flag,
 each in its own logdir, summarized as SPS, the final metric and the parameter hash.
 
-Every run is `python -m experiments.train ...` in a subprocess, exactly what a user would type,
-so a sweep exercises the real launcher, executors and runtime.
+Every run is one training process started by `hts_jax.results.launch` (what a user types), so a
+sweep exercises the real launcher, executors and runtime.
 """
 
 import os
-import shutil
-import subprocess
-import sys
 from typing import Any, Dict, List, Sequence
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def train_command(flags: Dict[str, Any], python: str = sys.executable) -> List[str]:
-  args = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in flags.items()]
-  return [python, "-m", "experiments.train", *args]
+from hts_jax.analysis import metrics
+from hts_jax.results import launch
 
 
 def run_sweep(name: str, values: Sequence[Any], base_flags: Dict[str, Any], logroot: str, *,
               last: int = 10, echo: bool = True) -> List[Dict[str, Any]]:
   """Runs the launcher once per value of flag `name` (other flags from `base_flags`), each in
   `<logroot>/<name>=<value>` (replaced if it exists). Returns one row per run."""
-  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   rows = []
   for value in values:
     logdir = os.path.abspath(os.path.join(logroot, f"{name}={value}"))
-    shutil.rmtree(logdir, ignore_errors=True)
-    cmd = train_command({**base_flags, name: value, "logdir": logdir})
-    if echo:
-      print("$ python", " ".join(cmd[1:]), flush=True)
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-      tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-      raise RuntimeError(f"{name}={value}: the run failed (exit {proc.returncode}): {tail}")
-    if echo and proc.stdout.strip():
-      print(proc.stdout.strip().splitlines()[-1], flush=True)
+    try:
+      launch.run_process(launch.flag_args({**base_flags, name: value}), logdir, echo=echo)
+    except launch.RunFailed as e:
+      raise RuntimeError(f"{name}={value}: the run failed ({e})") from None
     run = metrics.load_run(logdir)
     s = run.summary
     rows.append({name: value, "sps": s["sps"], "final_metric": metrics.final_metric(run, last),

@@ -1,5 +1,6 @@
 """Where a committed result came from: the date, the machine, the commit and the command. Every
-JSON under `results/` carries these (the README's figures are rendered from such JSON only)."""
+JSON under `results/` carries these (the README's figures are rendered from such JSON only), and a
+grid's runs carry their host records (`run_host`, `check_hosts`)."""
 
 import datetime
 import json
@@ -8,12 +9,14 @@ import platform
 import random
 import subprocess
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics
 from hts_jax.runtime.host import cpu_model
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The checkout's root (hts_jax/results/ is two levels below it): where git says the commit, and
+# where a clone's `python -m experiments.<script>` runs.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def machine() -> Dict[str, Any]:
@@ -62,66 +65,30 @@ def commit() -> str:
     return "unknown"
 
 
-def stamp(argv: Optional[List[str]] = None) -> Dict[str, Any]:
-  """The provenance fields: date, commit, machine and the command (`python -m <module> <args>`)."""
-  argv = sys.argv if argv is None else argv
-  module = os.path.relpath(os.path.abspath(argv[0]), ROOT)[:-len(".py")].replace(os.sep, ".")
+def command_line(argv: Sequence[str]) -> str:
+  """The command as a user types it again: `python -m <module> <args>` for a module of the
+  checkout (a script, `hts_jax.cli.reproduce`), else the program's name and its args (an installed
+  `hts-reproduce`)."""
+  path = os.path.abspath(argv[0])
+  if path.endswith(".py") and path.startswith(ROOT + os.sep):
+    module = os.path.relpath(path, ROOT)[:-len(".py")].replace(os.sep, ".")
+    return " ".join(["python", "-m", module, *argv[1:]])
+  return " ".join([os.path.basename(argv[0]), *argv[1:]])
+
+
+def stamp(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+  """The provenance fields: date, commit, machine and the command (`command_line`)."""
   return {"date": datetime.date.today().isoformat(), "commit": commit(), "machine": machine(),
-          "command": " ".join(["python", "-m", module, *argv[1:]])}
+          "command": command_line(sys.argv if argv is None else argv)}
 
 
 def save(path: str, payload: Dict[str, Any]) -> Dict[str, Any]:
-  """Writes `payload` with the provenance fields to `path` (JSON); returns what it wrote."""
-  out = dict(stamp(), **payload)
+  """Writes `payload` with the provenance fields to `path` as strict JSON (inf and nan, a target
+  never reached, as null); returns what a reader of the file gets."""
+  out = metrics.json_safe(dict(stamp(), **payload))
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   with open(path, "w") as f:
     json.dump(out, f, indent=1)
     f.write("\n")
-  return out
-
-
-def with_block(text: str, begin: str, end: str, markdown: str) -> Optional[str]:
-  """`text` with the part from the marker `begin` to the marker `end` (README's script-written
-  blocks) replaced by `begin`, `markdown`, `end`; None when the markers are missing."""
-  start, stop = text.find(begin), text.find(end)
-  if start < 0 or stop < start:
-    return None
-  return text[:start] + f"{begin}\n{markdown}{end}" + text[stop + len(end):]
-
-
-def replace_block(path: str, begin: str, end: str, markdown: str) -> bool:
-  """`with_block` on the file at `path`, in place; False when the markers are missing."""
   with open(path) as f:
-    text = with_block(f.read(), begin, end, markdown)
-  if text is None:
-    return False
-  with open(path, "w") as f:
-    f.write(text)
-  return True
-
-
-def run_missing(runs: Iterable[Tuple[str, List[str]]]) -> None:
-  """Runs each `(logdir, command)` whose logdir holds no summary.json yet, one at a time in the
-  repo root, in the order given (a grid script's paired blocks; a resumed grid skips what is
-  done)."""
-  for logdir, cmd in runs:
-    if os.path.exists(os.path.join(logdir, "summary.json")):
-      continue
-    if os.path.exists(logdir):  # an interrupted run: it starts again from scratch
-      cmd = [*cmd, "--overwrite"]
-    print(" ".join(cmd[1:]), flush=True)
-    subprocess.run(cmd, cwd=ROOT, check=True)
-
-
-def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, Any]], str],
-            readme: Optional[str], begin: str, end: str) -> Dict[str, Any]:
-  """A grid's report: `payload` with its provenance to `<results>/results.json`, `render(it)` to
-  `<results>/table.md` and into the `readme`'s block between the markers (if `readme`); returns
-  what it saved."""
-  out = save(os.path.join(results, "results.json"), payload)
-  markdown = render(out)
-  with open(os.path.join(results, "table.md"), "w") as f:
-    f.write(markdown)
-  if readme and not replace_block(readme, begin, end, markdown):
-    print(f"warning: {readme} has no {begin!r} block; not updated", file=sys.stderr)
-  return out
+    return json.load(f)

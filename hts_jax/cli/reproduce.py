@@ -1,0 +1,59 @@
+"""Runs a grid of experiments and renders its report (results.json, tables, curves, README's
+block), resumable across sittings: a finished run is never run again.
+
+  hts-reproduce gfootball [flags]    the paper's GFootball tables (Table 2 / A9 / A10)
+  hts-reproduce mujoco [flags]       HTS-PPO against synchronous PPO on MuJoCo
+  hts-reproduce memory [flags]       recurrent HTS-PPO on CartPole without velocities
+  hts-reproduce benchmarks [--check] README's throughput block from results/benchmarks/*.json
+  hts-reproduce <grid> --report_only   only the report, from the runs there are
+  hts-reproduce <grid> --help          the grid's flags
+
+From a clone: `python -m experiments.reproduce <grid> ...`. Each grid is a module of
+`hts_jax.results` whose docstring says what it runs; a run that fails is named at the end (exit 1)
+and the others still run.
+"""
+
+import importlib
+import sys
+from typing import List, Optional
+
+from absl import app
+from absl import flags
+
+from hts_jax.cli import common as cli
+
+GRIDS = {"gfootball": "hts_jax.results.gfootball", "mujoco": "hts_jax.results.mujoco",
+         "memory": "hts_jax.results.memory", "benchmarks": "hts_jax.results.benchmarks"}
+
+
+def run(argv: Optional[List[str]] = None) -> None:
+  """The `hts-reproduce` console command: `argv[1]` names the grid, the rest are its flags."""
+  argv = list(sys.argv if argv is None else argv)
+  if len(argv) > 1 and argv[1] in ("-h", "--help", "--helpshort"):
+    print(__doc__)
+    return
+  if len(argv) < 2 or argv[1] not in GRIDS:
+    got = repr(argv[1]) if len(argv) > 1 else "none"
+    cli.fail(f"expected a grid, one of {', '.join(GRIDS)}; got {got} (`<grid> --help` lists a "
+             "grid's flags)")
+  module = importlib.import_module(GRIDS[argv[1]])
+  module.define_flags()
+  sys.modules["__main__"].__doc__ = module.__doc__  # what --help prints
+  for name in (module.__name__, "hts_jax.results.grid"):  # the grid's and the shared flags
+    for flag in flags.FLAGS.get_key_flags_for_module(name):
+      flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+  def main(rest):
+    from hts_jax.results import grid  # pylint: disable=import-outside-toplevel
+    try:
+      failed = module.main(rest)
+    except grid.GridError as e:
+      cli.fail(str(e))
+    if failed:
+      cli.fail(f"{len(failed)} run(s) failed (their stderr.txt says why): {', '.join(failed)}", 1)
+
+  app.run(main, argv=[argv[0], *argv[2:]], flags_parser=cli.parse_flags)
+
+
+if __name__ == "__main__":
+  run()

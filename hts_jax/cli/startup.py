@@ -1,0 +1,19 @@
+"""Signals before `hts_jax.cli.train` takes them over: a SIGINT or SIGTERM while the program's
+modules load ends it with one line (nothing was trained or saved), not a KeyboardInterrupt
+traceback or a silent death. Imports nothing but the standard library, so it can be installed
+first (`python -m hts_jax`, `python -m experiments.train`)."""
+
+import os
+import signal
+
+
+def _early(signum, frame):
+  del frame
+  os.write(2, f"error: interrupted by {signal.Signals(signum).name} during start-up; nothing "
+              "was trained or saved\n".encode())
+  os._exit(128 + signum)
+
+
+def handle_signals() -> None:
+  for s in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(s, _early)

@@ -1,0 +1,17 @@
+"""Experiments as a library: the grids behind README's tables, run and reported by one command,
+`hts-reproduce <grid>` (from a clone: `python -m experiments.reproduce <grid>`).
+
+- `launch`: the one way a training run is started, in a process of its own (`python -m hts_jax`,
+  what `hts-train` runs) or in this process (the benchmarks), and the resumable launch of a grid's
+  run: a finished run is never run again, an interrupted one starts over.
+- `grid`: a grid's runs as paired blocks (one seed's runs of every method, back to back on one
+  host, in an order seeded by the block), run one at a time; the finished runs found again.
+- `provenance`: where a committed result came from (date, commit, machine, command) and each
+  run's host record; `publish`: results.json, the rendered markdown, README's and docs' blocks
+  between their markers, and the staleness check the tests make.
+- the grids: `gfootball` (the paper's Table 2 / A9 / A10), `mujoco`, `memory`, and `benchmarks`
+  (README's throughput block from the benchmark scripts' JSON).
+
+Nothing here is imported by the runtime; the benchmark scripts in `experiments/` use `launch` and
+`provenance` and import no other script.
+"""

@@ -1,0 +1,123 @@
+"""A grid of training runs as paired blocks, run one at a time and found again for the report.
+
+A block is one seed's runs of every method on one task, run back to back on one host in an order
+seeded by the block's name (`provenance.block_order`), so no method always runs first or last and
+a block's wall times compare. Runs live in `<results>/runs/<task>/<method>/seed<k>/` (a grid with
+one task leaves the task level out) and each is started by `launch.launch`: a grid resumed in a
+later sitting runs only what is missing.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
+
+from absl import flags
+
+from hts_jax.results import launch, provenance
+
+
+class GridError(ValueError):
+  """A bad option of a grid (one line: `hts-reproduce` prints it and exits 2)."""
+
+
+def define_flags(methods: Sequence[str], known: Iterable[str], seeds: Sequence[str], steps: int,
+                 results: str) -> None:
+  """The flags every paired-block grid has (defined when its grid runs, `hts-reproduce`)."""
+  flags.DEFINE_list("methods", list(methods), f"Methods to run, of {sorted(known)}.")
+  flags.DEFINE_list("seeds", list(seeds), "Seeds.")
+  flags.DEFINE_integer("steps", steps, "Env steps per run.")
+  flags.DEFINE_string("results", results, "Where runs and the report go.")
+  flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
+  flags.DEFINE_bool("readme", True, "Rewrite README.md's block from results.json.")
+  flags.DEFINE_bool("mixed_hosts", False, "Report runs made on different host kinds together "
+                    "(their SPS are then not comparable, and the table says so).")
+
+
+def check_methods(methods: Iterable[str], known: Iterable[str]) -> None:
+  unknown = sorted(set(methods) - set(known))
+  if unknown:
+    raise GridError(f"--methods: unknown {unknown}; expected some of {sorted(known)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  task: Optional[str]  # None: a one-task grid
+  method: str
+  seed: int
+  flags: Mapping[str, Any]  # the launcher's flags (no --logdir)
+
+  @property
+  def block(self) -> str:
+    return f"{self.task}/seed{self.seed}" if self.task else f"seed{self.seed}"
+
+  def logdir(self, results: str) -> str:
+    return run_dir(results, self.task, self.method, self.seed)
+
+
+def run_dir(results: str, task: Optional[str], method: str, seed: int) -> str:
+  return os.path.join(results, "runs", *([task] if task else []), method, f"seed{seed}")
+
+
+def paired_blocks(tasks: Sequence[Optional[str]], methods: Sequence[str], seeds: Sequence[int],
+                  make: Callable[[Optional[str], str, int], Mapping[str, Any]]) -> List[Run]:
+  """Every (task, method, seed) run, seed-major, each block's methods in its seeded order;
+  `make(task, method, seed)` gives a run's flags."""
+  out = []
+  for seed in seeds:
+    for task in tasks:
+      block = Run(task, "", seed, {}).block
+      for method in provenance.block_order(block, methods):
+        out.append(Run(task, method, seed, make(task, method, seed)))
+  return out
+
+
+def run_all(runs: Sequence[Run], results: str, *, dry_run: bool = False) -> List[str]:
+  """Launches each run not finished yet, one at a time, in order; returns the failed ones'
+  logdirs (their stderr.txt says why)."""
+  failed = []
+  for run in runs:
+    logdir = run.logdir(results)
+    if not launch.launch(run.flags, logdir, dry_run=dry_run) and not dry_run:
+      failed.append(logdir)
+  return failed
+
+
+def run_then_report(results: str, runs: Callable[[], Sequence[Run]], report_only: bool,
+                    report: Callable[[], Dict[str, Any]]) -> List[str]:
+  """A grid's program: its runs (unless `report_only`), then its report, whose table is printed
+  as JSON; returns the failed runs' logdirs."""
+  failed = [] if report_only else run_all(runs(), results)
+  print(json.dumps(report()["table"], indent=1))
+  return failed
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+  """A finished run found under `<results>/runs`."""
+  task: Optional[str]
+  method: str
+  logdir: str
+  summary: Dict[str, Any]
+
+
+def finished_runs(results: str, tasks: bool = True,
+                  methods: Optional[Sequence[str]] = None) -> Iterator[Finished]:
+  """The finished runs under `<results>/runs` (with a task level unless `tasks` is False), sorted
+  by task, method (`methods`' order if given, else by name) and seed directory."""
+  base = os.path.join(results, "runs")
+
+  def listed(path, order=None):
+    if not os.path.isdir(path):
+      return []
+    names = sorted(os.listdir(path))
+    return [n for n in order if n in names] if order is not None else names
+
+  for task in listed(base) if tasks else [None]:
+    here = os.path.join(base, task) if task else base
+    for method in listed(here, methods):
+      for seed_dir in listed(os.path.join(here, method)):
+        logdir = os.path.join(here, method, seed_dir)
+        if launch.finished(logdir):
+          with open(os.path.join(logdir, "summary.json")) as f:
+            yield Finished(task, method, logdir, json.load(f))

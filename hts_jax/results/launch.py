@@ -1,0 +1,146 @@
+"""The one way an experiment starts a training run.
+
+- `in_process(**config)`: the runtime in this process, in a temporary logdir, its progress on
+  stderr (the benchmark scripts: their stdout is their JSON).
+- `run_process(args, logdir)`: one `python -m hts_jax <args>` process (what `hts-train` runs, with
+  start-up signals handled), what a user types; its summary.json, or `RunFailed` with the last line
+  it wrote to stderr (kept in `<logdir>/stderr.txt`).
+- `launch(flag_values, logdir)`: a grid's resumable `run_process`: a run whose summary.json exists
+  is finished and never run again (refused when it ran with other settings), an interrupted one
+  starts over from scratch (a run's wall time must come from one sitting).
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from hts_jax.results.provenance import ROOT
+
+
+class RunFailed(RuntimeError):
+  """A training process that ended without its summary.json (the message: its last error line)."""
+
+
+def flag_args(flag_values: Mapping[str, Any]) -> List[str]:
+  """`--name=value` for each flag (booleans as true/false)."""
+  return [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in flag_values.items()]
+
+
+def train_command(args: Sequence[str]) -> List[str]:
+  """The training process's command line: this Python, `-m hts_jax`, `args`."""
+  return [sys.executable, "-m", "hts_jax", *args]
+
+
+def _env() -> Dict[str, str]:
+  """The child's environment: the checkout on its path (a clone needs no install)."""
+  path = os.environ.get("PYTHONPATH", "")
+  return dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, path]) if path else ROOT)
+
+
+def in_process(**config) -> Dict[str, Any]:
+  """One run of the runtime in this process, in a temporary logdir, its progress lines sent to
+  stderr. `config`: RunConfig fields by flag name (`RunConfig.make`); `learner`: a dict of
+  LearnerConfig fields or a LearnerConfig. Returns summary.json's dict."""
+  from hts_jax import config as hts_config  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
+  with tempfile.TemporaryDirectory() as logdir:
+    cfg = hts_config.RunConfig.make(**{"logdir": logdir, "eval_episodes": 1, "log_every_s": 1e9,
+                                       **config})
+    with contextlib.redirect_stdout(sys.stderr):
+      return modes.run(cfg)
+
+
+def _last_line(text: str, default: str) -> str:
+  lines = [line for line in text.splitlines() if line.strip()]
+  return lines[-1] if lines else default
+
+
+def run_process(args: Sequence[str], logdir: str, *, timeout_s: Optional[float] = None,
+                echo: bool = False) -> Dict[str, Any]:
+  """Runs `python -m hts_jax <args> --logdir=<logdir>` (a fresh `logdir`: an old one is removed)
+  in the checkout's root. Returns its summary.json; raises RunFailed when it fails or outlives
+  `timeout_s`. Its stderr stays in `<logdir>/stderr.txt` when it failed."""
+  logdir = os.path.abspath(logdir)
+  shutil.rmtree(logdir, ignore_errors=True)
+  os.makedirs(logdir)
+  cmd = train_command([*args, f"--logdir={logdir}"])
+  if echo:
+    print("$ python " + " ".join(cmd[1:]), flush=True)
+  err_path = os.path.join(logdir, "stderr.txt")
+  summary = os.path.join(logdir, "summary.json")
+  with open(err_path, "w") as err:
+    try:
+      proc = subprocess.run(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=err,
+                            text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+      raise RunFailed(f"stopped after {timeout_s:g} s") from None
+  if proc.returncode != 0 and os.path.exists(summary):  # e.g. a signal in the final evaluation
+    os.remove(summary)
+  if proc.returncode != 0 or not os.path.exists(summary):
+    with open(err_path) as f:
+      raise RunFailed(f"exit {proc.returncode}: {_last_line(f.read(), '(no output)')}")
+  os.remove(err_path)
+  if echo:
+    print(f"  {_last_line(proc.stdout, '(no output)')}", flush=True)
+  with open(summary) as f:
+    return json.load(f)
+
+
+def finished(logdir: str) -> bool:
+  return os.path.exists(os.path.join(logdir, "summary.json"))
+
+
+# The flags that a finished run's config must match for a grid to take it as done.
+CHECKED = ("env", "env_kwargs", "mode", "core", "correction", "num_envs", "num_executors",
+           "num_actors", "total_steps", "seed", "eval_every", "async_batch_unrolls")
+
+
+def settings_mismatch(flag_values: Mapping[str, Any], logdir: str) -> List[str]:
+  """`name: ran X, grid wants Y` for each CHECKED flag in which the finished run in `logdir`
+  differs from `flag_values` (a grid resumed with other budgets, envs, ...)."""
+  with open(os.path.join(logdir, "summary.json")) as f:
+    config = json.load(f).get("config") or {}
+  config = {**config, **(config.get("learner") or {})}
+  out = []
+  for name in CHECKED:
+    if name not in flag_values or name not in config:
+      continue
+    want = flag_values[name]
+    want = json.loads(want) if name == "env_kwargs" else type(config[name])(want)
+    if config[name] != want:
+      out.append(f"{name}: ran {config[name]!r}, grid wants {want!r}")
+  return out
+
+
+def launch(flag_values: Mapping[str, Any], logdir: str, *, dry_run: bool = False) -> bool:
+  """Runs one training process with `flag_values` into `logdir` unless it finished before. True
+  when it ran and finished (or had finished); False when it failed (its stderr.txt says why),
+  when a finished run there has other settings, or with `dry_run` (the command printed)."""
+  if finished(logdir):
+    differ = settings_mismatch(flag_values, logdir)
+    if differ:
+      print(f"  {logdir} finished with other settings ({'; '.join(differ)}): delete it to run "
+            "it again with these", flush=True)
+      return False
+    print(f"done before: {logdir}", flush=True)
+    return True
+  args = flag_args(flag_values)
+  if dry_run:
+    cmd = train_command([*args, f"--logdir={os.path.abspath(logdir)}"])
+    print("$ python " + " ".join(cmd[1:]), flush=True)
+    return False
+  if os.path.exists(logdir):  # an interrupted run: its wall time cannot be continued
+    print(f"  removing the unfinished run in {logdir}", flush=True)
+  start = time.time()
+  try:
+    run_process(args, logdir, echo=True)
+  except RunFailed as e:
+    print(f"  FAILED after {time.time() - start:.0f} s: {e}", flush=True)
+    return False
+  return True
