@@ -44,6 +44,10 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   `optim.Adam(lr, eps)`, as Kurach et al.'s PPO does, so we follow the code that produced the
   results; 5M env steps (§5); evaluation every 100k steps with sampled actions (script
   `--eval-every-step 100000`; `evaluation_aug.py` samples `Categorical(logits).sample()`).
+  `--correction=behaviour`: the released PPO's update under HTS (its epochs start at the newest
+  params θ_j, the ratio's denominator and the old values are the behaviour policy θ_{j-1}'s,
+  `ppo_aug.py` with the rollouts' `old_action_log_probs`), not the paper's Eq. 6 delayed gradient
+  (`--correction=delayed`, what the GFootball grid runs as a fourth method where time allows).
 
 - `gfootball_impala`: the paper's IMPALA baseline on GFootball (Table A6, "IMPALA"; §F.2: Kurach
   et al.'s settings with 16 actors and a smaller batch), run by `--mode=async` (V-trace): 16
@@ -156,7 +160,7 @@ PRESETS = {
         num_actors=4, alpha=128, total_steps=5_000_000, optimizer="adam", lr=3.43e-4,
         adam_eps=1e-5, lr_decay=True, ppo_epochs=2, num_minibatches=8, clip_eps=0.08,
         entropy_coef=0.003, value_coef=0.5, gamma=0.993, gae_lambda=0.95, max_grad_norm=0.64,
-        eval_every=100_000, eval_episodes=10, eval_greedy=False),
+        eval_every=100_000, eval_episodes=10, eval_greedy=False, correction="behaviour"),
     "gfootball_impala": dict(
         env="gfootball:academy_3_vs_1_with_keeper", mode="async", algo="a2c", num_envs=16,
         num_executors=16, num_actors=16, alpha=32, unroll_length=32, async_batch_unrolls=8,

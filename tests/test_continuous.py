@@ -261,7 +261,8 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   assert out["runs"][0]["curve"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
   assert "| InvertedPendulum-v5 | hts_ppo | 1 |" in table and "963.09 ± 22.20" in table
-  assert readme.read_text() == f"# x\n{rm.BLOCK.wrap(table)}\ntail\n"
+  assert readme.read_text() == f"# x\n{rm.BLOCK.wrap(rm.render_summary(out))}\ntail\n"
+  assert "| InvertedPendulum-v5 | " in rm.render_summary(out)
   assert (results / "curves.png").stat().st_size > 0
   # A run without its metrics.csv still reports, with no curve.
   os.remove(os.path.join(grid.run_dir(str(results), "InvertedPendulum-v5", "sync_ppo", 11),
@@ -290,7 +291,8 @@ def test_readme_mujoco_block_is_the_committed_json_rendered():
   from hts_jax.results import publish  # pylint: disable=import-outside-toplevel
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   assert publish.stale(os.path.join(root, "results", "mujoco"), rm.render_markdown,
-                       rm.BLOCK) == []
+                       [(publish.readme_path(), rm.BLOCK, rm.render_summary),
+                        (publish.docs_path(), rm.DOCS_BLOCK, rm.render_markdown)]) == []
 
 
 def test_mujoco_videos_record_without_a_display(tmp_path):

@@ -9,8 +9,10 @@ import sys
 
 import pytest
 
-from hts_jax.results import gfootball as rg
-from hts_jax.results import grid, launch
+from hts_jax.results import gfootball_markdown as md_
+from hts_jax.results import gfootball_report as rg
+from hts_jax.results import gfootball_spec as spec
+from hts_jax.results import grid, launch, publish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
@@ -28,9 +30,9 @@ def _config(values):
 
 
 def test_every_method_is_a_valid_launcher_config_at_this_scale():
-  hts = _config(rg.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
-  sync = _config(rg.run_flags("sync_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
-  impala = _config(rg.run_flags("impala", "academy_empty_goal", 1, 300_000, **SCALE))
+  hts = _config(spec.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
+  sync = _config(spec.run_flags("sync_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
+  impala = _config(spec.run_flags("impala", "academy_empty_goal", 1, 300_000, **SCALE))
   for c in (hts, sync, impala):
     assert c["env"] == "gfootball:academy_empty_goal"
     assert c["env_kwargs"] == {"representation": "simple115v2", "stacked": False}
@@ -49,25 +51,30 @@ def test_every_method_is_a_valid_launcher_config_at_this_scale():
       impala["async_batch_unrolls"] == 32 * 8
   assert impala["learner"]["entropy_coef"] == 0.00087453
   assert impala["learner"]["learning_rate"] == 0.00019896
-  # Linear decay to 0 over the run's own optimizer steps.
-  assert hts["learner"]["lr_decay_updates"] == -(-300_000 // 1024) * 2 * 8
-  assert impala["learner"]["lr_decay_updates"] == -(-300_000 // 256)
+  # Linear decay to 0 over the paper's 5M env steps (PROTOCOL.md), whatever the run's budget.
+  assert hts["learner"]["lr_decay_updates"] == -(-5_000_000 // 1024) * 2 * 8
+  assert impala["learner"]["lr_decay_updates"] == -(-5_000_000 // 256)
+  assert hts["learner"]["correction"] == "behaviour"  # gfootball_ppo's: the released code's
+  delayed = _config(spec.run_flags("hts_ppo_delayed", "academy_empty_goal", 1, 300_000, **SCALE))
+  assert {k: v for k, v in delayed["learner"].items() if k != "correction"} == \
+         {k: v for k, v in hts["learner"].items() if k != "correction"}
+  assert delayed["learner"]["correction"] == "delayed"
 
 
 def test_bad_options_are_one_line_errors():
   with pytest.raises(grid.GridError, match="unknown method"):
-    rg.run_flags("a3c", "academy_empty_goal", 0, 10, **SCALE)
+    spec.run_flags("a3c", "academy_empty_goal", 0, 10, **SCALE)
   with pytest.raises(grid.GridError, match="impala"):
-    rg.run_flags("impala", "academy_empty_goal", 0, 10, **dict(SCALE, impala_actors=3))
+    spec.run_flags("impala", "academy_empty_goal", 0, 10, **dict(SCALE, impala_actors=3))
   with pytest.raises(grid.GridError, match="--steps"):
-    rg._parse_steps(["academy_empty_goal"])
+    spec.parse_steps(["academy_empty_goal"])
   with pytest.raises(grid.GridError, match="no budget"):
-    rg.budget_of("academy_corner", {})
-  assert rg.budget_of("academy_corner", {"academy_corner": 5}) == 5
+    spec.budget_of("academy_corner", {})
+  assert spec.budget_of("academy_corner", {"academy_corner": 5}) == 5
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "gfootball",
                          "--methods=a3c", "--dry_run"], cwd=ROOT, capture_output=True, text=True)
   assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-      "error: unknown method 'a3c'; known: ['hts_ppo', 'sync_ppo', 'impala']"]
+      "error: unknown method 'a3c'; known: ['hts_ppo', 'sync_ppo', 'impala', 'hts_ppo_delayed']"]
 
 
 def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
@@ -106,8 +113,9 @@ def test_metrics_golden_values(tmp_path):
   assert hts["required_min"]["0.8"] == dict(mean=10.0, lo=10.0, hi=10.0, n=2, reached=2, runs=2)
   assert hts["required_steps"]["0.8"]["mean"] == 10_000
   assert impala["required_min"]["0.4"] == {"mean": None, "reached": 0, "runs": 2}
-  # Within 330 s: seed 0 scored 1.0 five times; seed 1 0, 0, 1, 1, 1 (0.6): mean 0.8.
-  assert hts["final_time"]["mean"] == pytest.approx(0.8)
+  # By the wall time of the same block's IMPALA run: seed 0 within 300 s scored 1.0 five
+  # times; seed 1 within 360 s 0, 0, 1, 1, 1, 1 (4/6): mean 5/6.
+  assert hts["final_time"]["mean"] == pytest.approx(5 / 6)
   assert (hts["final_time"]["reached"], hts["final_time"]["runs"]) == (2, 2)
   # IMPALA's own final time metric is its final metric: each seed's limit is its own end.
   assert impala["final_time"]["mean"] == pytest.approx(0.15)
@@ -122,12 +130,12 @@ def test_a_target_some_seeds_miss_has_no_mean():
   """The paper's '-': a mean over only the seeds that reached the target would flatter."""
   got = rg._reached([2.0, float("inf"), 4.0], 100)
   assert got == {"mean": None, "mean_of_reached": 3.0, "reached": 2, "runs": 3}
-  assert rg._fmt(got) == "- (2/3)"
-  assert rg._fmt(rg._reached([2.0, 4.0], 100)) == "3.0 [2.0, 4.0]"
+  assert md_._fmt(got) == "- (2/3)"
+  assert md_._fmt(rg._reached([2.0, 4.0], 100)) == "3.0 [2.0, 4.0]"
 
 
 def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
-  values = rg.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE)
+  values = spec.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE)
   logdir = str(tmp_path / "run")
   os.makedirs(logdir)
   config = {"env": "gfootball:academy_empty_goal", "mode": "hts", "num_envs": 8,
@@ -138,7 +146,7 @@ def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
     json.dump({"config": config}, f)
   assert launch.settings_mismatch(values, logdir) == []
   assert launch.launch(values, logdir)  # done before: nothing runs
-  other = rg.run_flags("hts_ppo", "academy_empty_goal", 1, 150_000, **dict(SCALE, num_envs=4))
+  other = spec.run_flags("hts_ppo", "academy_empty_goal", 1, 150_000, **dict(SCALE, num_envs=4))
   assert launch.settings_mismatch(other, logdir) == [
       "num_envs: ran 8, grid wants 4", "total_steps: ran 300000, grid wants 150000",
       "eval_every: ran 6000, grid wants 3000"]
@@ -158,21 +166,26 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   os.makedirs(tmp_path / "actor_counts" / "notes")  # not a run of --actor_counts: ignored
-  readme = tmp_path / "README.md"
-  readme.write_text(f"# x\n{rg.BLOCK.begin}\nold\n{rg.BLOCK.end}\ntail\n")
-  settings = dict(SCALE, extra=[], budgets=rg.BUDGETS)
-  report = rg.write_report(str(tmp_path), 2_000, settings, str(readme))
+  readme, docs = tmp_path / "README.md", tmp_path / "results.md"
+  readme.write_text(f"# x\n{rg.README_BLOCK.begin}\nold\n{rg.README_BLOCK.end}\ntail\n")
+  docs.write_text(f"# y\n{rg.DOCS_BLOCK.begin}\n{rg.DOCS_BLOCK.end}\n")
+  settings = dict(SCALE, extra=[], budgets=spec.BUDGETS)
+  report = rg.write_report(str(tmp_path), 2_000, settings, str(readme), str(docs))
   md = (tmp_path / "tables.md").read_text()
   row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 10.0" in l)
   assert row == ("| Empty goal close (12,000 steps) | 10.0 [10.0, 10.0] / 10.0 [10.0, 10.0] "
                  "(paper: 1.0 / 2.0) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
-  assert readme.read_text() == f"# x\n{rg.BLOCK.wrap(md)}\ntail\n"
+  assert docs.read_text() == f"# y\n{rg.DOCS_BLOCK.wrap(md)}\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
       "score_vs_env_steps.png", "score_vs_wall_time.png"]
   assert all(os.path.getsize(p) > 1000 for p in report["plots"])
   with open(tmp_path / "results.json") as f:
     saved = json.load(f)
   assert rg.render_markdown(saved) == md
+  assert readme.read_text() == f"# x\n{rg.README_BLOCK.wrap(rg.render_summary(saved))}\ntail\n"
+  summary = rg.render_summary(saved).splitlines()
+  assert summary[4] == ("| Empty goal close (12,000, 2) | 10,000 [10,000, 10,000]; 1; 1.00 "
+                        "[1.00, 1.00] | - (0/1); -; 0.10 |")
   assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
   assert saved["identity"] is None
 
@@ -182,11 +195,12 @@ def test_readme_shows_the_committed_results():
   `python -m experiments.reproduce gfootball --report_only`)."""
   with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
     report = json.load(f)
-  with open(os.path.join(ROOT, "README.md")) as f:
-    readme = f.read()
-  assert rg.BLOCK.wrap(rg.render_markdown(report)) in readme
-  with open(os.path.join(ROOT, "results", "gfootball", "tables.md")) as f:
-    assert f.read() == rg.render_markdown(report)
+  assert publish.stale(os.path.join(ROOT, "results", "gfootball"), rg.render_markdown,
+                       [(publish.readme_path(), rg.README_BLOCK, rg.render_summary),
+                        (publish.docs_path(), rg.DOCS_BLOCK, rg.render_markdown)],
+                       table="tables.md") == []
+  assert report["protocol"]["file"] == open(os.path.join(ROOT, "results", "gfootball",
+                                                         "PROTOCOL.md")).read()
   # Every committed run is in the JSON, and nothing else is.
   runs = rg.load_runs(os.path.join(ROOT, "results", "gfootball"))
   assert [(r["scenario"], r["method"], r["seed"]) for r in runs] == \

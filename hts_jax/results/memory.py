@@ -81,8 +81,8 @@ def report(results: str, readme: Optional[str] = None,
                      "sps": spread([r["sps"] for r in mine])}
   _plot(results, runs)
   return publish.publish(results, {"env": ENV, "threshold": THRESHOLD, "runs": runs,
-                                   "table": table, "hosts": hosts}, render_markdown, BLOCK,
-                         readme)
+                                   "table": table, "hosts": hosts}, render_markdown,
+                         [(readme, BLOCK, render_markdown)] if readme else [])
 
 
 def render_markdown(out: Dict[str, Any]) -> str:

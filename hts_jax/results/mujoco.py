@@ -42,7 +42,8 @@ METHODS = {"hts_ppo": {"mode": "hts", "correction": "delayed"}, "sync_ppo": {"mo
            "hts_ppo_none": {"mode": "hts", "correction": "none"},
            "hts_ppo_tis": {"mode": "hts", "correction": "truncated_is"}}
 DEFAULT_METHODS = ["sync_ppo", "hts_ppo", "hts_ppo_behaviour", "hts_ppo_none"]
-BLOCK = publish.Block("mujoco-results", "mujoco")
+BLOCK = publish.Block("mujoco-results", "mujoco")  # README: the summary
+DOCS_BLOCK = publish.Block("mujoco-tables", "mujoco")  # docs/results.md: the whole table
 FLAGS = flags.FLAGS
 
 
@@ -83,8 +84,8 @@ def final_metric(summary: Dict[str, Any], last: int = 10) -> Optional[float]:
   return sum(e["mean_return"] for e in evals) / len(evals) if evals else None
 
 
-def report(results: str, readme: Optional[str] = None,
-           mixed_hosts: bool = False) -> Dict[str, Any]:
+def report(results: str, readme: Optional[str] = None, mixed_hosts: bool = False,
+           docs: Optional[str] = None) -> Dict[str, Any]:
   runs, table = [], {}
   for f in grid.finished_runs(results):
     s = f.summary
@@ -109,7 +110,9 @@ def report(results: str, readme: Optional[str] = None,
                              "env_steps": spread([r["env_steps"] for r in mine])}
   _plot(results, runs)
   return publish.publish(results, {"runs": runs, "table": table, "cleanrl": CLEANRL,
-                                   "hosts": hosts}, render_markdown, BLOCK, readme)
+                                   "hosts": hosts}, render_markdown,
+                         [(p, b, r) for p, b, r in ((readme, BLOCK, render_summary),
+                                                    (docs, DOCS_BLOCK, render_markdown)) if p])
 
 
 def render_markdown(out: Dict[str, Any]) -> str:
@@ -144,6 +147,23 @@ def render_markdown(out: Dict[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def render_summary(out: Dict[str, Any]) -> str:
+  """README's block: each task's final evaluation per method (mean [min, max] over seeds) beside
+  CleanRL's published return; docs/results.md has the whole table."""
+  methods = [m for m in DEFAULT_METHODS if any(m in t for t in out["table"].values())]
+  lines = [f"Final evaluation (10 sampled episodes of the final params; mean [min, max] over "
+           f"seeds). Source: `results/mujoco/results.json`, {out['date']}, commit "
+           f"{out['commit'][:12]}; {publish.host_note(out)}; every column in "
+           "[docs/results.md](docs/results.md#mujoco).", "",
+           "| task | " + " | ".join(methods) + " | CleanRL PPO (1M) |",
+           "|---" * (len(methods) + 2) + "|"]
+  for task, t in out["table"].items():
+    lines.append(f"| {task} | " + " | ".join(cell((t.get(m) or {}).get("final_eval"))
+                                             for m in methods)
+                 + f" | {CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
+  return "\n".join(lines) + "\n"
+
+
 def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
   """Training return vs env steps per task: each method's mean over seeds and its 95% band."""
   tasks = sorted({r["task"] for r in runs})
@@ -173,5 +193,6 @@ def main(argv):
       FLAGS.results, lambda: grid.paired_blocks(FLAGS.tasks, FLAGS.methods,
                                                 [int(s) for s in FLAGS.seeds],
                                                 lambda t, m, s: run_flags(t, m, s, FLAGS.steps)),
-      FLAGS.report_only, lambda: report(FLAGS.results, publish.readme_path() if FLAGS.readme
-                                        else None, FLAGS.mixed_hosts))
+      FLAGS.report_only, lambda: report(
+          FLAGS.results, publish.readme_path() if FLAGS.readme else None, FLAGS.mixed_hosts,
+          publish.docs_path() if FLAGS.readme else None))

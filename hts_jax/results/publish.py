@@ -6,7 +6,7 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hts_jax.results import provenance
 
@@ -51,34 +51,41 @@ def readme_path() -> str:
   return os.path.join(provenance.ROOT, "README.md")
 
 
+Target = Tuple[str, Block, Callable[[Dict[str, Any]], str]]  # (markdown file, its block, render)
+
+
 def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, Any]], str],
-            block: Block, readme: Optional[str], table: str = "table.md") -> Dict[str, Any]:
+            targets: Sequence[Target] = (), table: str = "table.md") -> Dict[str, Any]:
   """A grid's report: `payload` with its provenance to `<results>/results.json`, `render(it)`
-  (from the JSON as written) to `<results>/<table>` and into the `readme`'s block (if `readme`);
-  returns what it saved."""
+  (from the JSON as written) to `<results>/<table>`, and each target's render of it into that
+  file's block (README's summary, docs/results.md's tables); returns what it saved."""
   out = provenance.save(os.path.join(results, "results.json"), payload)
-  markdown = render(out)
   with open(os.path.join(results, table), "w") as f:
-    f.write(markdown)
-  if readme and not block.write(readme, markdown):
-    print(f"warning: {readme} has no {block.begin!r} block; not updated", file=sys.stderr)
+    f.write(render(out))
+  for path, block, render_block in targets:
+    if not block.write(path, render_block(out)):
+      print(f"warning: {path} has no {block.begin!r} block; not updated", file=sys.stderr)
   return out
 
 
-def stale(results: str, render: Callable[[Dict[str, Any]], str], block: Block,
-          table: str = "table.md", readme: Optional[str] = None) -> List[str]:
-  """What is out of date with `<results>/results.json`: the table file and README's block, each
-  named; empty when both are the JSON rendered."""
+def stale(results: str, render: Callable[[Dict[str, Any]], str], targets: Sequence[Target],
+          table: str = "table.md") -> List[str]:
+  """What is out of date with `<results>/results.json`: the table file and each target's block,
+  each named; empty when all are the JSON rendered."""
   with open(os.path.join(results, "results.json")) as f:
-    markdown = render(json.load(f))
-  out = []
+    out = json.load(f)
+  stale_ = []
   path = os.path.join(results, table)
-  if not os.path.exists(path) or open(path).read() != markdown:
-    out.append(path)
-  readme = readme or readme_path()
-  if block.wrap(markdown) not in open(readme).read():
-    out.append(f"{readme} ({block.name})")
-  return out
+  if not os.path.exists(path) or open(path).read() != render(out):
+    stale_.append(path)
+  for doc, block, render_block in targets:
+    if block.wrap(render_block(out)) not in open(doc).read():
+      stale_.append(f"{doc} ({block.name})")
+  return stale_
+
+
+def docs_path() -> str:
+  return os.path.join(provenance.ROOT, "docs", "results.md")
 
 
 def spread(xs: Sequence[float]) -> Dict[str, Any]:

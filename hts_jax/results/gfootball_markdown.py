@@ -1,0 +1,214 @@
+"""The GFootball report's markdown, from results.json only: every table (results/gfootball/
+tables.md and docs/results.md) and README's summary."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
+
+def _fmt(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
+  if not ci or ci.get("mean") is None:
+    if ci and "runs" in ci:
+      return f"- ({ci['reached']}/{ci['runs']})"
+    return "-"
+  s = fmt.format(ci["mean"])
+  if ci.get("n", 1) > 1:
+    s += f" [{fmt.format(ci['lo'])}, {fmt.format(ci['hi'])}]"
+  if "reached" in ci and ci["reached"] < ci["runs"]:
+    s += f" ({ci['reached']}/{ci['runs']})"
+  return s
+
+
+def short(scenario: str) -> str:
+  return scenario.replace("academy_", "").replace("_", " ").capitalize()
+
+
+def _source(report: Dict[str, Any]) -> str:
+  commit = report["commit"]
+  commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+  hosts = report.get("hosts") or []
+  return (f"`results/gfootball/results.json`, {report['date']}, commit `{commit}`; runs on "
+          f"{'; '.join(hosts) or '-'}" + (" (MIXED host kinds: their minutes are never put side "
+                                          "by side)" if len(hosts) > 1 else ""))
+
+
+def render_markdown(report: Dict[str, Any]) -> str:
+  """Every table of `report` (results.json) as markdown: results/gfootball/tables.md and
+  docs/results.md."""
+  summ, paper = report["summary"], report["paper"]
+  methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
+  st = report["settings"]
+  networks = sorted({str(r.get("network")) for r in report["runs"]}) or ["-"]
+  lines = [
+      f"Protocol: `results/gfootball/PROTOCOL.md` (budgets, seeds and schedules fixed before the "
+      f"runs; every method's learning rate over the paper's 5M-step schedule). Every method: "
+      f"{st['num_envs']} envs, {st['representation']} observations, network "
+      f"{'/'.join(networks)}; each (scenario, seed) a block of its methods back to back on one "
+      f"host. Source: {_source(report)}. Cells: mean over seeds [95% bootstrap interval]; '-' "
+      "where a seed's budget ran out before the target (k/n: seeds that reached it). Paper (Liu "
+      "et al. 2020): 4 GPUs, 16 envs, extracted maps and the CNN, 5M steps, 5 seeds; its ± is a "
+      "spread over seeds whose statistic it does not state.", ""]
+  runs = report.get("runs", [])
+  if any(not r.get("host_recorded") for r in runs):
+    lines[0:0] = ["**These runs are to be re-run** (the GFootball protocol issue): they were made "
+                  "before evaluations played new episodes and before runs recorded their host.",
+                  ""]
+  if not summ:
+    lines.append("No finished runs yet.")
+  head = "| scenario (budget) | " + " | ".join(LABELS[m] for m in methods)
+  sep = "|---" * (len(methods) + 1) + "|"
+
+  def table(title, cell, paper_cell=None, final_time=False, rows=None):
+    """One row per scenario; `paper_cell(paper figures, method)` adds the paper's beside ours."""
+    lines.extend([f"**{title}**", "", head + " |", sep])
+    for scenario, s in summ.items():
+      cells = []
+      for m in methods:
+        here = cell(scenario, m, s["methods"][m]) if m in s["methods"] else ""
+        if paper_cell and paper.get(scenario) and m in paper[scenario]["required_min"]:
+          here += f" (paper: {paper_cell(paper[scenario], m)})"
+        cells.append(here)
+      limit = f"; IMPALA {s['time_limit_s'] / 60:.1f} min" if final_time and \
+          s["time_limit_s"] else ""
+      lines.append(f"| {short(scenario)} ({s['budget']:,} steps{limit}) | " +
+                   " | ".join(cells) + " |")
+    lines.append("")
+
+  def paper_req(p, m):
+    return " / ".join("-" if v is None else f"{v:.1f}" for v in p["required_min"][m])
+
+  def both(fmt, get):
+    return lambda sc, m, r: " / ".join(fmt(get(sc, m, r, t)) for t in map(str, TARGETS))
+
+  targets = " / ".join(map(str, TARGETS))
+  if summ:
+    table(f"Env steps to a running-average score of {targets}, over full windows of 10 "
+          "evaluations (host-independent; data efficiency, Appendix H)",
+          both(lambda c: _fmt(c, "{:,.0f}"), lambda sc, m, r, t: r["required_steps"][t]))
+    paired = report.get("paired") or {}
+    table(f"Required time relative to HTS-PPO's, to {targets}: per block (one seed, one host) "
+          "the method's minutes over HTS-PPO's; mean over blocks [95% bootstrap interval] "
+          "(n: blocks where both reached the target)",
+          both(lambda c: "1 (reference)" if c == "ref" else _fmt_ratio(c),
+               lambda sc, m, r, t: "ref" if m == REFERENCE else
+               ((paired.get(sc) or {}).get(m) or {}).get(t)))
+    bench = report.get("throughput")
+    if bench:
+      bm = report.get("throughput_minutes") or {}
+      table(f"Required minutes from env steps to {targets} over the benchmark's SPS on "
+            f"{bench.get('host', '?')} (training only, no evaluations; the benchmark's median "
+            f"SPS in parentheses; Table 2 / A10)",
+            lambda sc, m, r: " / ".join(
+                "-" if v is None else f"{v:.1f}" for v in (bm.get(sc, {}).get(m) or {}).values())
+            + _bench_sps(bench, sc, m), paper_req)
+    hosts = report.get("hosts") or []
+    if len(hosts) == 1:
+      table(f"Required time as measured (minutes to {targets}, evaluations included) on "
+            f"{hosts[0]}", both(_fmt, lambda sc, m, r, t: r["required_min"][t]), paper_req)
+    if any(s["time_limit_s"] for s in summ.values()):
+      table("Final time metric (score of the last 10 evaluations by the wall time of the same "
+            "block's IMPALA run; IMPALA's own: its final metric; Table A9)",
+            lambda sc, m, r: _fmt(r.get("final_time"), "{:.2f}"),
+            lambda p, m: "{:.2f} ± {:.2f}".format(*p["final_time"][m]), final_time=True)
+    table("Final metric (last 10 evaluations x 10 episodes) and SPS",
+          lambda sc, m, r: f"{_fmt(r['final'], '{:.2f}')}; {_fmt(r['sps'], '{:,.0f}')} SPS")
+    names = {"executors_waiting_for_actions": "executors wait for actions",
+             "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
+    table("Wall time of the whole budget (minutes); share of it each part waited (executors and "
+          "actors: mean over them)", lambda sc, m, r: _fmt(r["wall_time_min"]) + "; " + ", ".join(
+              f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
+  lines.extend(_validation_lines(report.get("validation")))
+  ident = report.get("identity")
+  if ident:
+    lines.extend(["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
+                  "| actors | env | seed | env steps | SPS | param_sha256 | evaluation scores |",
+                  "|---|---|---|---|---|---|---|"])
+    for r in ident["runs"]:
+      scores = ", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:])
+      lines.append(f"| {r['num_actors']} | {r['env']} | {r['seed']} | {r['env_steps']:,} | "
+                   f"{r['sps']:,.0f} | `{r['param_sha256'][:16]}` | ... {scores} |")
+    lines.extend(["", "Identical parameters and scores: " +
+                  ("yes" if ident["identical"] else "**no**"), ""])
+  return "\n".join(lines).rstrip() + "\n"
+
+
+def _fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
+  if not ci or ci.get("mean") is None:
+    return "-"
+  s = f"{ci['mean']:.2f}x"
+  if ci.get("n", 1) > 1:
+    s += f" [{ci['lo']:.2f}, {ci['hi']:.2f}]"
+  return s + f" (n={ci.get('n', 0)})"
+
+
+def _bench_sps(bench: Dict[str, Any], scenario: str, method: str) -> str:
+  sps = (((bench.get("scenarios") or {}).get(scenario) or {}).get(method) or {}).get("median_sps")
+  return f" ({sps:,.0f} SPS)" if sps else ""
+
+
+def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
+  if not val:
+    return []
+  out = ["**IMPALA validation** (`gfootball_impala` at this scale on academy_empty_goal_close, "
+         "the 5M-step schedule, stopping once the running average over 10 evaluations reaches "
+         f"0.9; PROTOCOL.md): **{'passed' if val['passed'] else 'not passed'}**", "",
+         "| seed | reached 0.9 at (env steps) | final evaluation | updates | entropy first → last "
+         "| ρ clipped (mean) | value loss first → last | learning rate first → last | host |",
+         "|---|---|---|---|---|---|---|---|---|"]
+  for r in val["runs"]:
+    d = r["diagnostics"]
+
+    def fl(key, fmt="{:.3g}"):
+      return f"{fmt.format(d[key]['first'])} → {fmt.format(d[key]['last'])}" if key in d else "-"
+    reached = r["reached_0.9_at_steps"]
+    out.append(f"| {r['seed']} | {'-' if reached is None else f'{reached:,.0f}'} | "
+               f"{r['final_eval']:.2f} | {r['updates']:,} | {fl('entropy')} | "
+               f"{d['rho_clipped_frac']['mean']:.2f} | {fl('value_loss')} | "
+               f"{fl('learning_rate')} | {r['host']} |" if "rho_clipped_frac" in d else
+               f"| {r['seed']} | {reached} | {r['final_eval']} | {r['updates']} | - | - | - | - | "
+               f"{r['host']} |")
+  return out + [""]
+
+
+def render_summary(report: Dict[str, Any]) -> str:
+  """README's GFootball block: one table (env steps to 0.8, the paired time ratio to 0.8, the
+  final metric) and the validation's verdict; docs/results.md has every table."""
+  summ = report["summary"]
+  methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
+  t = str(TARGETS[-1])
+  lines = [f"Source: {_source(report)}; the protocol is `results/gfootball/PROTOCOL.md`, every "
+           "table in [docs/results.md](docs/results.md#gfootball). Cells: env steps to a "
+           f"running-average score of {t} (mean over seeds; k/n where some seeds missed it); "
+           f"time to {t} relative to HTS-PPO's in the same block (mean over blocks); final "
+           "metric (last 10 evaluations).", ""]
+  if not summ:
+    return "\n".join(lines + ["No finished runs yet."] + _verdict(report)) + "\n"
+  lines += ["| scenario (budget, seeds) | " + " | ".join(LABELS[m] for m in methods) + " |",
+            "|---" * (len(methods) + 1) + "|"]
+  paired = report.get("paired") or {}
+  for scenario, s in summ.items():
+    cells = []
+    for m in methods:
+      r = s["methods"].get(m)
+      if r is None:
+        cells.append("")
+        continue
+      ratio = "1" if m == REFERENCE else _fmt_ratio(((paired.get(scenario) or {}).get(m) or
+                                                      {}).get(t))
+      cells.append(f"{_fmt(r['required_steps'][t], '{:,.0f}')}; {ratio}; "
+                   f"{_fmt(r['final'], '{:.2f}')}")
+    seeds = max(len(r["seeds"]) for r in s["methods"].values())
+    lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
+  return "\n".join(lines + [""] + _verdict(report)) + "\n"
+
+
+def _verdict(report: Dict[str, Any]) -> List[str]:
+  val = report.get("validation")
+  if not val:
+    return []
+  seeds = ", ".join(f"seed {r['seed']} at "
+                    + ("-" if r["reached_0.9_at_steps"] is None else
+                       f"{r['reached_0.9_at_steps']:,.0f} steps") for r in val["runs"])
+  return [f"IMPALA validation on academy_empty_goal_close (a running average of 0.9 within 1M "
+          f"steps, 2 seeds): {'passed' if val['passed'] else 'not passed'} ({seeds})."]
