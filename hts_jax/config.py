@@ -23,9 +23,9 @@ from hts_jax import learner_config
 # sections in `config_sections.py` and `mode_options.py`.
 from hts_jax.config_sections import (WANDB_MODES, Devices, Distributed, Evaluation,  # noqa: F401
                                      Outputs, Rollout, Testing, resumable)
-from hts_jax.learner_config import (ALGOS, CORES, CORRECTIONS, GOSSIP, MINIBATCHES,  # noqa: F401
-                                    NETWORK_KINDS, NETWORKS, OPTIMIZERS, REDUCTIONS, ConfigError,
-                                    LearnerConfig, check, check_choices, flag_name)
+from hts_jax.learner_config import (ALGOS, CONV_KINDS, CORES, CORRECTIONS, GOSSIP,  # noqa: F401
+                                    MINIBATCHES, NETWORK_KINDS, NETWORKS, OPTIMIZERS, REDUCTIONS,
+                                    ConfigError, LearnerConfig, check, check_choices, flag_name)
 from hts_jax.mode_options import MODES, RULES, AsyncOptions, GalaOptions, SyncOptions
 
 # The str fields that take one of a few values, by flag name (the launcher's flags are enums).

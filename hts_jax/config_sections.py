@@ -16,6 +16,8 @@ from typing import Any, Dict, Optional, Tuple
 from hts_jax.learner_config import check, check_choices
 
 WANDB_MODES = ("online", "offline")  # --wandb_mode
+# Env families whose evaluations sample from the policy unless --eval_greedy (`Evaluation.greedy`).
+SAMPLED_EVALUATION = ("atari:", "gfootball:", "minatar:")
 
 
 def resumable(default: Any) -> Any:
@@ -35,11 +37,13 @@ class Rollout:
   """What the run computes: the env, its replicas and their split over processes and threads, the
   segment length, the run's length and seed."""
   env: str = "CartPole-v1"
-  """Env: a gymnasium id (CartPole-v1, module:Id-v0), atari:<Game>, vstep."""
+  """Env: a gymnasium id (CartPole-v1, module:Id-v0), atari:<Game>, gfootball:<scenario>,
+  minatar:<Game>, vstep."""
   env_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
   """Keyword arguments for the env constructor (a JSON object on the command line)."""
   network: str = "auto"
-  """auto: CNN for images, MLP for vectors."""
+  """auto: MinAtar's network for minatar: envs, CNN for images, MLP for vectors; cnn (the paper's
+  Nature CNN), mlp, minatar (Young & Tian's: one 3x3 conv of 16, 128 units)."""
   core: str = "none"
   """Recurrent core after the network's torso: none (feed-forward) or lstm (an LSTM whose state
   each env row keeps in the storage, reset where an episode ends; `hts_jax.networks.Recurrent`).
@@ -116,9 +120,10 @@ class Evaluation:
   eval_episodes: int = resumable(10)
   """Episodes per evaluation."""
   eval_greedy: Optional[bool] = resumable(None)
-  """Evaluate the greedy (argmax) policy; unset: sampled actions on atari: and gfootball: envs
-  (the paper's protocol, and a greedy untrained Atari policy may never press FIRE after a lost
-  life and play to the step cap), greedy on the others."""
+  """Evaluate the greedy (argmax) policy; unset: sampled actions on atari:, gfootball: and
+  minatar: envs (the paper's protocol, and a greedy untrained Atari policy may never press FIRE
+  after a lost life and play to the step cap; MinAtar stands in for Atari), greedy on the
+  others."""
   eval_max_steps: int = resumable(0)
   """Env steps an evaluation episode may take before it is cut (0: the env's own limit, at most
   108,000); a cut episode counts its return so far, and the evaluation says so in one line."""
@@ -146,7 +151,7 @@ class Evaluation:
     """Whether evaluations of `env` take the argmax action (`eval_greedy`, or its default)."""
     if self.eval_greedy is not None:
       return self.eval_greedy
-    return not env.startswith(("atari:", "gfootball:"))
+    return not env.startswith(SAMPLED_EVALUATION)
 
 
 @dataclasses.dataclass(frozen=True)

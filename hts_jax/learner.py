@@ -48,7 +48,7 @@ from hts_jax import losses, normalization
 from hts_jax.algorithms import (ALGORITHMS, check_segment, complete_segment, learning_rate,
                                 pmean, params_finite)
 from hts_jax.sequences import apply_tb, core_input
-from hts_jax.config import LearnerConfig
+from hts_jax.config import CONV_KINDS, LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
@@ -59,8 +59,9 @@ LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
 
 
 def unroll_for(network_kind: str) -> bool:
-  """Whether to unroll the optimizer-step loop for a network of this kind ('cnn' or 'mlp')."""
-  return network_kind == "cnn"
+  """Whether to unroll the optimizer-step loop for a network of this kind (those with
+  convolutions: 'cnn', 'minatar')."""
+  return network_kind in CONV_KINDS
 
 
 def make_optimizer(config: LearnerConfig) -> optax.GradientTransformation:

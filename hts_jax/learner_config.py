@@ -12,7 +12,8 @@ OPTIMIZERS = ("rmsprop", "adam")
 REDUCTIONS = ("mean", "sum")
 MINIBATCHES = ("transitions", "time_steps", "envs")
 GOSSIP = ("async", "fixed")
-NETWORK_KINDS = ("cnn", "mlp")  # `hts_jax.networks.make_network`'s kinds
+NETWORK_KINDS = ("cnn", "mlp", "minatar")  # `hts_jax.networks.make_network`'s kinds
+CONV_KINDS = ("cnn", "minatar")  # the kinds with a convolutional torso
 NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
 CORES = ("none", "lstm")  # what --core takes
 # The str fields that take one of a few values, by flag name (validated here; the launcher's flags

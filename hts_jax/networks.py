@@ -7,8 +7,11 @@ parameter, initialised to 0, as in the PPO references).
   dense 512, then a policy head and a value head. Works for Atari (84x84x4) and GFootball
   (72x96x16 extracted map, or raw 72x96x3k pixels).
 - `MLP`: separate 64-64 tanh towers for the policy and the value (as in OpenAI baselines / Kostrikov).
+- `MinAtarNet`: MinAtar's network (Young & Tian 2019; its examples' `QNetwork` / `ACNetwork`):
+  conv 16 3x3/1 (no padding: 8x8x16), dense 128, ReLUs, then the policy and value heads.
 
-uint8 observations are scaled to [0, 1] inside the network so frames can stay uint8 on the host.
+uint8 observations are scaled to [0, 1] inside the network so frames can stay uint8 on the host;
+MinAtar's uint8 channels are 0/1 already and reach its network as they are (not /255).
 With `normalize_obs`, float observations are standardised by running statistics kept in the
 variables' `obs_norm` collection and updated by the learner (`hts_jax.normalization`).
 Initialisation follows OpenAI baselines: orthogonal, gain sqrt(2) in the torso, 0.01 for the policy
@@ -24,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import normalization
-from hts_jax.config import CORES, NETWORK_KINDS
+from hts_jax.config import CONV_KINDS, CORES, NETWORK_KINDS
 from hts_jax.heads import Categorical, Head
 
 _TORSO_INIT = nn.initializers.orthogonal(np.sqrt(2.0))
@@ -33,15 +36,18 @@ _VALUE_INIT = nn.initializers.orthogonal(1.0)
 
 
 class _Input(nn.Module):
-  """float32 observations, standardised by the learner's running statistics if `normalize`."""
+  """float32 observations, standardised by the learner's running statistics if `normalize`.
+  uint8 ones are scaled by 1/255 (frames) unless `frames` is False (MinAtar's 0/1 channels); the
+  standardised ones are scale-free, so they use the learner's statistics, taken of /255 values."""
   normalize: bool = False
   clip: float = normalization.CLIP
+  frames: bool = True
 
   @nn.compact
   def __call__(self, obs):
-    x = normalization.as_float(obs)
     if not self.normalize:
-      return x
+      return normalization.as_float(obs) if self.frames else obs.astype(jnp.float32)
+    x = normalization.as_float(obs)
     stats = {k: self.variable(normalization.COLLECTION, k, lambda s=v: s).value
              for k, v in normalization.init(obs.shape[1:]).items()}
     return normalization.normalize(stats, x, self.clip)
@@ -64,6 +70,30 @@ def _cnn_features(x, hidden: int):
   x = nn.relu(nn.Conv(64, (3, 3), (1, 1), padding="VALID", kernel_init=_TORSO_INIT)(x))
   x = x.reshape((x.shape[0], -1))
   return nn.relu(nn.Dense(hidden, kernel_init=_TORSO_INIT)(x))
+
+
+def _minatar_features(x, hidden: int = 128):
+  """MinAtar's torso: conv 16 3x3/1 without padding and a dense ReLU layer,
+  `[N, 10, 10, C] -> [N, hidden]` (modules named in the caller's scope)."""
+  x = nn.relu(nn.Conv(16, (3, 3), (1, 1), padding="VALID", kernel_init=_TORSO_INIT)(x))
+  x = x.reshape((x.shape[0], -1))
+  return nn.relu(nn.Dense(hidden, kernel_init=_TORSO_INIT)(x))
+
+
+def _torso(kind: str, x, cnn_hidden: int = 512):
+  """Network `kind`'s features of `x [N, ...]`: a convolutional torso, or `x` flattened (mlp)."""
+  if kind == "cnn":
+    return _cnn_features(x, cnn_hidden)
+  if kind == "minatar":
+    return _minatar_features(x)
+  return x.reshape((x.shape[0], -1))
+
+
+def _conv_heads(head: Head, x, names: bool = False):
+  """The policy output and the value `[N]` on a convolutional torso's features `x [N, F]`."""
+  out = _policy_out(head, x, name="policy" if names else None)
+  value = nn.Dense(1, kernel_init=_VALUE_INIT, name="value" if names else None)(x)
+  return out, value[:, 0]
 
 
 def _mlp_heads(head: Head, x, hidden: Sequence[int]):
@@ -95,10 +125,17 @@ class NatureCNN(nn.Module):
 
   @nn.compact
   def __call__(self, obs):
-    x = _cnn_features(_Input(self.normalize_obs)(obs), self.hidden)
-    logits = _policy_out(self.head, x)
-    value = nn.Dense(1, kernel_init=_VALUE_INIT)(x)
-    return logits, value[:, 0]
+    return _conv_heads(self.head, _cnn_features(_Input(self.normalize_obs)(obs), self.hidden))
+
+
+class MinAtarNet(nn.Module):
+  """MinAtar's network with policy and value heads. Input `[N, 10, 10, C]` 0/1 channels."""
+  head: Head
+  normalize_obs: bool = False
+
+  @nn.compact
+  def __call__(self, obs):
+    return _conv_heads(self.head, _minatar_features(_Input(self.normalize_obs, frames=False)(obs)))
 
 
 class MLP(nn.Module):
@@ -129,8 +166,9 @@ class _ResetLSTMCell(nn.Module):
 
 class Recurrent(nn.Module):
   """The torso of network `kind`, an LSTM core of `core_size`, then the kind's heads (IMPALA's
-  and Sample Factory's layout for the CNN; for the MLP, sb3-contrib's RecurrentPPO: the LSTM on
-  the flattened observation, then the 64-64 policy and value towers).
+  and Sample Factory's layout for the CNN, and so for MinAtar's network; for the MLP,
+  sb3-contrib's RecurrentPPO: the LSTM on the flattened observation, then the 64-64 policy and
+  value towers).
 
   `__call__(obs [T, B, ...], state [B, 2H], resets [T, B]) -> (policy_out [T, B, K],
   value [T, B], states [T, B, 2H])`: `state` is `[c, h]` entering step 0, zeroed at steps where
@@ -148,16 +186,16 @@ class Recurrent(nn.Module):
   @nn.compact
   def __call__(self, obs, state, resets):
     t, b = obs.shape[:2]
-    x = _Input(self.normalize_obs)(obs.reshape((t * b,) + obs.shape[2:]))
-    x = _cnn_features(x, self.hidden) if self.kind == "cnn" else x.reshape((t * b, -1))
+    x = _Input(self.normalize_obs, frames=self.kind != "minatar")(
+        obs.reshape((t * b,) + obs.shape[2:]))
+    x = _torso(self.kind, x, self.hidden)
     cell = nn.scan(_ResetLSTMCell, variable_broadcast="params", split_rngs={"params": False},
                    in_axes=0, out_axes=0)(self.core_size, name="core")
     carry = (state[:, :self.core_size], state[:, self.core_size:])
     _, states = cell(carry, (x.reshape((t, b, -1)), resets))
     y = states[..., self.core_size:].reshape((t * b, self.core_size))  # h
-    if self.kind == "cnn":
-      out = _policy_out(self.head, y, name="policy")
-      value = nn.Dense(1, kernel_init=_VALUE_INIT, name="value")(y)[:, 0]
+    if self.kind in CONV_KINDS:
+      out, value = _conv_heads(self.head, y, names=True)
     else:
       out, value = _mlp_heads(self.head, y, self.towers)
     return out.reshape((t, b, -1)), value.reshape((t, b)), states
@@ -181,7 +219,7 @@ def init_params(network: nn.Module, key, obs_shape, obs_dtype):
 
 def make_network(kind: str, head: "Head | int", normalize_obs: bool = False, core: str = "none",
                  core_size: int = 256) -> nn.Module:
-  """Returns the actor-critic module `kind` ('cnn' or 'mlp') with the policy output of `head`
+  """Returns the actor-critic module `kind` (`NETWORKS`) with the policy output of `head`
   (an int: that many logits); with `core="lstm"` the `Recurrent` module around them."""
   if isinstance(head, int):
     head = Categorical(head)
@@ -193,10 +231,15 @@ def make_network(kind: str, head: "Head | int", normalize_obs: bool = False, cor
     return Recurrent(kind, head, core_size, normalize_obs)
   if kind == "cnn":
     return NatureCNN(head, normalize_obs=normalize_obs)
+  if kind == "minatar":
+    return MinAtarNet(head, normalize_obs=normalize_obs)
   return MLP(head, normalize_obs=normalize_obs)
 
 
-def default_network_for(obs_shape: Sequence[int]) -> str:
-  """'cnn' for image-like observations `[H, W, C]`, 'mlp' for vectors."""
+def default_network_for(obs_shape: Sequence[int], env: str = "") -> str:
+  """'minatar' for `minatar:` envs, 'cnn' for image-like observations `[H, W, C]`, 'mlp' for
+  vectors."""
+  if env.startswith("minatar:"):
+    return "minatar"
   return "cnn" if len(obs_shape) == 3 and min(obs_shape[:2]) >= 36 else "mlp"
 

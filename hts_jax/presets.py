@@ -105,6 +105,28 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   steps (final evaluations 3,567, 3,061, 3,497). The lag stays exactly one and the run
   deterministic; `--correction=delayed` is the paper's Eq. 6.
 
+- `minatar_a2c`: HTS-A2C (and with `--mode=sync` A2C) on MinAtar (`minatar:Breakout` by default;
+  Young & Tian 2019), the CPU-scale stand-in for the paper's Atari A2C: `atari_a2c`'s values where
+  they carry over, i.e. Table A3's "A2C/Ours" column: 16 envs (§5), 5-step returns (alpha =
+  unroll_length = 5: Eq. 6 exactly), RMSProp lr 7e-4, eps 1e-5, momentum 0, entropy 0.01, value
+  coef 0.5, gamma 0.99 (Table A3), smoothing 0.99 and grad norm 0.5 (Kostrikov), no LR decay
+  (Kostrikov's A2C default); evaluation samples from the policy (as `atari_a2c`), 10 episodes
+  every 100k steps. Changed, with the reason: MinAtar's network (`--network=minatar`: conv 16
+  3x3/1, dense 128; MinAtar's examples) instead of the Nature CNN, whose 8x8/4 first layer does
+  not fit a 10x10 grid; 5M env steps (MinAtar's examples' `NUM_FRAMES`; the paper's 20M are for
+  Atari's harder pixels); 2 executors and 1 actor instead of 16 processes and 4 actors, for 2
+  cores: a run's results are the same bits for any executor and actor count, and 200k steps ran
+  at 10.7k and 11.2k SPS against 5.2k and 5.4k with the paper's 4 actors and 16 processes (the
+  same param_sha256; 2-core AMD EPYC shared with another run); no reward clipping and no
+  episodic life (MinAtar's rewards are +1 per event and a game has one life).
+
+- `minatar_impala`: the paper's IMPALA baseline (`atari_impala`: Table A3's "IMPALA" column and
+  TorchBeast where it is silent, run by `--mode=async`) on MinAtar, with `minatar_a2c`'s changes:
+  MinAtar's network and 5M env steps. 16 actors each with one env in its own process stay (Table
+  A3: the actor count sets IMPALA's policy lag, Claim 2), as do unroll 20, batch 32 unrolls,
+  RMSProp lr 6e-4 / eps 0.01, entropy 0.01, value coef 0.5, gamma 0.99, the summed loss, clip 40
+  and linear LR decay to 0.
+
 - `memory_lstm_ppo`: recurrent HTS-PPO on CartPole without velocities
   (`hts_jax/CartPoleNoVel-v1`), with rl-baselines3-zoo's RecurrentPPO hyperparameters for the
   same task (`hyperparams/ppo_lstm.yml`, `CartPoleNoVel-v1`, the published sb3 model card): 8
@@ -180,6 +202,12 @@ PRESETS["mujoco_ppo"] = dict(
     eval_every=100_000, eval_episodes=10, eval_greedy=False)
 PRESETS["mujoco_hts_ppo"] = dict(PRESETS["mujoco_ppo"], num_envs=8, num_executors=2, alpha=256,
                                  actor_batch=8, correction="behaviour")
+PRESETS["minatar_a2c"] = dict(
+    PRESETS["atari_a2c"], env="minatar:Breakout", network="minatar", num_executors=2,
+    num_actors=1, total_steps=5_000_000, eval_every=100_000)
+PRESETS["minatar_impala"] = dict(
+    PRESETS["atari_impala"], env="minatar:Breakout", network="minatar", total_steps=5_000_000,
+    eval_every=100_000)
 PRESETS["memory_lstm_ppo"] = dict(
     env="hts_jax/CartPoleNoVel-v1", core="lstm", core_size=64, algo="ppo", num_envs=8,
     num_executors=2, num_actors=1, alpha=32, minibatch="envs", num_minibatches=1, ppo_epochs=20,

@@ -5,6 +5,9 @@
   `env_kwargs`: sticky, noop_max, frame_stack, max_num_frames_per_episode.
 - `gfootball:<scenario>` (e.g. `gfootball:academy_3_vs_1_with_keeper`): Google Research Football
   (`hts_jax.envs.gfootball`); `env_kwargs`: representation, stacked, rewards, num_agents.
+- `minatar:<Game>` (e.g. `minatar:Breakout`; Asterix, Breakout, Freeway, Seaquest, SpaceInvaders):
+  MinAtar's 10x10 games, observations uint8 0/1 `[10, 10, C]` (`hts_jax.envs.minatar`);
+  `env_kwargs`: sticky_action_prob, difficulty_ramping, use_minimal_action_set, max_episode_steps.
 - `vstep`: the variable-step-time task (`hts_jax.envs.vstep`; also the gymnasium id
   `hts_jax/VStep-v0`); `env_kwargs`: dist, mean_s, var_s2, rate, unit_s, mode, obs_dim,
   num_actions, episode_length.
@@ -17,6 +20,8 @@
 
 Every env reports finished episodes through `info["episode_return"]` / `info["episode_length"]`
 (raw scores: for Atari a whole game, not a life, before reward clipping).
+
+Families, by the prefix of `name`: `FAMILIES`; any other name is a gymnasium id.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from hts_jax.envs.wrappers import ClipAction, MujocoState, RecordRawEpisode, is_
 
 
 MEMORY_ENV = memory.ENV_ID  # CartPole without velocities (`hts_jax.envs.memory`)
+# The env families `make_env` knows besides gymnasium ids, as a user writes them (the one list
+# that messages name).
+FAMILIES = ("atari:<Game>", "gfootball:<scenario>", "minatar:<Game>", "vstep")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,10 +85,13 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
     from hts_jax.envs import gfootball  # pylint: disable=import-outside-toplevel
     return gfootball.make_gfootball(name.split(":", 1)[1], env_kwargs, train=train,
                                     render=render)
+  if name.startswith("minatar:"):  # the same env for training and evaluation
+    from hts_jax.envs import minatar  # pylint: disable=import-outside-toplevel
+    return minatar.make_minatar(name.split(":", 1)[1], env_kwargs, render=render)
   if name == "vstep":
     if render:
       raise ConfigError("vstep renders no frames: videos need a gymnasium env with rgb_array "
-                        "rendering, atari:<Game> or gfootball:<scenario>")
+                        "rendering, atari:<Game>, gfootball:<scenario> or minatar:<Game>")
     try:
       return RecordRawEpisode(gym.wrappers.PassiveEnvChecker(vstep.VStepEnv(**env_kwargs)))
     except TypeError as e:
@@ -88,7 +99,7 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
   try:
     env = gym.make(name, **env_kwargs, **render_mode)
   except gym.error.Error as e:
-    raise ConfigError(f"unknown env {name!r}: {e}") from None
+    raise ConfigError(f"unknown env {name!r}: {e} Other envs: {', '.join(FAMILIES)}") from None
   except TypeError as e:
     raise ConfigError(f"bad env_kwargs for {name!r}: {e}") from None
   space = env.action_space

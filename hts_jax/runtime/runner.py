@@ -67,7 +67,7 @@ class Runner:
       video.check_recordable(r.env, r.env_kwargs)  # process 0 records
     kind = r.network
     if kind == "auto":
-      kind = networks.default_network_for(self.info.obs_shape)
+      kind = networks.default_network_for(self.info.obs_shape, r.env)
     self.network_kind = kind
     self.head = heads.for_env(self.info)
     self.network = networks.make_network(kind, self.head, config.learner.normalize_obs,

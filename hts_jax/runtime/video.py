@@ -4,7 +4,8 @@ the video file.
 A recording env is an evaluation env (`envs.make_env(..., train=False, render=True)`) whose
 `render()` gives RGB frames: gymnasium's `rgb_array` (CartPole through pygame), the Atari
 emulator's screen (ale-py's `getScreenRGB`, 210x160, one frame per frame-skipped step),
-GFootball's OpenGL renderer (640x360), which needs an X display: `$DISPLAY`, else an Xvfb server
+MinAtar's channels in colours (100x100, 20 fps from the env's `render_fps`), GFootball's OpenGL
+renderer (640x360), which needs an X display: `$DISPLAY`, else an Xvfb server
 started once for this process. Frames go to an H.264 mp4 through the ffmpeg binary that
 imageio-ffmpeg ships, or to a GIF (Pillow) where that encoder cannot run; a downscaled copy of
 at most `PREVIEW_FRAMES` frames is kept for TensorBoard and W&B.
