@@ -233,3 +233,30 @@ def test_a_tiny_real_grid_resumes(tmp_path):
   assert "removing the unfinished run" in again.stdout
   with open(tmp_path / "results.json") as f:
     assert json.load(f)["runs"][0]["param_sha256"] == sha  # HTS is deterministic
+
+
+def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
+  """PROTOCOL.md's IMPALA validation: where each seed's running average first reached 0.9, and
+  the diagnostics per env step when the loss is summed over the batch (TorchBeast's)."""
+  for seed, scores in ((0, [0.5] * 5 + [1.0] * 10), (1, [0.5] * 12)):
+    path = tmp_path / rg.VALIDATION / f"seed{seed}"
+    os.makedirs(path)
+    evals = [{"env_steps": 100 * (k + 1), "wall_time_s": k + 1.0, "mean_return": x,
+              "returns": [x] * 10} for k, x in enumerate(scores)]
+    config = {"total_steps": 10_000, "alpha": 32, "num_envs": 8, "num_actors": 4,
+              "async_batch_unrolls": 4, "learner": {"loss_reduction": "sum"}}
+    with open(path / "summary.json", "w") as f:
+      json.dump({"seed": seed, "env": "gfootball:academy_empty_goal_close", "env_steps": 1500,
+                 "updates": 6, "sps": 10.0, "eval": evals, "config": config}, f)
+    (path / "metrics.csv").write_text("env_steps,entropy,rho_clipped_frac,value_loss\n"
+                                      "256,753.6,0.5,25.6\n512,256.0,0.3,2.56\n")
+  val = rg.validation_report(str(tmp_path))
+  assert not val["passed"]  # seed 1 never reached 0.9
+  first, second = val["runs"]
+  # Full windows of 10: the first reaching 0.9 ends at the 13th evaluation (2 x 0.5, 8 x 1.0).
+  assert first["reached_0.9_at_steps"] == 1_300 and second["reached_0.9_at_steps"] is None
+  d = first["diagnostics"]  # per step: a batch of 32 x 2 x 4 = 256 env steps
+  assert d["entropy"]["first"] == pytest.approx(753.6 / 256) and d["entropy"]["last"] == 1.0
+  assert d["value_loss"]["first"] == pytest.approx(0.1)
+  assert d["rho_clipped_frac"]["mean"] == pytest.approx(0.4)
+  assert "**not passed**" in "\n".join(md_._validation_lines(val))

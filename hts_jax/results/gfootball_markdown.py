@@ -153,8 +153,9 @@ def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
   out = ["**IMPALA validation** (`gfootball_impala` at this scale on academy_empty_goal_close, "
          "the 5M-step schedule, stopping once the running average over 10 evaluations reaches "
          f"0.9; PROTOCOL.md): **{'passed' if val['passed'] else 'not passed'}**", "",
-         "| seed | reached 0.9 at (env steps) | final evaluation | updates | entropy first → last "
-         "| ρ clipped (mean) | value loss first → last | learning rate first → last | host |",
+         "| seed | reached 0.9 at (env steps) | final evaluation | updates | entropy per step, "
+         "first → last update (uniform: 2.94) | ρ clipped (mean over updates) | value loss per "
+         "step, first → last | learning rate first → last | host |",
          "|---|---|---|---|---|---|---|---|---|"]
   for r in val["runs"]:
     d = r["diagnostics"]

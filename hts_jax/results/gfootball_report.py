@@ -235,8 +235,16 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
       import csv  # pylint: disable=import-outside-toplevel
       with open(csv_path) as f:
         table = [row for row in csv.DictReader(f)]
+      cfg = s.get("config") or {}
+      # With the loss summed over the batch (TorchBeast's), entropy and value loss are sums over
+      # its env steps: per step, they compare across batch sizes (entropy ln 19 = 2.94 uniform).
+      per = 1.0
+      if (cfg.get("learner") or {}).get("loss_reduction") == "sum":
+        per = cfg["alpha"] * cfg["num_envs"] // cfg["num_actors"] * cfg["async_batch_unrolls"]
       for key in DIAGNOSTICS:
         vals = [float(row[key]) for row in table if row.get(key) not in (None, "")]
+        if key in ("entropy", "value_loss"):
+          vals = [v / per for v in vals]
         if vals:
           diag[key] = {"first": vals[0], "last": vals[-1],
                        "mean": sum(vals) / len(vals)}
