@@ -12,7 +12,7 @@ import pytest
 from hts_jax.results import gfootball_markdown as md_
 from hts_jax.results import gfootball_report as rg
 from hts_jax.results import gfootball_spec as spec
-from hts_jax.results import grid, launch, publish
+from hts_jax.results import grid, launch, paper_report, publish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
@@ -105,7 +105,8 @@ def test_metrics_golden_values(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 36)
   os.makedirs(grid.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
-  s = rg.summarize(rg.load_runs(str(tmp_path)), resamples=2_000)[sc]
+  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  s = paper_report.summarize(runs, rg.SPEC, resamples=2_000)[sc]
   assert s["time_limit_s"] == 330 and s["budget"] == 12_000
   assert list(s["methods"]) == ["hts_ppo", "impala"]
   hts, impala = s["methods"]["hts_ppo"], s["methods"]["impala"]
@@ -128,10 +129,10 @@ def test_metrics_golden_values(tmp_path):
 
 def test_a_target_some_seeds_miss_has_no_mean():
   """The paper's '-': a mean over only the seeds that reached the target would flatter."""
-  got = rg._reached([2.0, float("inf"), 4.0], 100)
+  got = paper_report._reached([2.0, float("inf"), 4.0], 100)
   assert got == {"mean": None, "mean_of_reached": 3.0, "reached": 2, "runs": 3}
-  assert md_._fmt(got) == "- (2/3)"
-  assert md_._fmt(rg._reached([2.0, 4.0], 100)) == "3.0 [2.0, 4.0]"
+  assert publish.fmt_ci(got) == "- (2/3)"
+  assert publish.fmt_ci(paper_report._reached([2.0, 4.0], 100)) == "3.0 [2.0, 4.0]"
 
 
 def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
@@ -202,7 +203,7 @@ def test_readme_shows_the_committed_results():
   assert report["protocol"]["file"] == open(os.path.join(ROOT, "results", "gfootball",
                                                          "PROTOCOL.md")).read()
   # Every committed run is in the JSON, and nothing else is.
-  runs = rg.load_runs(os.path.join(ROOT, "results", "gfootball"))
+  runs = paper_report.load_runs(os.path.join(ROOT, "results", "gfootball"), rg.SPEC)
   assert [(r["scenario"], r["method"], r["seed"]) for r in runs] == \
          [(r["scenario"], r["method"], r["seed"]) for r in report["runs"]]
 

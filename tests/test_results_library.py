@@ -61,7 +61,7 @@ def test_the_dispatcher_names_its_grids_in_one_line():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"error: expected a grid, one of gfootball, mujoco, memory, benchmarks; got "
+        f"error: expected a grid, one of gfootball, minatar, mujoco, memory, benchmarks; got "
         f"{repr(args[0]) if args else 'none'} (`<grid> --help` lists a grid's flags)"]
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "benchmarks", "--check"],
                         cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -2,6 +2,7 @@
 block), resumable across sittings: a finished run is never run again.
 
   hts-reproduce gfootball [flags]    the paper's GFootball tables (Table 2 / A9 / A10)
+  hts-reproduce minatar [flags]      the paper's Atari tables (1/A7, A8, A1) on MinAtar
   hts-reproduce mujoco [flags]       HTS-PPO against synchronous PPO on MuJoCo
   hts-reproduce memory [flags]       recurrent HTS-PPO on CartPole without velocities
   hts-reproduce benchmarks [--check] README's throughput block from results/benchmarks/*.json
@@ -22,8 +23,9 @@ from absl import flags
 
 from hts_jax.cli import common as cli
 
-GRIDS = {"gfootball": "hts_jax.results.gfootball", "mujoco": "hts_jax.results.mujoco",
-         "memory": "hts_jax.results.memory", "benchmarks": "hts_jax.results.benchmarks"}
+GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": "hts_jax.results.minatar",
+         "mujoco": "hts_jax.results.mujoco", "memory": "hts_jax.results.memory",
+         "benchmarks": "hts_jax.results.benchmarks"}
 
 
 def run(argv: Optional[List[str]] = None) -> None:

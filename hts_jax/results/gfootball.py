@@ -34,14 +34,11 @@ score over seeds and its 95% band), and README's summary block.
 from __future__ import annotations
 
 import os
-import shutil
-import statistics
 import sys
-from typing import Any, Dict, List
 
 from absl import flags
 
-from hts_jax.results import grid, launch, provenance, publish
+from hts_jax.results import grid, launch, publish
 from hts_jax.results import gfootball_report as report
 from hts_jax.results.gfootball_spec import (DEFAULT_METHODS, METHODS, PROTOCOL, budget_of,
                                             parse_steps, run_flags)
@@ -80,32 +77,6 @@ def define_flags() -> None:
 FLAGS = flags.FLAGS
 
 
-def benchmark(results: str, scenarios: List[str], methods: List[str],
-              scale: Dict[str, Any]) -> Dict[str, Any]:
-  """PROTOCOL.md's throughput benchmark: per scenario, each method `repeats` times for `steps`
-  env steps without evaluations, the methods' order shuffled per repeat (seeded), on this host;
-  the median SPS per method into `<results>/throughput.json` (with the runs' host records)."""
-  spec = PROTOCOL["benchmark"]
-  out: Dict[str, Any] = {"repeats": spec["repeats"], "steps": spec["steps"], "scenarios": {}}
-  hosts = []
-  for scenario in scenarios:
-    sps: Dict[str, List[float]] = {m: [] for m in methods}
-    for r in range(spec["repeats"]):
-      for method in provenance.block_order(f"bench/{scenario}/{r}", methods):
-        values = dict(run_flags(method, scenario, 0, spec["steps"], **scale), eval_every=0)
-        logdir = os.path.join(results, "benchmark_runs", scenario, method)
-        summary = launch.run_process(launch.flag_args(values), logdir, echo=True)
-        sps[method].append(summary["sps"])
-        hosts.append(provenance.run_host(summary))
-    out["scenarios"][scenario] = {m: {"sps": v, "median_sps": statistics.median(v)}
-                                  for m, v in sps.items()}
-  kinds = list(dict.fromkeys(h["host"] for h in hosts))
-  out.update(host="; ".join(kinds), runs=hosts)
-  saved = provenance.save(os.path.join(results, report.THROUGHPUT), out)
-  shutil.rmtree(os.path.join(results, "benchmark_runs"), ignore_errors=True)
-  return saved
-
-
 def main(argv):
   if len(argv) > 1:
     raise grid.GridError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -127,7 +98,10 @@ def main(argv):
     raise grid.GridError(str(e)) from None
   results = FLAGS.results
   if FLAGS.benchmark:
-    saved = benchmark(results, FLAGS.scenarios, FLAGS.methods, scale)
+    spec = PROTOCOL["benchmark"]
+    saved = grid.throughput_benchmark(
+        results, FLAGS.scenarios, FLAGS.methods,
+        lambda sc, m, n: run_flags(m, sc, 0, n, **scale), spec["repeats"], spec["steps"])
     print({sc: {m: v["median_sps"] for m, v in ms.items()}
            for sc, ms in saved["scenarios"].items()}, file=sys.stderr)
   failed = []

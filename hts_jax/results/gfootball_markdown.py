@@ -6,19 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
-
-def _fmt(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
-  if not ci or ci.get("mean") is None:
-    if ci and "runs" in ci:
-      return f"- ({ci['reached']}/{ci['runs']})"
-    return "-"
-  s = fmt.format(ci["mean"])
-  if ci.get("n", 1) > 1:
-    s += f" [{fmt.format(ci['lo'])}, {fmt.format(ci['hi'])}]"
-  if "reached" in ci and ci["reached"] < ci["runs"]:
-    s += f" ({ci['reached']}/{ci['runs']})"
-  return s
-
+from hts_jax.results.publish import fmt_ci, fmt_ratio
 
 def short(scenario: str) -> str:
   return scenario.replace("academy_", "").replace("_", " ").capitalize()
@@ -85,12 +73,12 @@ def render_markdown(report: Dict[str, Any]) -> str:
   if summ:
     table(f"Env steps to a running-average score of {targets}, over full windows of 10 "
           "evaluations (host-independent; data efficiency, Appendix H)",
-          both(lambda c: _fmt(c, "{:,.0f}"), lambda sc, m, r, t: r["required_steps"][t]))
+          both(lambda c: fmt_ci(c, "{:,.0f}"), lambda sc, m, r, t: r["required_steps"][t]))
     paired = report.get("paired") or {}
     table(f"Required time relative to HTS-PPO's, to {targets}: per block (one seed, one host) "
           "the method's minutes over HTS-PPO's; mean over blocks [95% bootstrap interval] "
           "(n: blocks where both reached the target)",
-          both(lambda c: "1 (reference)" if c == "ref" else _fmt_ratio(c),
+          both(lambda c: "1 (reference)" if c == "ref" else fmt_ratio(c),
                lambda sc, m, r, t: "ref" if m == REFERENCE else
                ((paired.get(sc) or {}).get(m) or {}).get(t)))
     bench = report.get("throughput")
@@ -105,18 +93,18 @@ def render_markdown(report: Dict[str, Any]) -> str:
     hosts = report.get("hosts") or []
     if len(hosts) == 1:
       table(f"Required time as measured (minutes to {targets}, evaluations included) on "
-            f"{hosts[0]}", both(_fmt, lambda sc, m, r, t: r["required_min"][t]), paper_req)
+            f"{hosts[0]}", both(fmt_ci, lambda sc, m, r, t: r["required_min"][t]), paper_req)
     if any(s["time_limit_s"] for s in summ.values()):
       table("Final time metric (score of the last 10 evaluations by the wall time of the same "
             "block's IMPALA run; IMPALA's own: its final metric; Table A9)",
-            lambda sc, m, r: _fmt(r.get("final_time"), "{:.2f}"),
+            lambda sc, m, r: fmt_ci(r.get("final_time"), "{:.2f}"),
             lambda p, m: "{:.2f} ± {:.2f}".format(*p["final_time"][m]), final_time=True)
     table("Final metric (last 10 evaluations x 10 episodes) and SPS",
-          lambda sc, m, r: f"{_fmt(r['final'], '{:.2f}')}; {_fmt(r['sps'], '{:,.0f}')} SPS")
+          lambda sc, m, r: f"{fmt_ci(r['final'], '{:.2f}')}; {fmt_ci(r['sps'], '{:,.0f}')} SPS")
     names = {"executors_waiting_for_actions": "executors wait for actions",
              "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
     table("Wall time of the whole budget (minutes); share of it each part waited (executors and "
-          "actors: mean over them)", lambda sc, m, r: _fmt(r["wall_time_min"]) + "; " + ", ".join(
+          "actors: mean over them)", lambda sc, m, r: fmt_ci(r["wall_time_min"]) + "; " + ", ".join(
               f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
   lines.extend(_validation_lines(report.get("validation")))
   ident = report.get("identity")
@@ -131,15 +119,6 @@ def render_markdown(report: Dict[str, Any]) -> str:
     lines.extend(["", "Identical parameters and scores: " +
                   ("yes" if ident["identical"] else "**no**"), ""])
   return "\n".join(lines).rstrip() + "\n"
-
-
-def _fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
-  if not ci or ci.get("mean") is None:
-    return "-"
-  s = f"{ci['mean']:.2f}x"
-  if ci.get("n", 1) > 1:
-    s += f" [{ci['lo']:.2f}, {ci['hi']:.2f}]"
-  return s + f" (n={ci.get('n', 0)})"
 
 
 def _bench_sps(bench: Dict[str, Any], scenario: str, method: str) -> str:
@@ -195,10 +174,10 @@ def render_summary(report: Dict[str, Any]) -> str:
       if r is None:
         cells.append("")
         continue
-      ratio = "1" if m == REFERENCE else _fmt_ratio(((paired.get(scenario) or {}).get(m) or
+      ratio = "1" if m == REFERENCE else fmt_ratio(((paired.get(scenario) or {}).get(m) or
                                                       {}).get(t))
-      cells.append(f"{_fmt(r['required_steps'][t], '{:,.0f}')}; {ratio}; "
-                   f"{_fmt(r['final'], '{:.2f}')}")
+      cells.append(f"{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {ratio}; "
+                   f"{fmt_ci(r['final'], '{:.2f}')}")
     seeds = max(len(r["seeds"]) for r in s["methods"].values())
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
   return "\n".join(lines + [""] + _verdict(report)) + "\n"

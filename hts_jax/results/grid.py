@@ -10,6 +10,8 @@ later sitting runs only what is missing.
 import dataclasses
 import json
 import os
+import shutil
+import statistics
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from absl import flags
@@ -90,6 +92,33 @@ def run_then_report(results: str, runs: Callable[[], Sequence[Run]], report_only
   failed = [] if report_only else run_all(runs(), results)
   print(json.dumps(report()["table"], indent=1))
   return failed
+
+
+def throughput_benchmark(results: str, scenarios: Sequence[str], methods: Sequence[str],
+                         make: Callable[[str, str, int], Mapping[str, Any]], repeats: int,
+                         steps: int) -> Dict[str, Any]:
+  """A protocol's throughput benchmark: per scenario, each method `repeats` times for `steps` env
+  steps (`make(scenario, method, steps)` gives its flags; evaluations off), the methods' order
+  shuffled per repeat (seeded), one training process each on this host; the SPS and their median
+  per method into `<results>/throughput.json`, with the runs' host records. Returns what it
+  saved."""
+  out: Dict[str, Any] = {"repeats": repeats, "steps": steps, "scenarios": {}}
+  hosts = []
+  for scenario in scenarios:
+    sps: Dict[str, List[float]] = {m: [] for m in methods}
+    for r in range(repeats):
+      for method in provenance.block_order(f"bench/{scenario}/{r}", methods):
+        values = dict(make(scenario, method, steps), eval_every=0)
+        logdir = os.path.join(results, "benchmark_runs", scenario, method)
+        summary = launch.run_process(launch.flag_args(values), logdir, echo=True)
+        sps[method].append(summary["sps"])
+        hosts.append(provenance.run_host(summary))
+    out["scenarios"][scenario] = {m: {"sps": v, "median_sps": statistics.median(v)}
+                                  for m, v in sps.items()}
+  out.update(host="; ".join(dict.fromkeys(h["host"] for h in hosts)), runs=hosts)
+  saved = provenance.save(os.path.join(results, "throughput.json"), out)
+  shutil.rmtree(os.path.join(results, "benchmark_runs"), ignore_errors=True)
+  return saved
 
 
 @dataclasses.dataclass(frozen=True)

@@ -101,6 +101,31 @@ def cell(s: Optional[Dict[str, Any]]) -> str:
   return f"{s['mean']:,.0f} [{s['min']:,.0f}, {s['max']:,.0f}]"
 
 
+def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
+  """A mean over seeds with its interval (`metrics.bootstrap_ci`) as `mean [lo, hi]`, and `(k/n)`
+  where only k of n seeds reached a target; `-` where there is no mean."""
+  if not ci or ci.get("mean") is None:
+    if ci and "runs" in ci:
+      return f"- ({ci['reached']}/{ci['runs']})"
+    return "-"
+  s = fmt.format(ci["mean"])
+  if ci.get("n", 1) > 1:
+    s += f" [{fmt.format(ci['lo'])}, {fmt.format(ci['hi'])}]"
+  if "reached" in ci and ci["reached"] < ci["runs"]:
+    s += f" ({ci['reached']}/{ci['runs']})"
+  return s
+
+
+def fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
+  """A paired time ratio over blocks as `mean x [lo, hi] (n=blocks)`; `-` where none."""
+  if not ci or ci.get("mean") is None:
+    return "-"
+  s = f"{ci['mean']:.2f}x"
+  if ci.get("n", 1) > 1:
+    s += f" [{ci['lo']:.2f}, {ci['hi']:.2f}]"
+  return s + f" (n={ci.get('n', 0)})"
+
+
 def host_note(out: Dict[str, Any]) -> str:
   """`runs on <hosts>` for a table's source line, saying when the hosts were mixed."""
   hosts = out.get("hosts") or [out["machine"].get("cpu", "?")]

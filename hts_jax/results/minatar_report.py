@@ -1,0 +1,171 @@
+"""The MinAtar grid's report, from the runs' summary.json files only (`paper_report`'s metrics):
+Table 1/A7 (final time metric by the same block's IMPALA wall time), Table A8 (required time to
+40% / 80% of A2C's final metric, as env steps, paired ratios to HTS-A2C and minutes over the
+throughput benchmark's SPS), Table A1 (final metric by correction), the markdown of
+docs/results.md and README's summary, and the curves."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from hts_jax.analysis import plots
+from hts_jax.results import paper_report, publish
+from hts_jax.results.publish import fmt_ci, fmt_ratio
+from hts_jax.results.minatar_spec import A1, LABELS, MAIN, METHODS, PAPER, PROTOCOL
+
+README_BLOCK = publish.Block("minatar-results", "minatar")
+DOCS_BLOCK = publish.Block("minatar-tables", "minatar")
+
+
+def targets(game: str, runs: List[Dict[str, Any]]) -> Dict[str, float]:
+  """40% / 80% of the reference score: the reference method's (A2C's) mean final metric over its
+  seeds on this game (PROTOCOL.md); none before it has a finished run."""
+  ref = [r["final"] for r in runs
+         if r["method"] == PROTOCOL["reference_method"] and r["final"] is not None]
+  if not ref:
+    return {}
+  score = sum(ref) / len(ref)
+  return {f"{f:.0%}": f * score for f in PROTOCOL["target_fractions"]}
+
+
+SPEC = paper_report.Spec(methods=list(METHODS), reference="hts_a2c", limit_method="impala",
+                         targets=targets)
+
+
+def build_report(results: str, resamples: int, deviations: Dict[str, Any]) -> Dict[str, Any]:
+  runs = paper_report.load_runs(results, SPEC)
+  summary = paper_report.summarize(runs, SPEC, resamples)
+  throughput = None
+  path = os.path.join(results, "throughput.json")
+  if os.path.exists(path):
+    with open(path) as f:
+      throughput = json.load(f)
+  protocol = os.path.join(results, "PROTOCOL.md")
+  return {"title": "HTS-RL's Atari tables on MinAtar (Table 1/A7, A8, A1)",
+          "protocol": {"settings": PROTOCOL, "deviations": deviations,
+                       "file": open(protocol).read() if os.path.exists(protocol) else None},
+          "paper": PAPER, "summary": summary,
+          "paired": paper_report.paired_ratios(runs, SPEC, resamples),
+          "throughput": throughput,
+          "throughput_minutes": paper_report.throughput_minutes(summary, throughput),
+          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs}
+
+
+def _source(report: Dict[str, Any]) -> str:
+  commit = report["commit"]
+  commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+  hosts = report.get("hosts") or []
+  return (f"`results/minatar/results.json`, {report['date']}, commit `{commit}`; runs on "
+          f"{'; '.join(hosts) or '-'}" + (" (MIXED host kinds)" if len(hosts) > 1 else ""))
+
+
+def _table(lines: List[str], title: str, summ: Dict[str, Any], methods, cell) -> None:
+  here = [m for m in methods if any(m in s["methods"] for s in summ.values())]
+  if not here:
+    return
+  lines += [f"**{title}**", "", "| game (budget) | " + " | ".join(LABELS[m] for m in here) + " |",
+            "|---" * (len(here) + 1) + "|"]
+  for game, s in summ.items():
+    cells = [cell(game, m, s["methods"][m]) if m in s["methods"] else "" for m in here]
+    lines.append(f"| {game} ({s['budget']:,}) | " + " | ".join(cells) + " |")
+  lines.append("")
+
+
+def render_markdown(report: Dict[str, Any]) -> str:
+  """Every table: results/minatar/tables.md and docs/results.md's block."""
+  summ, paper, paired = report["summary"], report["paper"], report.get("paired") or {}
+  lines = [f"Protocol: `results/minatar/PROTOCOL.md` (games, seeds, the 2M-step budget and the "
+           f"reference score fixed before the runs). Source: {_source(report)}. Cells: mean over "
+           "seeds [95% bootstrap interval]; '-' where a seed's budget ran out before the target "
+           "(k/n: seeds that reached it). Paper: full Atari, 20M steps, a 4-GPU desktop; its "
+           "figures are beside ours for the shape of the comparison only.", ""]
+  if not summ:
+    return "\n".join(lines + ["No finished runs yet."]) + "\n"
+
+  def paper_cell(game, m, key, fmt):
+    p = (paper.get(game) or {}).get(key) or {}
+    return f" (paper: {fmt(p[m])})" if m in p else ""
+
+  _table(lines, "Final time metric (Table 1/A7): the final metric by the wall time of the same "
+         "block's IMPALA run (IMPALA's own: its final metric)", summ, MAIN,
+         lambda g, m, r: fmt_ci(r.get("final_time")) + paper_cell(
+             g, m, "final_time", lambda v: f"{v[0]:,} ± {v[1]:,}"))
+  _table(lines, "Env steps to 40% / 80% of A2C's final metric (host-independent)", summ, MAIN,
+         lambda g, m, r: " / ".join(fmt_ci(c, "{:,.0f}") for c in r["required_steps"].values()))
+  lines[-1:] = ["Targets (40% / 80% of A2C's final metric in this grid): " + "; ".join(
+      f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values()) for g, s in summ.items()
+      if s["targets"]) + ".", ""]
+  _table(lines, "Required time relative to HTS-A2C's (Table A8), to 40% / 80%: per block the "
+         "method's minutes over HTS-A2C's; mean over blocks [95% interval] (n: blocks)", summ,
+         MAIN, lambda g, m, r: "1 (reference)" if m == "hts_a2c" else " / ".join(
+             fmt_ratio(c) for c in ((paired.get(g) or {}).get(m) or {}).values()))
+  bench, minutes = report.get("throughput"), report.get("throughput_minutes") or {}
+  if bench:
+    _table(lines, f"Required minutes to 40% / 80% from env steps over the benchmark's median SPS "
+           f"on {bench.get('host', '?')} (training only)", summ, MAIN,
+           lambda g, m, r: " / ".join("-" if v is None else f"{v:.1f}" for v in (
+               (minutes.get(g) or {}).get(m) or {}).values()) + paper_cell(
+                   g, m, "required_min",
+                   lambda v: " / ".join("-" if x is None else f"{x:g}" for x in v)))
+  _table(lines, "Table A1: final metric (last 10 evaluations x 10 episodes) by policy-lag "
+         "correction", {g: s for g, s in summ.items() if g in PROTOCOL["a1_games"]}, A1,
+         lambda g, m, r: fmt_ci(r["final"], "{:.2f}") + paper_cell(g, m, "a1", lambda v: f"{v:,}"))
+  _table(lines, "Final metric and SPS, every method", summ, list(METHODS),
+         lambda g, m, r: f"{fmt_ci(r['final'], '{:.2f}')}; {fmt_ci(r['sps'], '{:,.0f}')} SPS")
+  return "\n".join(lines).rstrip() + "\n"
+
+
+def render_summary(report: Dict[str, Any]) -> str:
+  """README's block: per game the final metric of each method, and Table A1's verdict."""
+  summ = report["summary"]
+  lines = [f"Source: {_source(report)}; the protocol is `results/minatar/PROTOCOL.md`, every "
+           "table in [docs/results.md](docs/results.md#minatar). Cells: final metric (last 10 "
+           "evaluations; mean over seeds [95% interval]); final time metric by IMPALA's wall "
+           "time in the same block.", ""]
+  if not summ:
+    return "\n".join(lines + ["No finished runs yet."]) + "\n"
+  methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
+  lines += ["| game (budget, seeds) | " + " | ".join(LABELS[m] for m in methods) + " |",
+            "|---" * (len(methods) + 1) + "|"]
+  for game, s in summ.items():
+    cells = []
+    for m in methods:
+      r = s["methods"].get(m)
+      cells.append("" if r is None else fmt_ci(r["final"], "{:.2f}") + (
+          f"; {fmt_ci(r['final_time'], '{:.2f}')}" if r.get("final_time") and m in MAIN else ""))
+    seeds = max(len(r["seeds"]) for r in s["methods"].values())
+    lines.append(f"| {game} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def plot_curves(report: Dict[str, Any], out_dir: str) -> List[str]:
+  """Evaluation return vs env steps and vs wall time per game (Figs. A3/A4): Table 1's methods,
+  mean over seeds and its 95% band."""
+  games = list(report["summary"])
+  if not games:
+    return []
+  paths = []
+  for axis, xlabel, name, scale in (("env_steps", "env steps", "return_vs_env_steps", 1.0),
+                                    ("wall_time_s", "wall time (minutes)", "return_vs_wall_time",
+                                     1 / 60)):
+    panels = [(game, {LABELS[m]: [([e[axis] * scale for e in r["evals"]],
+                                   [e["score"] for e in r["evals"]]) for r in report["runs"]
+                                  if r["scenario"] == game and r["method"] == m and r["evals"]]
+                      for m in MAIN}) for game in games]
+    paths.append(plots.band_figure(os.path.join(out_dir, f"{name}.png"), panels, xlabel=xlabel,
+                                   ylabel="evaluation return (10 episodes)"))
+  return paths
+
+
+def write_report(results: str, resamples: int, deviations: Dict[str, Any],
+                 readme: Optional[str], docs: Optional[str] = None) -> Dict[str, Any]:
+  """results.json (with its provenance), tables.md, the curves, README's summary block and
+  docs/results.md's tables block (each where given)."""
+  blocks = [(readme, README_BLOCK, render_summary), (docs, DOCS_BLOCK, render_markdown)]
+  report = publish.publish(results, build_report(results, resamples, deviations),
+                           render_markdown, [(p, b, r) for p, b, r in blocks if p],
+                           table="tables.md")
+  report["plots"] = plot_curves(report, results)
+  return report

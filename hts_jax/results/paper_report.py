@@ -1,0 +1,232 @@
+"""The paper's metrics over a grid of (scenario, method, seed) runs, from their summary.json files
+only, for any grid that names its methods, its reference method, the method whose wall time is
+the final time metric's clock, and its targets (`Spec`): required time and env steps to each
+target (Table 2 / A8 / A10), paired time ratios per block, minutes from env steps over a
+throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares and the
+actor-count identity (Tables 4/5). Used by the GFootball and MinAtar reports."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from hts_jax.analysis import metrics
+from hts_jax.results import grid, launch
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+  methods: List[str]  # in the tables' order
+  reference: str  # the paired ratios' denominator (HTS)
+  limit_method: str  # the final time metric's clock: this method's run in the same block
+  # Each scenario's targets, name -> score, from its finished runs' records (fixed scores, or
+  # fractions of a reference score the runs give).
+  targets: Callable[[str, List[Dict[str, Any]]], Dict[str, float]]
+
+
+def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> Dict[str, Any]:
+  """A run's figures for results.json, but its required times (`load_runs` adds them)."""
+  s = run.summary
+  return {
+      "scenario": scenario, "method": method, "seed": run.seed,
+      "path": os.path.relpath(run.path, results), "network": s.get("network"),
+      "total_steps": (s.get("config") or {}).get("total_steps", s["env_steps"]),
+      "env_steps": s["env_steps"], "wall_time_s": s["wall_time_s"], "sps": s["sps"],
+      "updates": s["updates"], "param_sha256": s["param_sha256"],
+      "num_envs": s.get("num_envs"), "num_actors": s.get("num_actors"),
+      "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
+      "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
+      "host": run.host, "host_recorded": bool(s.get("host")),
+      "final": metrics.final_metric(run),
+      "evals": [{"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
+                 "score": e["mean_return"]} for e in run.evals],
+  }
+
+
+def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
+  """Every finished run under `<results>/runs/<scenario>/<method>/seed<k>`, in a fixed order,
+  with its required time and env steps to each of its scenario's targets (`spec.targets`, which
+  may depend on the scenario's runs)."""
+  loaded = [(metrics.load_run(f.logdir), f) for f in grid.finished_runs(results,
+                                                                        methods=spec.methods)]
+  records = [_run_record(run, results, f.task, f.method) for run, f in loaded]
+  targets = {sc: spec.targets(sc, [r for r in records if r["scenario"] == sc])
+             for sc in dict.fromkeys(r["scenario"] for r in records)}
+  for (run, _), r in zip(loaded, records):
+    r["targets"] = targets[r["scenario"]]
+    r["required"] = {}
+    for name, score in targets[r["scenario"]].items():
+      q = metrics.required_time_metric(run, score)
+      r["required"][name] = {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
+  return records
+
+
+def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
+  return metrics.bootstrap_ci(values, resamples=resamples) if values else None
+
+
+def _reached(values: Sequence[float], resamples: int) -> Dict[str, Any]:
+  """Mean and interval over the seeds when every seed reached the target (the paper's '-'
+  otherwise: a mean over the seeds that happened to reach it would flatter the method), and how
+  many did; `mean_of_reached` keeps the figure over those that did."""
+  hit = [v for v in values if math.isfinite(v)]
+  out: Dict[str, Any] = {"mean": None}
+  if hit and len(hit) == len(values):
+    out = dict(_ci(hit, resamples))
+  elif hit:
+    out["mean_of_reached"] = sum(hit) / len(hit)
+  return {**out, "reached": len(hit), "runs": len(values)}
+
+
+def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -> Dict[str, Any]:
+  """Per scenario and method: the paper's metrics, mean over seeds with 95% bootstrap intervals.
+  The final time metric's limit (Table A9 / A7: "the time when IMPALA finishes training") is the
+  wall time of the same block's `spec.limit_method` run (one seed, one host), for the other
+  methods; that method's own value is each seed's final metric (its limit is its own end). A seed
+  with no such run of its host kind, or no evaluation before the limit, has no score: `reached`
+  says how many had one. `time_limit_s` is that method's mean wall time (shown beside the
+  table)."""
+  out: Dict[str, Any] = {}
+  for scenario in dict.fromkeys(r["scenario"] for r in runs):
+    here = [r for r in runs if r["scenario"] == scenario]
+    targets = list(here[0]["targets"])
+    impala = {r["seed"]: r for r in here if r["method"] == spec.limit_method}
+    limit = (sum(r["wall_time_s"] for r in impala.values()) / len(impala)) if impala else None
+    rows = {}
+    for method in (m for m in spec.methods if any(r["method"] == m for r in here)):
+      mine = [r for r in here if r["method"] == method]
+      row: Dict[str, Any] = {
+          "seeds": [r["seed"] for r in mine],
+          "env_steps": [r["env_steps"] for r in mine],
+          "sps": _ci([r["sps"] for r in mine], resamples),
+          "wall_time_min": _ci([r["wall_time_s"] / 60 for r in mine], resamples),
+          "final": _ci([r["final"] for r in mine if r["final"] is not None], resamples),
+          "required_min": {t: _reached([r["required"][t]["minutes"] for r in mine], resamples)
+                           for t in targets},
+          "required_steps": {t: _reached([r["required"][t]["env_steps"] for r in mine],
+                                         resamples) for t in targets},
+          "idle_share": _idle(mine)}
+      if limit is not None:
+        scores = []
+        for r in mine:
+          run = metrics.Run(path=r["path"], summary={}, evals=tuple(
+              {"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
+               "mean_return": e["score"]} for e in r["evals"]))
+          twin = impala.get(r["seed"])
+          if method == spec.limit_method:
+            v = r["final"]
+          elif twin is None or twin["host"] != r["host"]:
+            v = None
+          else:
+            v = metrics.final_time_metric(run, twin["wall_time_s"])
+          if v is not None:
+            scores.append(v)
+        row["final_time"] = {**(_ci(scores, resamples) or {"mean": None}),
+                             "reached": len(scores), "runs": len(mine)}
+      rows[method] = row
+    out[scenario] = {"budget": max(r["total_steps"] for r in here), "time_limit_s": limit,
+                     "targets": here[0]["targets"], "methods": rows}
+  return out
+
+
+# summary.json's idle seconds are summed over the executors and over the actor threads.
+IDLE_PARTS = (("executors_waiting_for_actions", "num_executors"),
+              ("executors_at_barrier", "num_executors"), ("actors", "num_actors"),
+              ("learner", None))
+
+
+def _idle_share(s: Dict[str, Any]) -> Dict[str, float]:
+  """The share of the run's wall time each executor, actor and the learner spent waiting (mean
+  over executors and actors). `--mode=async` measures no executor waits: left out."""
+  idle, wall = s.get("idle") or {}, float(s.get("wall_time_s") or 0)
+  out = {}
+  for key, per in IDLE_PARTS:
+    if key in idle and wall > 0 and not (s.get("mode") == "async" and key.startswith("exec")):
+      out[key] = float(idle[key]) / (wall * (int(s.get(per) or 1) if per else 1))
+  return out
+
+
+def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
+  """Mean over seeds of each part's idle share (`_idle_share`)."""
+  keys = [k for k, _ in IDLE_PARTS if all(k in r["idle_share"] for r in runs)]
+  return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
+
+
+def identity_report(results: str) -> Optional[Dict[str, Any]]:
+  root = os.path.join(results, "actor_counts")
+  if not os.path.isdir(root):
+    return None
+  rows = []
+  names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
+  for name in sorted(names, key=lambda n: int(n[len("actors"):])):
+    path = os.path.join(root, name)
+    if launch.finished(path):
+      with open(os.path.join(path, "summary.json")) as f:
+        s = json.load(f)
+      rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
+                   "env_steps": s["env_steps"], "sps": s["sps"],
+                   "param_sha256": s["param_sha256"],
+                   "eval_scores": [e["mean_return"] for e in s["eval"]],
+                   "episode_returns_sha256": _sha([s["episode_returns"]])})
+  if not rows:
+    return None
+  return {"runs": rows, "identical": len({(r["param_sha256"], tuple(r["eval_scores"]),
+                                           r["episode_returns_sha256"]) for r in rows}) == 1}
+
+
+def _sha(obj) -> str:
+  import hashlib  # pylint: disable=import-outside-toplevel
+  return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
+                  resamples: int = 10_000) -> Dict[str, Any]:
+  """Per scenario, method and target: per block (scenario, seed) the method's minutes to the
+  target over `spec.reference`'s in the same block, where both reached it on one host kind; their mean
+  over blocks with a 95% bootstrap interval (`blocks`: the seeds that count; `left_out`: blocks
+  with a run on another host kind)."""
+  out: Dict[str, Any] = {}
+  for scenario in dict.fromkeys(r["scenario"] for r in runs):
+    here = [r for r in runs if r["scenario"] == scenario]
+    ref = {r["seed"]: r for r in here if r["method"] == spec.reference}
+    rows = {}
+    for method in (m for m in spec.methods
+                   if m != spec.reference and any(r["method"] == m for r in here)):
+      row = {}
+      for t in here[0]["targets"]:
+        ratios, seeds, left_out = [], [], []
+        for r in (r for r in here if r["method"] == method and r["seed"] in ref):
+          base = ref[r["seed"]]
+          if r["host"] != base["host"]:
+            left_out.append(r["seed"])
+            continue
+          num, den = r["required"][t]["minutes"], base["required"][t]["minutes"]
+          if math.isfinite(num) and math.isfinite(den) and den > 0:
+            ratios.append(num / den)
+            seeds.append(r["seed"])
+        row[t] = {**(_ci(ratios, resamples) or {"mean": None}), "blocks": seeds,
+                  "left_out": left_out}
+      rows[method] = row
+    out[scenario] = rows
+  return out
+
+
+def throughput_minutes(summary: Dict[str, Any],
+                       throughput: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+  """Per scenario, method and target: the mean env steps to the target (every seed reached it)
+  over the method's median SPS in the interleaved benchmark (`throughput.json`), in minutes on
+  the benchmark's host; None where a seed missed the target or the benchmark lacks the method."""
+  out: Dict[str, Any] = {}
+  for scenario, s in summary.items():
+    bench = ((throughput or {}).get("scenarios") or {}).get(scenario) or {}
+    out[scenario] = {}
+    for method, row in s["methods"].items():
+      sps = (bench.get(method) or {}).get("median_sps")
+      out[scenario][method] = {
+          t: (row["required_steps"][t]["mean"] / sps / 60
+              if sps and row["required_steps"][t].get("mean") is not None else None)
+          for t in row["required_steps"]}
+  return out
