@@ -277,9 +277,6 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
   return update
 
 
-ALGORITHMS = {"a2c": build_a2c_update, "ppo": build_ppo_update}
-
-
 def check_segment(segment: Segment) -> None:
   """Checks the segment's shapes: `[T, B]` per-step fields, `[T + 1, B, ...]` observations."""
   per_step = [getattr(segment, f) for f in _STEP_FLAGS if getattr(segment, f) is not None]

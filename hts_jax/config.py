@@ -19,8 +19,8 @@ import typing
 from typing import Any, Dict, Tuple
 
 from hts_jax import learner_config
-# Re-exported: the learner's config and the shared validation live in `learner_config.py`, the
-# sections in `config_sections.py` and `mode_options.py`.
+# Re-exported: the learner's config lives in `learner_config.py`, the validation base in
+# `validation.py`, the sections in `config_sections.py` and `mode_options.py`.
 from hts_jax.config_sections import (WANDB_MODES, Devices, Distributed, Evaluation,  # noqa: F401
                                      Outputs, Rollout, Testing, resumable)
 from hts_jax.learner_config import (ALGOS, CONV_KINDS, CORES, CORRECTIONS, GOSSIP,  # noqa: F401

@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
+from hts_jax.env_families import FAMILIES, family_of
 from hts_jax.learner_config import check, check_choices
 
 WANDB_MODES = ("online", "offline")  # --wandb_mode
 # Env families whose evaluations sample from the policy unless --eval_greedy (`Evaluation.greedy`).
-SAMPLED_EVALUATION = ("atari:", "gfootball:", "minatar:")
+SAMPLED_EVALUATION = tuple(f.prefix for f in FAMILIES if f.sampled_evaluation)
 
 
 def resumable(default: Any) -> Any:
@@ -93,9 +94,10 @@ class Rollout:
     for name in ("actor_batch", "seed", "decorrelate_steps"):
       check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
     if self.envpool:
-      check(self.env.startswith("atari:") or self.env in ENVPOOL_MUJOCO,
-            "--envpool is for atari:<Game> envs and envpool's MuJoCo ids (HalfCheetah-v5, "
-            f"Hopper-v5, ...), not {self.env!r}")
+      family = family_of(self.env)
+      check((family is not None and family.envpool) or self.env in ENVPOOL_MUJOCO,
+            f"--envpool is for {', '.join(f.usage for f in FAMILIES if f.envpool)} envs and "
+            f"envpool's MuJoCo ids (HalfCheetah-v5, Hopper-v5, ...), not {self.env!r}")
       check(self.decorrelate_steps == 0, "--decorrelate_steps is not available with --envpool")
 
   @property

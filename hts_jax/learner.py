@@ -22,7 +22,7 @@ Eq. 6. The paper's Table A1 ablations use the same slot:
 - `correction="none"`: shadow starts at θ_j and everything is recomputed there (PPO's ratio is
   against θ_j itself): the policy lag is ignored.
 
-The pieces: `algorithms.ALGORITHMS[algo]` builds the algorithm update (`build_a2c_update`,
+The pieces: `algorithm_registry.ALGORITHMS[algo].build()` builds the algorithm update (`build_a2c_update`,
 `build_ppo_update`: `update(start, opt_state, segment, weights, key, reference) -> (end, opt_state,
 summed updates, metrics)`), made of `run_steps` over the one `sgd_step`; `build_learner_update` here is
 the delayed-gradient step around it (Eq. 6's lines). IMPALA's V-trace learner for the
@@ -45,7 +45,8 @@ import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
 from hts_jax import losses, normalization
-from hts_jax.algorithms import (ALGORITHMS, check_segment, complete_segment, learning_rate,
+from hts_jax.algorithm_registry import ALGORITHMS
+from hts_jax.algorithms import (check_segment, complete_segment, learning_rate,
                                 pmean, params_finite)
 from hts_jax.sequences import apply_tb, core_input
 from hts_jax.config import CONV_KINDS, LearnerConfig
@@ -104,8 +105,8 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     unroll: unroll the loop over optimizer steps (see `unroll_for`).
     head: the policy head of the network's policy output (`hts_jax.heads`).
   """
-  algorithm_update = ALGORITHMS[config.algo](config, apply_fn, optimizer, axis_name, unroll,
-                                             head=head)
+  algorithm_update = ALGORITHMS[config.algo].build()(config, apply_fn, optimizer, axis_name,
+                                                     unroll, head=head)
 
   def update(state: TrainState, segment: Segment):
     check_segment(segment)

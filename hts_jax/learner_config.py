@@ -1,13 +1,15 @@
-"""Learner hyperparameters (`LearnerConfig`) and the validation every config shares: `ConfigError`
-(one line for users), the fields that take one of a few values (`CHOICES`). No JAX import (see
-`config.py`)."""
+"""Learner hyperparameters (`LearnerConfig`) and the fields of every config that take one of a few
+values (`CHOICES`); the validation base (`ConfigError`, `check`) is `hts_jax.validation`'s, the
+algorithms' own rules `hts_jax.algorithm_registry`'s. No JAX import (see `config.py`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-ALGOS = ("a2c", "ppo")
-CORRECTIONS = ("delayed", "behaviour", "truncated_is", "none")
+from hts_jax.algorithm_registry import ALGORITHMS, CORRECTIONS
+from hts_jax.validation import ConfigError, check, flag_name  # noqa: F401  (the config's base)
+
+ALGOS = tuple(ALGORITHMS)  # --algo: the registry's names
 OPTIMIZERS = ("rmsprop", "adam")
 REDUCTIONS = ("mean", "sum")
 MINIBATCHES = ("transitions", "time_steps", "envs")
@@ -21,21 +23,6 @@ CORES = ("none", "lstm")  # what --core takes
 CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
            "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS,
            "network": NETWORKS, "core": CORES, "gala_gossip": GOSSIP}
-
-
-class ConfigError(ValueError):
-  """A user-facing configuration error; its message is one line."""
-
-
-def check(cond: bool, message: str) -> None:
-  if not cond:
-    raise ConfigError(message)
-
-
-def flag_name(cls, field_name: str) -> str:
-  """The launcher flag of the config dataclass `cls`'s field: its name after the dataclass's
-  `FLAG_PREFIX`, if it has one."""
-  return getattr(cls, "FLAG_PREFIX", "") + field_name
 
 
 def check_choices(config) -> None:
@@ -132,25 +119,15 @@ class LearnerConfig:
            f"num_minibatches must be >= 1, got {self.num_minibatches}")
     check(self.clip_eps > 0, f"clip_eps must be > 0, got {self.clip_eps}")
     check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
-    check(self.correction != "behaviour" or self.algo == "ppo",
-          f"--correction=behaviour applies to --algo=ppo (A2C fixes nothing at the behaviour "
-          f"policy; its delayed gradient is Eq. 6 exactly): for --algo={self.algo} use one of "
-          f"{tuple(c for c in CORRECTIONS if c != 'behaviour')}")
+    algo = ALGORITHMS[self.algo]
+    check(self.correction in algo.corrections,
+          f"--correction={self.correction} does not apply to --algo={self.algo} "
+          f"({algo.why_not}): use one of {algo.corrections}")
 
   def num_sgd_steps(self, segment_length: int) -> int:
-    """Optimizer steps one learner iteration takes on a segment of `segment_length` steps."""
-    self.check_segment_length(segment_length)
-    if self.algo == "a2c":
-      return segment_length // self.unroll_length
-    return self.ppo_epochs * self.num_minibatches
+    """Optimizer steps one learner iteration takes on a segment of `segment_length` steps (the
+    algorithm's record); ConfigError when the segment does not fit its batches."""
+    return ALGORITHMS[self.algo].sgd_steps(self, segment_length)
 
   def check_segment_length(self, segment_length: int) -> None:
-    if self.algo == "a2c":
-      check(segment_length % self.unroll_length == 0,
-             f"alpha (segment length {segment_length}) must be a multiple of "
-             f"unroll_length ({self.unroll_length})")
-    elif self.minibatch != "envs":
-      check(segment_length % self.num_minibatches == 0,
-             f"alpha (segment length {segment_length}) must be a multiple of "
-             f"num_minibatches ({self.num_minibatches}): every PPO minibatch takes alpha / "
-             "num_minibatches steps of each env")
+    self.num_sgd_steps(segment_length)

@@ -70,7 +70,7 @@ def test_mode_rules_answer_the_modes_questions():
   assert RunConfig.make(mode="sync", learner={"correction": "none"}).mode == "sync"
   behaviour = {"algo": "ppo", "correction": "behaviour"}
   assert RunConfig.make(mode="sync", alpha=8, learner=behaviour).mode == "sync"
-  with pytest.raises(ConfigError, match=r"--correction=behaviour applies to --algo=ppo.*"
+  with pytest.raises(ConfigError, match=r"--correction=behaviour does not apply to --algo=a2c.*"
                                         r"use one of \('delayed', 'truncated_is', 'none'\)"):
     RunConfig.make(learner={"algo": "a2c", "correction": "behaviour"})
   assert [RULES[m].reports for m in config.MODES] == [None, "none", "vtrace", "none", "none"]

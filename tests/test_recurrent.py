@@ -16,7 +16,8 @@ import pytest
 
 from hts_jax import envs, heads, learner, losses, networks, sequences
 from hts_jax.acting import build_policy_core
-from hts_jax.algorithms import ALGORITHMS, complete_segment
+from hts_jax.algorithm_registry import ALGORITHMS
+from hts_jax.algorithms import complete_segment
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from hts_jax.runtime import checkpoint, modes, storage
 from hts_jax.runtime.learner_worker import segment_of
@@ -143,7 +144,7 @@ def test_delayed_gradient_with_a_core_is_the_update_at_the_behaviour_params(algo
   seg = _segment()
   new, metrics = jax.jit(learner.build_learner_update(cfg, net.apply, opt, unroll=False))(state,
                                                                                           seg)
-  _, _, summed, _ = ALGORITHMS[algo](cfg, net.apply, opt, unroll=False)(
+  _, _, summed, _ = ALGORITHMS[algo].build()(cfg, net.apply, opt, unroll=False)(
       params, state.opt_state, complete_segment(seg), jnp.ones((8, 4)),
       jax.random.fold_in(state.key, 0))
   expected = jax.tree.map(jnp.add, theta_j, summed)

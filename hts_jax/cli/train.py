@@ -15,6 +15,7 @@ import signal
 from absl import flags
 from absl import logging
 
+from hts_jax.algorithm_registry import ALGORITHMS
 from hts_jax.cli import common as cli
 from hts_jax.presets import PRESETS
 from hts_jax import config as hts_config
@@ -22,9 +23,9 @@ from hts_jax import config as hts_config
 FLAGS = flags.FLAGS
 
 # Defaults that depend on --algo, for flags given neither on the command line nor by the preset.
-# PPO's segment must hold whole minibatches of time steps: 128 steps per update as in Kostrikov's
-# PPO (which the paper uses) and the released HTS-RL PPO scripts.
-ALGO_DEFAULTS = {"a2c": {}, "ppo": {"alpha": 128}}
+# Each algorithm's launcher defaults (its record in `algorithm_registry`; PPO's 128 steps per
+# update as in Kostrikov's PPO, which the paper uses, and the released HTS-RL PPO scripts).
+ALGO_DEFAULTS = {name: algo.defaults for name, algo in ALGORITHMS.items()}
 
 # Every RunConfig / LearnerConfig field is a flag of its own name, type, default and help (its
 # docstring; the learner's fields are top level), but these:

@@ -33,6 +33,8 @@ import gymnasium as gym
 import numpy as np
 
 from hts_jax.config import ConfigError
+from hts_jax import env_families
+from hts_jax.env_families import family_of
 from hts_jax.envs import memory, vstep  # importing them registers their gymnasium ids
 from hts_jax.envs.wrappers import ClipAction, MujocoState, RecordRawEpisode, is_mujoco
 
@@ -40,7 +42,7 @@ from hts_jax.envs.wrappers import ClipAction, MujocoState, RecordRawEpisode, is_
 MEMORY_ENV = memory.ENV_ID  # CartPole without velocities (`hts_jax.envs.memory`)
 # The env families `make_env` knows besides gymnasium ids, as a user writes them (the one list
 # that messages name).
-FAMILIES = ("atari:<Game>", "gfootball:<scenario>", "minatar:<Game>", "vstep")
+FAMILIES = tuple(f.usage for f in env_families.FAMILIES) + ("vstep",)  # for messages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,24 +76,13 @@ def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
   Raises ConfigError (one line) for unknown names or unsupported spaces.
   """
   render_mode = {"render_mode": "rgb_array"} if render else {}
-  if name.startswith("atari:"):
-    from hts_jax.envs import atari  # pylint: disable=import-outside-toplevel
-    game = name.split(":", 1)[1]
-    try:
-      return atari.make_atari(game, train=train, **atari.parse_kwargs(env_kwargs), **render_mode)
-    except gym.error.Error as e:
-      raise ConfigError(f"unknown env {name!r}: {e}") from None
-  if name.startswith("gfootball:"):
-    from hts_jax.envs import gfootball  # pylint: disable=import-outside-toplevel
-    return gfootball.make_gfootball(name.split(":", 1)[1], env_kwargs, train=train,
-                                    render=render)
-  if name.startswith("minatar:"):  # the same env for training and evaluation
-    from hts_jax.envs import minatar  # pylint: disable=import-outside-toplevel
-    return minatar.make_minatar(name.split(":", 1)[1], env_kwargs, render=render)
+  family = family_of(name)
+  if family is not None:
+    return family.make(name, env_kwargs, train, render)
   if name == "vstep":
     if render:
       raise ConfigError("vstep renders no frames: videos need a gymnasium env with rgb_array "
-                        "rendering, atari:<Game>, gfootball:<scenario> or minatar:<Game>")
+                        f"rendering or one of {', '.join(FAMILIES[:-1])}")
     try:
       return RecordRawEpisode(gym.wrappers.PassiveEnvChecker(vstep.VStepEnv(**env_kwargs)))
     except TypeError as e:

@@ -23,6 +23,7 @@ from typing import Any, Dict
 import gymnasium as gym
 import numpy as np
 
+from hts_jax.config import ConfigError
 from hts_jax.envs.wrappers import RecordRawEpisode
 
 
@@ -185,3 +186,12 @@ def parse_kwargs(env_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     from hts_jax.config import ConfigError  # pylint: disable=import-outside-toplevel
     raise ConfigError(f"unknown atari env_kwargs {sorted(unknown)}; allowed: {sorted(allowed)}")
   return dict(env_kwargs)
+
+
+def make(game: str, env_kwargs: Dict[str, Any], train: bool, render: bool) -> gym.Env:
+  """`atari:<game>` for `hts_jax.envs.families` (one line for an unknown game or kwarg)."""
+  try:
+    return make_atari(game, train=train, **parse_kwargs(env_kwargs),
+                      **({"render_mode": "rgb_array"} if render else {}))
+  except gym.error.Error as e:
+    raise ConfigError(f"unknown env 'atari:{game}': {e}") from None

@@ -152,3 +152,8 @@ def make_gfootball(scenario: str, env_kwargs: Dict[str, Any], train: bool = True
     raise _config_error(f"unknown gfootball env_kwargs {sorted(unknown)}; allowed: "
                         f"{sorted(allowed)}")
   return GFootballEnv(scenario, **env_kwargs, render=render)
+
+
+def make(scenario: str, env_kwargs: Dict[str, Any], train: bool, render: bool):
+  """`gfootball:<scenario>` for `hts_jax.envs.families`."""
+  return make_gfootball(scenario, env_kwargs, train=train, render=render)

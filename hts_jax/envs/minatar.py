@@ -151,3 +151,9 @@ def make_minatar(game: str, env_kwargs: Dict[str, Any], render: bool = False) ->
   if max_steps is not None:
     env = gym.wrappers.TimeLimit(env, int(max_steps))
   return RecordRawEpisode(env)
+
+
+def make(game: str, env_kwargs: Dict[str, Any], train: bool, render: bool) -> gym.Env:
+  """`minatar:<game>` for `hts_jax.envs.families`: the same env for training and evaluation."""
+  del train
+  return make_minatar(game, env_kwargs, render=render)

@@ -28,6 +28,7 @@ import numpy as np
 
 from hts_jax import envs
 from hts_jax.config import ConfigError
+from hts_jax.env_families import family_of
 
 # Frames recorded per episode at most (the episode is cut there): 4 minutes of Atari at 15 fps,
 # a whole 11-vs-11 GFootball game (3,000 steps).
@@ -39,18 +40,19 @@ PREVIEW_FRAMES = 1_000
 
 
 def fps(env_name: str, env) -> float:
-  """Frames per second of real (game) time for the recording env's frames."""
-  if env_name.startswith("atari:"):
-    return 15.0  # the emulator's 60 Hz over the frame skip of 4
-  if env_name.startswith("gfootball:"):
-    return 10.0  # a step is 10 physics frames of 10 ms
+  """Frames per second of real (game) time for the recording env's frames: its family's
+  (`env_families`), else the env's `render_fps`."""
+  family = family_of(env_name)
+  if family is not None and family.video_fps:
+    return family.video_fps
   return float(env.metadata.get("render_fps") or 30)
 
 
 def make_recording_env(env_name: str, env_kwargs: Dict[str, Any]):
   """An evaluation env whose `render()` returns RGB frames (an X display is started for
   GFootball where there is none). Raises ConfigError (one line) for envs that render none."""
-  if env_name.startswith("gfootball:"):
+  family = family_of(env_name)
+  if family is not None and family.needs_display:
     ensure_display()
   else:
     _sdl_video_driver()
