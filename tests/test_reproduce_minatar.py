@@ -122,3 +122,24 @@ def test_readme_shows_the_committed_results():
                        [(publish.readme_path(), mr.README_BLOCK, mr.render_summary),
                         (publish.docs_path(), mr.DOCS_BLOCK, mr.render_markdown)],
                        table="tables.md") == []
+
+
+@pytest.mark.slow
+def test_a_tiny_real_grid_runs_every_method_and_reports(tmp_path):
+  """One real block on Breakout (every method, Table A1's too) through the launcher at a tiny
+  budget, then the report; a second call runs nothing."""
+  cmd = [sys.executable, "-m", "experiments.reproduce", "minatar", f"--results={tmp_path}",
+         "--games=Breakout", "--seeds=0", "--steps=4000", "--noreadme", "--resamples=100"]
+  first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+  assert first.returncode == 0, first.stderr[-2000:]
+  assert first.stdout.count("$ python") == 5
+  with open(tmp_path / "results.json") as f:
+    report = json.load(f)
+  assert sorted(r["method"] for r in report["runs"]) == sorted(spec.METHODS)
+  # An evaluation every 80 steps at segment boundaries: 50 for the A2C methods; IMPALA evaluates
+  # at its updates' boundaries (640 env steps each).
+  assert all(r["env_steps"] >= 4000 and len(r["evals"]) >= (5 if r["method"] == "impala" else 50)
+             for r in report["runs"])
+  assert report["protocol"]["deviations"] == {"budget": 4000}
+  again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert again.returncode == 0 and again.stdout.count("done before") == 5
