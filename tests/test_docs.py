@@ -227,3 +227,10 @@ def test_the_site_builds_with_strict(tmp_path):
   for page in ("index", "training", "library"):
     path = tmp_path / "site" / ("index.html" if page == "index" else f"{page}/index.html")
     assert path.exists(), path
+
+
+def test_readme_stays_a_front_page():
+  """README keeps one summary table and one figure per domain (every table is in
+  docs/results.md): at most 200 lines."""
+  with open(os.path.join(ROOT, "README.md")) as f:
+    assert len(f.read().splitlines()) <= 200
