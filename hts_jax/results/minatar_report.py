@@ -94,7 +94,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
              g, m, "final_time", lambda v: f"{v[0]:,} ± {v[1]:,}"))
   _table(lines, "Env steps to 40% / 80% of A2C's final metric (host-independent)", summ, MAIN,
          lambda g, m, r: " / ".join(fmt_ci(c, "{:,.0f}") for c in r["required_steps"].values()))
-  lines[-1:] = ["Targets (40% / 80% of A2C's final metric in this grid): " + "; ".join(
+  lines[-1:] = ["", "Targets (40% / 80% of A2C's final metric in this grid): " + "; ".join(
       f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values()) for g, s in summ.items()
       if s["targets"]) + ".", ""]
   _table(lines, "Required time relative to HTS-A2C's (Table A8), to 40% / 80%: per block the "
