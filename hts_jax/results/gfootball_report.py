@@ -6,12 +6,11 @@ curves (results/gfootball/PROTOCOL.md says what each figure is)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any, Dict, List, Optional
 
-from hts_jax.analysis import metrics, plots
+from hts_jax.analysis import metrics
 from hts_jax.results import launch, paper_report, publish
 from hts_jax.results.gfootball_markdown import short, render_markdown, render_summary
 from hts_jax.results.gfootball_spec import LABELS, METHODS, PAPER, PROTOCOL, REFERENCE, TARGETS
@@ -72,23 +71,13 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
                                                          for r in rows)}
 
 
-def _protocol_text(results: str) -> Optional[str]:
-  path = os.path.join(results, "PROTOCOL.md")
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return f.read()
-
-
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
   runs = paper_report.load_runs(results, SPEC)
   summary = paper_report.summarize(runs, SPEC, resamples)
-  throughput = None
-  if os.path.exists(os.path.join(results, THROUGHPUT)):
-    with open(os.path.join(results, THROUGHPUT)) as f:
-      throughput = json.load(f)
+  throughput = paper_report.read_optional(results, THROUGHPUT, as_json=True)
   return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
-          "protocol": {"settings": PROTOCOL, "file": _protocol_text(results)},
+          "protocol": {"settings": PROTOCOL,
+                       "file": paper_report.read_optional(results, "PROTOCOL.md")},
           "settings": settings, "targets": list(TARGETS), "paper": PAPER,
           "summary": summary, "paired": paper_report.paired_ratios(runs, SPEC, resamples),
           "throughput": throughput,
@@ -103,24 +92,9 @@ def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict
 # Curves.
 
 def plot_curves(report: Dict[str, Any], out_dir: str, resamples: int = 2_000) -> List[str]:
-  """Score vs env steps (Fig. A6) and vs wall time (Fig. A5): per method the mean evaluation
-  score over seeds (each seed's last score carried forward) and its 95% bootstrap band."""
-  scenarios = list(report["summary"])
-  if not scenarios:
-    return []
-  paths = []
-  for axis, xlabel, name, scale in (("env_steps", "env steps", "score_vs_env_steps", 1.0),
-                                    ("wall_time_s", "wall time (minutes)", "score_vs_wall_time",
-                                     1 / 60)):
-    panels = [(short(scenario), {
-        LABELS[m]: [([e[axis] * scale for e in r["evals"]], [e["score"] for e in r["evals"]])
-                    for r in report["runs"]
-                    if r["scenario"] == scenario and r["method"] == m and r["evals"]]
-        for m in METHODS}) for scenario in scenarios]
-    paths.append(plots.band_figure(os.path.join(out_dir, f"{name}.png"), panels, xlabel=xlabel,
-                                   ylabel="evaluation score (10 episodes)", ylim=(-0.05, 1.05),
-                                   resamples=resamples))
-  return paths
+  """Score vs env steps (Fig. A6) and vs wall time (Fig. A5), scores in [0, 1]."""
+  return paper_report.plot_curves(report, out_dir, list(METHODS), LABELS, short, "score",
+                                  "evaluation score (10 episodes)", (-0.05, 1.05), resamples)
 
 
 def write_report(results: str, resamples: int, settings: Dict[str, Any],

@@ -6,11 +6,8 @@ docs/results.md and README's summary, and the curves."""
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any, Dict, List, Optional
 
-from hts_jax.analysis import plots
 from hts_jax.results import paper_report, publish
 from hts_jax.results.publish import fmt_ci, fmt_ratio
 from hts_jax.results.minatar_spec import A1, LABELS, MAIN, METHODS, PAPER, PROTOCOL
@@ -37,15 +34,10 @@ SPEC = paper_report.Spec(methods=list(METHODS), reference="hts_a2c", limit_metho
 def build_report(results: str, resamples: int, deviations: Dict[str, Any]) -> Dict[str, Any]:
   runs = paper_report.load_runs(results, SPEC)
   summary = paper_report.summarize(runs, SPEC, resamples)
-  throughput = None
-  path = os.path.join(results, "throughput.json")
-  if os.path.exists(path):
-    with open(path) as f:
-      throughput = json.load(f)
-  protocol = os.path.join(results, "PROTOCOL.md")
+  throughput = paper_report.read_optional(results, "throughput.json", as_json=True)
   return {"title": "HTS-RL's Atari tables on MinAtar (Table 1/A7, A8, A1)",
           "protocol": {"settings": PROTOCOL, "deviations": deviations,
-                       "file": open(protocol).read() if os.path.exists(protocol) else None},
+                       "file": paper_report.read_optional(results, "PROTOCOL.md")},
           "paper": PAPER, "summary": summary,
           "paired": paper_report.paired_ratios(runs, SPEC, resamples),
           "throughput": throughput,
@@ -141,22 +133,10 @@ def render_summary(report: Dict[str, Any]) -> str:
 
 
 def plot_curves(report: Dict[str, Any], out_dir: str) -> List[str]:
-  """Evaluation return vs env steps and vs wall time per game (Figs. A3/A4): Table 1's methods,
-  mean over seeds and its 95% band."""
-  games = list(report["summary"])
-  if not games:
-    return []
-  paths = []
-  for axis, xlabel, name, scale in (("env_steps", "env steps", "return_vs_env_steps", 1.0),
-                                    ("wall_time_s", "wall time (minutes)", "return_vs_wall_time",
-                                     1 / 60)):
-    panels = [(game, {LABELS[m]: [([e[axis] * scale for e in r["evals"]],
-                                   [e["score"] for e in r["evals"]]) for r in report["runs"]
-                                  if r["scenario"] == game and r["method"] == m and r["evals"]]
-                      for m in MAIN}) for game in games]
-    paths.append(plots.band_figure(os.path.join(out_dir, f"{name}.png"), panels, xlabel=xlabel,
-                                   ylabel="evaluation return (10 episodes)"))
-  return paths
+  """Evaluation return vs env steps and vs wall time per game (Figs. A3/A4), Table 1's
+  methods."""
+  return paper_report.plot_curves(report, out_dir, list(MAIN), LABELS, lambda g: g, "return",
+                                  "evaluation return (10 episodes)")
 
 
 def write_report(results: str, resamples: int, deviations: Dict[str, Any],

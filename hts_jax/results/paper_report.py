@@ -13,7 +13,7 @@ import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from hts_jax.analysis import metrics
+from hts_jax.analysis import metrics, plots
 from hts_jax.results import grid, launch
 
 
@@ -230,3 +230,34 @@ def throughput_minutes(summary: Dict[str, Any],
               if sps and row["required_steps"][t].get("mean") is not None else None)
           for t in row["required_steps"]}
   return out
+
+
+def read_optional(results: str, name: str, as_json: bool = False) -> Any:
+  """`<results>/<name>` (a grid's throughput.json or PROTOCOL.md), None when absent."""
+  path = os.path.join(results, name)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f) if as_json else f.read()
+
+
+def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
+                labels: Dict[str, str], title: Callable[[str], str], prefix: str, ylabel: str,
+                ylim: Optional[tuple] = None, resamples: int = 2_000) -> List[str]:
+  """Evaluation score vs env steps and vs wall time (the paper's curve figures), one panel per
+  scenario: per method the mean over seeds (each seed's last score carried forward) and its 95%
+  bootstrap band; `<prefix>_vs_env_steps.png` and `<prefix>_vs_wall_time.png`."""
+  scenarios = list(report["summary"])
+  if not scenarios:
+    return []
+  paths = []
+  for axis, xlabel, name, scale in (("env_steps", "env steps", "env_steps", 1.0),
+                                    ("wall_time_s", "wall time (minutes)", "wall_time", 1 / 60)):
+    panels = [(title(scenario), {
+        labels[m]: [([e[axis] * scale for e in r["evals"]], [e["score"] for e in r["evals"]])
+                    for r in report["runs"]
+                    if r["scenario"] == scenario and r["method"] == m and r["evals"]]
+        for m in methods}) for scenario in scenarios]
+    paths.append(plots.band_figure(os.path.join(out_dir, f"{prefix}_vs_{name}.png"), panels,
+                                   xlabel=xlabel, ylabel=ylabel, ylim=ylim, resamples=resamples))
+  return paths
