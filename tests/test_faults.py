@@ -3,7 +3,6 @@ Each attack asserts the exit code, exactly one `error:` line, the time to exit, 
 or /dev/shm block, and what stays on disk (param_sha256 after --resume where it applies)."""
 
 import glob
-import json
 import os
 import re
 import signal
@@ -138,24 +137,40 @@ def test_a_logdir_that_cannot_be_a_directory_fails_before_anything_starts(tmp_pa
 
 
 # ------------------------------------------------------------ 10: signals during start-up
-@pytest.mark.parametrize("sig,code,after_s", [(signal.SIGINT, 130, 5.0),
-                                              (signal.SIGTERM, 143, 5.0),
-                                              (signal.SIGINT, 130, 1.5)])
-def test_a_signal_during_start_up_ends_with_one_line(tmp_path, sig, code, after_s):
-  """Defect 10: SIGINT while the env was checked or the steps compiled gave a 123-line
-  KeyboardInterrupt traceback (exit -2); SIGTERM died silently (exit -15). After 1.5 s the
-  launcher is importing; after 5 s it is building the env (30 s)."""
-  proc = popen(str(tmp_path), *S, "--total_steps=160", *SLOW_START)
+def _signal_during_start_up(logdir, sig, code, after_s):
+  proc = popen(str(logdir), *S, "--total_steps=160", *SLOW_START)
   time.sleep(after_s)
   proc.send_signal(sig)
   t0 = time.monotonic()
-  _, stderr = proc.communicate(timeout=60)
-  assert time.monotonic() - t0 < 5
-  assert proc.returncode == code, stderr
+  try:
+    _, stderr = proc.communicate(timeout=20)
+  except subprocess.TimeoutExpired:
+    proc.kill()
+    _, stderr = proc.communicate()
+    pytest.fail(f"{sig.name} {after_s} s after start was lost: {stderr[-2000:]}")
+  where = f"{sig.name} {after_s} s after start: {stderr[-2000:]}"
+  assert time.monotonic() - t0 < 5, where
+  assert proc.returncode == code, where
   assert error_lines(stderr) == [f"error: interrupted by {sig.name} during start-up; nothing was "
-                                 "trained or saved"], stderr
-  assert "Traceback" not in stderr
-  assert not leftover_shm(tmp_path)
+                                 "trained or saved"], where
+  assert "Traceback" not in stderr, where
+  assert not leftover_shm(logdir), where
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_env_is_built_ends_with_one_line(tmp_path, sig, code):
+  """Defect 10: SIGINT while the env was checked or the steps compiled gave a 123-line
+  KeyboardInterrupt traceback (exit -2); SIGTERM died silently (exit -15). After 5 s the launcher
+  is building the env (30 s)."""
+  _signal_during_start_up(tmp_path, sig, code, 5.0)
+
+
+def test_a_signal_at_any_moment_of_the_imports_ends_with_one_line(tmp_path):
+  """While the modules load, a handler that raised lost the signal when the exception landed in
+  JAX's garbage-collector callback (the run went on; measured at 1.5 s) and gave an ImportError
+  (exit 1) inside a C extension's import (at 0.6 s): every moment of the first 2.4 s is tried."""
+  for k in range(1, 17):
+    _signal_during_start_up(tmp_path / str(k), signal.SIGINT, 130, round(0.15 * k, 2))
 
 
 # ------------------------------------------------------------ 4, 5: corrupt checkpoints

@@ -10,13 +10,13 @@ Bad flag values fail before anything is spawned, with a one-line reason and exit
 """
 
 import dataclasses
-import signal
 
 from absl import flags
 from absl import logging
 
 from hts_jax.algorithm_registry import ALGORITHMS
 from hts_jax.cli import common as cli
+from hts_jax.cli import startup
 from hts_jax.presets import PRESETS
 from hts_jax import config as hts_config
 
@@ -76,20 +76,6 @@ def build_config() -> hts_config.RunConfig:
   return cfg
 
 
-class _Signalled(BaseException):
-  """SIGINT/SIGTERM before the run's controller handles signals (start-up: flags, imports, the
-  env check, the checkpoint, compiling): nothing was trained or saved, so the program just ends."""
-
-  def __init__(self, signum: int):
-    super().__init__(signum)
-    self.signum = signum
-
-
-def _raise_signalled(signum, frame):
-  del frame
-  raise _Signalled(signum)
-
-
 def main(argv):
   logging.set_verbosity(logging.WARNING)  # JAX's backend probing is not news to users
   if len(argv) > 1:
@@ -130,14 +116,12 @@ def main(argv):
 
 def run():
   """The `hts-train` console command."""
-  for s in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(s, _raise_signalled)
-  try:
-    cli.run_main(main, __name__)
-  except _Signalled as e:
-    # At once: exit handlers could wait (jax.distributed's shutdown barrier, orbax's threads).
-    cli.fail_now(f"interrupted by {signal.Signals(e.signum).name} during start-up; nothing was "
-                 "trained or saved", 128 + e.signum)
+  # Until the runner is built a signal ends the program at once, from the handler itself: raising
+  # from it instead was lost when it landed in JAX's garbage-collector callback ("Exception
+  # ignored") and became an ImportError inside a C extension's import. Nothing has been spawned,
+  # trained or saved by then, and the logdir's flock goes with the process.
+  startup.handle_signals()
+  cli.run_main(main, __name__)
 
 
 if __name__ == "__main__":
