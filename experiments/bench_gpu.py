@@ -111,7 +111,7 @@ def envpool_random(num_envs: int, threads: int, seconds: float) -> dict:
   all envs (synchronous, as the runtime's groups step)."""
   import numpy as np  # pylint: disable=import-outside-toplevel
   from hts_jax.config import RunConfig  # pylint: disable=import-outside-toplevel
-  from hts_jax.runtime import envpool_group  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime.loops import envpool_group  # pylint: disable=import-outside-toplevel
   cfg = RunConfig.make(env="atari:Breakout", envpool=True, num_envs=num_envs, num_executors=threads,
                   num_actors=1, seed=0)
   pool = envpool_group.make_pool(cfg, 0, num_envs)

@@ -73,9 +73,9 @@ class Rollout:
   """Start-state decorrelation (Stooke & Abbeel 2018): each env replica first takes a random
   number in [0, decorrelate_steps] of uniform-random actions, keyed by env id."""
   envpool: bool = False
-  """Fast path through envpool (`hts_jax.runtime.envpool_group`) for atari:<Game> and the MuJoCo
-  ids envpool has (e.g. HalfCheetah-v5): num_actors actor threads each drive an envpool instance
-  over num_envs / num_actors envs; num_executors envpool threads."""
+  """Fast path through envpool (`hts_jax.runtime.loops.envpool_group`) for atari:<Game> and the
+  MuJoCo ids envpool has (e.g. HalfCheetah-v5): num_actors actor threads each drive an envpool
+  instance over num_envs / num_actors envs; num_executors envpool threads."""
   vector_envs: bool = True
   """Executors step plain CartPole-v1 blocks in one tight loop (`hts_jax.envs.blocks.CartPoleBlock`,
   bit-for-bit gymnasium's env); False steps every gymnasium replica in turn (same results,

@@ -9,7 +9,7 @@ at iteration k takes (its Eq. 6)
 its own locally updated params averaged with the (possibly stale) params its in-peer last sent;
 an agent that received nothing keeps its local update (Eq. 5). Only the params mix: each agent
 keeps its own optimizer state. Host-side scheduling (who sends what when) is in
-`hts_jax.runtime.gala`.
+`hts_jax.runtime.loops.gala`.
 """
 
 from __future__ import annotations

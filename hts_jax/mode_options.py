@@ -137,17 +137,17 @@ class ModeRules:
 
 
 RULES: Dict[str, ModeRules] = {
-    "hts": ModeRules("hts_jax.runtime.hts:MODE"),
-    "sync": ModeRules("hts_jax.runtime.sync:MODE", options="sync", forces_correction="none",
+    "hts": ModeRules("hts_jax.runtime.loops.hts:MODE"),
+    "sync": ModeRules("hts_jax.runtime.loops.sync:MODE", options="sync", forces_correction="none",
                       reports="none"),
     # IMPALA: one V-trace step per batch of unrolls.
-    "async": ModeRules("hts_jax.runtime.asynchronous:MODE", options="asynchronous",
+    "async": ModeRules("hts_jax.runtime.loops.asynchronous:MODE", options="asynchronous",
                        forces_correction="none", reports="vtrace",
                        steps_per_update=lambda cfg: cfg.asynchronous.steps_per_update(cfg.rollout),
                        sgd_steps_per_update=1, multi_process=False),
-    "gala": ModeRules("hts_jax.runtime.gala:GALA", options="gala", forces_correction="none",
+    "gala": ModeRules("hts_jax.runtime.loops.gala:GALA", options="gala", forces_correction="none",
                       reports="none", multi_process=False),
-    "allreduce": ModeRules("hts_jax.runtime.gala:ALLREDUCE", options="gala",
+    "allreduce": ModeRules("hts_jax.runtime.loops.gala:ALLREDUCE", options="gala",
                            forces_correction="none", reports="none", multi_process=False),
 }
 MODES = tuple(RULES)  # what --mode takes

@@ -200,7 +200,7 @@ def test_envpool_fake_steps_are_masked_like_the_ale_py_path():
   pytest.importorskip("envpool")
   from hts_jax.envs.blocks import make_block
   from hts_jax.runtime import storage
-  from hts_jax.runtime.envpool_group import StepRecorder, make_pool
+  from hts_jax.runtime.loops.envpool_group import StepRecorder, make_pool
 
   steps, n = 700, 2
   spec = storage.StorageSpec(steps, n, (84, 84, 4), "uint8")

@@ -99,7 +99,7 @@ def test_default_is_deterministic():
 
 
 def test_a_checkpoint_written_before_a_field_existed_resumes_as_its_default():
-  from hts_jax.runtime import checkpoint  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime.outputs import checkpoint  # pylint: disable=import-outside-toplevel
   current = RunConfig().to_dict()
   old = dict(current)
   del old["xla_deterministic"]  # written before the field existed

@@ -17,7 +17,8 @@ from hts_jax import envs, heads, losses, networks, normalization
 from hts_jax.acting import build_policy_core
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from hts_jax.presets import PRESETS
-from hts_jax.runtime import checkpoint, modes
+from hts_jax.runtime import modes
+from hts_jax.runtime.outputs import checkpoint
 
 GAUSS = heads.DiagGaussian(3)
 

@@ -8,7 +8,7 @@ import pytest
 
 from hts_jax import envs, networks
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import evaluation
+from hts_jax.runtime.outputs import evaluation
 
 
 def _evaluator(env, episodes, **kw):

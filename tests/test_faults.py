@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from hts_jax.runtime import checkpoint, logdir as logdir_lib, modes
+from hts_jax.runtime import logdir as logdir_lib, modes
+from hts_jax.runtime.outputs import checkpoint
 from tests.test_reliability import (ROOT, cmd, error_lines, executor_pids, leftover_shm,
                                     metric_rows, run_cli, start_and_wait_for_rows, summary)
 

@@ -13,7 +13,7 @@ import pytest
 from hts_jax import gala
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.runtime import modes
-from hts_jax.runtime.gossip import Ring
+from hts_jax.runtime.loops.gossip import Ring
 from tests.test_learning import train
 
 X0 = [0.0, 3.0, 6.0]  # three agents' (scalar) params; their average is 3

@@ -65,7 +65,7 @@ def test_lstm_on_three_agents_is_deterministic_and_runs_async(tmp_path):
 def display():
   if not shutil.which("Xvfb"):
     pytest.skip("Xvfb is installed by .ci/setup.sh")
-  from hts_jax.runtime import video
+  from hts_jax.runtime.outputs import video
   old = os.environ.pop("DISPLAY", None)
   video.ensure_display()  # Xvfb picks a free display and says which once it is up (-displayfd)
   yield

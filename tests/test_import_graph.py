@@ -128,3 +128,14 @@ def test_the_config_and_the_registries_import_no_jax():
 
 def test_the_cycle_check_finds_a_cycle():
   assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_the_runtime_wings_depend_one_way():
+  """runtime/loops (the modes) compose the core's parts; the core (but `modes`, the registry and
+  entry point) never imports a loop, and runtime/outputs (what a run writes) never imports one."""
+  graph = _graph()
+  loops = "hts_jax.runtime.loops"
+  for module in graph:
+    if module.startswith(loops) or module == "hts_jax.runtime.modes":
+      continue
+    assert not {m for m in graph[module] if m.startswith(loops)}, module

@@ -10,7 +10,8 @@ import pytest
 from hts_jax import envs, networks
 from hts_jax.config import ConfigError, LearnerConfig
 from hts_jax.envs.minatar import GAMES
-from hts_jax.runtime import checkpoint, modes, video
+from hts_jax.runtime import modes
+from hts_jax.runtime.outputs import checkpoint, video
 from tests.test_learning import train
 from tests.test_runtime import small_config
 from tests.test_tracking import _frames

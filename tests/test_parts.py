@@ -12,7 +12,7 @@ import pytest
 from hts_jax import seeding
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import RULES
-from hts_jax.runtime import observers
+from hts_jax.runtime.outputs import observers
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer
 from hts_jax.runtime.executor import Executor, ExecutorSpec

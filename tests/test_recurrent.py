@@ -19,7 +19,8 @@ from hts_jax.acting import build_policy_core
 from hts_jax.algorithm_registry import ALGORITHMS
 from hts_jax.algorithms import complete_segment
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from hts_jax.runtime import checkpoint, modes, storage
+from hts_jax.runtime import modes, storage
+from hts_jax.runtime.outputs import checkpoint
 from hts_jax.runtime.learner_worker import segment_of
 from hts_jax.runtime.policy import make_policy_step
 from hts_jax.types import Segment
@@ -360,7 +361,8 @@ gym.register("hts_test/Lives-v0", entry_point=_Lives)
 def test_evaluation_restarts_the_state_at_a_lost_life_as_training_does():
   """Training ends an Atari episode at each lost life (the executors zero the row's state
   there); an evaluation plays the whole game and zeroes the state at the same points."""
-  from hts_jax.runtime.evaluation import Evaluator  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from hts_jax.runtime.outputs.evaluation import Evaluator
   net, params = _net()
   ev = Evaluator("hts_test/Lives-v0", {}, net.apply, 2, seed=0, core_size=2 * H)
   seen = []

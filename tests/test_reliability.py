@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from hts_jax.runtime import checkpoint, modes
+from hts_jax.runtime import modes
+from hts_jax.runtime.outputs import checkpoint
 from hts_jax.runtime.storage import shm_prefix
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -281,7 +282,7 @@ def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_pa
   """Defect: a checkpoint waited for pending evaluations while the executors sat at the barrier.
   With evaluations that take 0.6 s each, checkpoints at every update must not add them to the
   executors' barrier time, and the run's results are unchanged."""
-  from hts_jax.runtime import evaluation
+  from hts_jax.runtime.outputs import evaluation
   cfg = dict(env="CartPole-v1", alpha=8, num_envs=4, num_executors=2, total_steps=4 * 8 * 6,
              seed=9, log_every_s=1e9, eval_episodes=1, eval_every=32, checkpoint_every=1,
              learner=LearnerConfig(algo="a2c", unroll_length=8))

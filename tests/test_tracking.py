@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from hts_jax.runtime import checkpoint, modes, tracking, video
-from hts_jax.runtime.evaluation import Evaluator
+from hts_jax.runtime import modes
+from hts_jax.runtime.outputs import checkpoint, tracking, video
+from hts_jax.runtime.outputs.evaluation import Evaluator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -202,7 +203,7 @@ def test_gfootball_video_under_a_virtual_display(tmp_path):
   pytest.importorskip("gfootball", reason="built by .ci/setup.sh")
   code = f"""
 import json
-from hts_jax.runtime import video
+from hts_jax.runtime.outputs import video
 from tests.test_tracking import _cnn_evaluator, _frames
 video.MAX_FRAMES = 8
 ev, params = _cnn_evaluator("gfootball:academy_empty_goal_close", {str(tmp_path)!r})

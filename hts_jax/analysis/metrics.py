@@ -9,7 +9,7 @@ intervals over seeds.
   episodes, i.e., 10 episodes for each of the most recent ten policies" (`RUNNING_WINDOW`
   evaluations). Only full windows count: a run reaches a target at its 10th evaluation at the
   earliest, and every average is over 10 evaluations that played different episodes
-  (`hts_jax.runtime.evaluation`). `--stop_at_return` stops a run on the same average
+  (`hts_jax.runtime.outputs.evaluation`). `--stop_at_return` stops a run on the same average
   (`first_reached`).
 Each is computed per run (seed); a group of seeds is summarized by its mean and a 95% percentile
 bootstrap interval of the mean (10,000 resamples of the seeds with replacement).

@@ -26,17 +26,19 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
-from hts_jax.runtime import backend, bookkeeping, checkpoint, distributed, host, reporting
+from hts_jax.runtime import backend, distributed, host
+from hts_jax.runtime.outputs import bookkeeping, checkpoint, reporting
 from hts_jax.runtime import logdir as logdir_lib
 from hts_jax.runtime.actor import ActorStats
 from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.bookkeeping import Book, summary
+from hts_jax.runtime.outputs.bookkeeping import Book, summary
 from hts_jax.runtime.buffers import ActionBuffer, StateBuffer
-from hts_jax.runtime.evaluation import Evaluator
+from hts_jax.runtime.outputs.evaluation import Evaluator
 from hts_jax.runtime.executor import executor_specs
 from hts_jax.runtime.learner_worker import LearnResult
-from hts_jax.runtime.observers import (CheckpointWriter, Evaluations, Observer, Snapshot,
-                                       UpdateEvent, output_observers, tracker_of)
+from hts_jax.runtime.outputs.observers import (CheckpointWriter, Evaluations, Observer,
+                                               Snapshot, UpdateEvent, output_observers,
+                                               tracker_of)
 from hts_jax.runtime.placement import COMPILES
 from hts_jax.runtime.storage import Storages, shm_prefix
 from hts_jax.runtime.supervisor import (Interrupted, RunError, Supervisor, catch_output_errors,

@@ -9,8 +9,9 @@ from typing import Any, Dict
 
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import RULES
-from hts_jax.runtime import backend, distributed, logdir, tracking
-from hts_jax.runtime.mode import Mode
+from hts_jax.runtime import backend, distributed, logdir
+from hts_jax.runtime.outputs import tracking
+from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.supervisor import (Interrupted, RunError,  # pylint: disable=unused-import
                                         defer_signals)

@@ -20,7 +20,8 @@ import numpy as np
 
 from hts_jax import envs, heads, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import checkpoint, distributed, host, video
+from hts_jax.runtime import distributed, host
+from hts_jax.runtime.outputs import checkpoint, video
 from hts_jax.runtime.actor import ActingParts
 from hts_jax.runtime import storage as storage_lib
 from hts_jax.runtime.buffers import BlockLayout
@@ -30,7 +31,7 @@ from hts_jax.runtime.policy import make_policy_step
 from hts_jax.types import Segment
 
 if TYPE_CHECKING:
-  from hts_jax.runtime.mode import Mode
+  from hts_jax.runtime.loops.mode import Mode
 
 # On CPU, XLA runs each call on the calling thread instead of handing it to a dispatch thread and
 # spinning until it is done: an actor's small policy call then costs ~65 us of CPU instead of

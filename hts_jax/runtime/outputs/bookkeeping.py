@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.mode_options import RULES
-from hts_jax.runtime import reporting
+from hts_jax.runtime.outputs import reporting
 from hts_jax.runtime.buffers import Done
 
 

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from hts_jax.config import ConfigError
-from hts_jax.runtime import video as video_lib
+from hts_jax.runtime.outputs import video as video_lib
 from hts_jax.runtime import supervisor
 from hts_jax.runtime.supervisor import RunError
 

@@ -25,8 +25,8 @@ from typing import Any, Dict
 
 from hts_jax.runtime.actor import BlockBatcher, ParamsBox, actor_loop
 from hts_jax.runtime.controller import Controller
-from hts_jax.runtime.envpool_group import start_envpool_groups
-from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.loops.envpool_group import start_envpool_groups
+from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.runner import Runner
 
 

@@ -22,12 +22,13 @@ import numpy as np
 
 from hts_jax import algorithms
 from hts_jax.config import ConfigError
-from hts_jax.runtime import reporting, supervisor
+from hts_jax.runtime import supervisor
+from hts_jax.runtime.outputs import reporting
 from hts_jax.runtime.actor import ActorStats, LockstepSampler, ParamsBox
 from hts_jax.runtime.buffers import Started
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
-from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.runner import Runner
 from hts_jax.types import Unroll
 

@@ -35,13 +35,14 @@ import jax
 import numpy as np
 
 from hts_jax import gala
-from hts_jax.runtime import reporting, supervisor
+from hts_jax.runtime import supervisor
+from hts_jax.runtime.outputs import reporting
 from hts_jax.runtime.actor import LockstepSampler
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
-from hts_jax.runtime.gossip import Ring, Rounds, Step
+from hts_jax.runtime.loops.gossip import Ring, Rounds, Step
 from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
-from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.runner import Runner
 
 def _policy_rows(runner: Runner) -> int:

@@ -1,5 +1,5 @@
 """Run outputs (host side): metrics.csv, summary.json, progress lines, and the parameter hash that
-determinism is judged by. TensorBoard and W&B: `hts_jax.runtime.tracking`."""
+determinism is judged by. TensorBoard and W&B: `hts_jax.runtime.outputs.tracking`."""
 
 from __future__ import annotations
 

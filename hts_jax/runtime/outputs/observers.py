@@ -22,8 +22,8 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from hts_jax.runtime import checkpoint, reporting, tracking
-from hts_jax.runtime.evaluation import Evaluator
+from hts_jax.runtime.outputs import checkpoint, reporting, tracking
+from hts_jax.runtime.outputs.evaluation import Evaluator
 from hts_jax.runtime.supervisor import RunError, error_line
 
 

@@ -17,8 +17,8 @@ from hts_jax.runtime import supervisor
 from hts_jax.runtime.actor import BlockBatcher, ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
-from hts_jax.runtime.envpool_group import start_envpool_groups
-from hts_jax.runtime.mode import Mode
+from hts_jax.runtime.loops.envpool_group import start_envpool_groups
+from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.runner import Runner
 
 Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports

@@ -13,7 +13,7 @@ same run is reproducible.
 
 Videos (`submit_video`) run in the same thread: the first episode of the latest evaluation
 submitted (its seed, its row of the same fixed-shape policy step, so the same actions) replayed on
-a recording env (`hts_jax.runtime.video`), saved to `<video_dir>/eval-<env steps>.mp4`.
+a recording env (`hts_jax.runtime.outputs.video`), saved to `<video_dir>/eval-<env steps>.mp4`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 from hts_jax import envs, losses, seeding
 from hts_jax.heads import Head
 from hts_jax.runtime import distributed
-from hts_jax.runtime import video as video_lib
+from hts_jax.runtime.outputs import video as video_lib
 from hts_jax.runtime.policy import make_policy_step
 
 # Hard cap on steps per evaluation episode (envs without a time limit).
@@ -43,7 +43,7 @@ PROGRESS_S = 30.0
 class Evaluator:
   """`submit(env_steps, wall_time_s, params)` queues an evaluation; `results` collects them.
   `submit_video(env_steps, params)` queues a recorded episode; `videos` collects them. Both go to
-  `tracker` (`hts_jax.runtime.tracking`) where one is given. An episode still running after
+  `tracker` (`hts_jax.runtime.outputs.tracking`) where one is given. An episode still running after
   `max_steps` steps (0: MAX_EPISODE_STEPS) is cut: its return so far counts, the result has
   `"cut"`, and one line says so; an evaluation that takes long prints progress every PROGRESS_S."""
 
