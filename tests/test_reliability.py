@@ -191,11 +191,11 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
     return original(*args, **kwargs)
 
   if part == "actor":
-    original = runner.policy.run_actions
-    runner.policy.run_actions = broken
+    original = runner.parts.policy.run_actions
+    runner.parts.policy.run_actions = broken
   else:
-    original = runner.learner.step_fn
-    runner.learner.step_fn = broken
+    original = runner.parts.learner.step_fn
+    runner.parts.learner.step_fn = broken
   with pytest.raises(modes.RunError, match=rf"^{part}(-0)?: RuntimeError: {part} broke$"):
     runner.run()
   assert time.monotonic() - calls["failed_at"] < 10  # the stop, not the start-up before it
@@ -301,5 +301,5 @@ def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_pa
   # >= 6 s in all); without them the executors wait for start-up, the boundaries and the saves.
   assert s["idle"]["executors_at_barrier"] < 3.0, s["idle"]
   ckpt = checkpoint.restore(str(tmp_path / "slow"), modes.make_runner(
-      RunConfig.make(logdir=str(tmp_path / "slow"), **cfg), resume=True).learner.state)
+      RunConfig.make(logdir=str(tmp_path / "slow"), **cfg), resume=True).parts.learner.state)
   assert len(ckpt["host"]["book"]["eval"]) == ckpt["host"]["segment"] + 1

@@ -45,46 +45,46 @@ from hts_jax.runtime.supervisor import (Interrupted, RunError, Supervisor, catch
                                         error_line, interrupted_message, take_output_error)
 
 if TYPE_CHECKING:
-  from hts_jax.runtime.runner import Runner
+  from hts_jax.runtime.parts import Parts
 
 
 class Controller:
   """The parts of one run that live as long as it: storages, supervisor, barrier, book, outputs.
   Used as a context manager: leaving it shuts everything down in order (see `supervisor`)."""
 
-  def __init__(self, runner: "Runner", total_steps: int, checkpoints: bool = True):
-    self.runner = runner
-    cfg = self.config = runner.config
-    restored = runner.restored
+  def __init__(self, parts: Parts, total_steps: int, checkpoints: bool = True):
+    self.parts = parts
+    cfg = self.config = parts.config
+    restored = parts.restored
     self.checkpoints = checkpoints
     self.primary = cfg.distributed.process_id == 0  # process 0 writes the outputs and evaluates
     self.observers: List[Observer] = output_observers(
-        cfg, None if restored is None else runner.learner.version, total_steps)
-    self.storages = Storages(runner.storage_spec, create=True,
+        cfg, None if restored is None else parts.learner.version, total_steps)
+    self.storages = Storages(parts.shape.storage, create=True,
                              name_prefix=shm_prefix(cfg.outputs.logdir))
     self.supervisor = Supervisor(cfg.env_ids_of_executor, cfg.rollout.watchdog_s)
-    self.supervisor.watch_part(runner.learner.stalled)
+    self.supervisor.watch_part(parts.learner.stalled)
     self.barrier = AlphaBarrier(self.supervisor)
     self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else
                  Book.from_json(restored["host"]["book"]))
-    self.book.hosts.append(runner.host)  # this session's (summary.json's `host`)
+    self.book.hosts.append(parts.host)  # this session's (summary.json's `host`)
     self.first_segment = 0 if restored is None else restored["host"]["segment"] + 1
     # A restored checkpoint holds the segment before first_segment, maybe not yet learned.
     self.restored_unlearned = (restored is not None and not restored["host"].get("learned"))
     if restored is not None:
       self.storages.load(self.first_segment - 1, restored["storage"], restored["envs"] is None)
-    self.evaluator = Evaluator(cfg.rollout.env, cfg.rollout.env_kwargs, runner.network.apply,
+    self.evaluator = Evaluator(cfg.rollout.env, cfg.rollout.env_kwargs, parts.model.network.apply,
                                cfg.evaluation.eval_episodes, cfg.rollout.seed,
                                greedy=cfg.evaluates_greedy,
                                max_steps=cfg.evaluation.eval_max_steps, results=self.book.eval,
-                               num_agents=runner.num_agents, head=runner.head,
-                               core_size=runner.core_size, tracker=tracker_of(self.observers),
-                               sharding=runner.placement.eval_params,
+                               num_agents=parts.shape.num_agents, head=parts.model.head,
+                               core_size=parts.shape.core_size, tracker=tracker_of(self.observers),
+                               sharding=parts.placement.eval_params,
                                video_dir=os.path.join(cfg.outputs.logdir, "videos"))
     if self.primary:  # the one that evaluates
       self.observers.append(Evaluations(self.evaluator))
-      self.evaluator.compile(runner.learner.state.params, runner.info.obs_shape,
-                             runner.info.obs_dtype)
+      self.evaluator.compile(parts.learner.state.params, parts.shape.info.obs_shape,
+                             parts.shape.info.obs_dtype)
     self.writer = CheckpointWriter(cfg.outputs.logdir, self.evaluator)
     self.observers.append(self.writer)  # each event has one kind of observer: order is free
     # The idle/efficiency figures per update are the tracker's only: not computed without one.
@@ -161,27 +161,27 @@ class Controller:
   def book_totals(self, copy: bool = True) -> Book:
     """The book with this session's actor and learner counters added: a copy, or with
     `copy=False` one that shares the book's lists (to read at once, not to keep)."""
-    extra = bookkeeping.totals(self.actor_stats, self.runner.policy_rows,
-                               self.runner.learner.idle_s)
+    extra = bookkeeping.totals(self.actor_stats, self.parts.policy_rows,
+                               self.parts.learner.idle_s)
     book = dataclasses.replace(self.book, **{k: getattr(self.book, k) + v
                                              for k, v in extra.items()})
     return Book.from_json(json.loads(json.dumps(book.to_json()))) if copy else book
 
   def figures(self, env_steps: int) -> Dict[str, float]:
     """summary.json's idle and efficiency figures so far, as tracker tags."""
-    return bookkeeping.tags(self.book_totals(copy=False), env_steps, self.runner.num_agents)
+    return bookkeeping.tags(self.book_totals(copy=False), env_steps, self.parts.shape.num_agents)
 
   # ------------------------------------------------------------ executors
   def spawn_executors(self, state_buffer_of: Optional[Sequence[int]] = None) -> None:
     """Executor processes for every env, one action buffer each; they post to state buffer
     `state_buffer_of[k]` (default: one state buffer shared by all)."""
-    cfg, runner = self.config, self.runner
+    cfg, parts = self.config, self.parts
     owners = ([0] * cfg.rollout.num_executors if state_buffer_of is None
               else list(state_buffer_of))
     self.state_buffers = [StateBuffer() for _ in range(max(owners) + 1)]
     inboxes = [ActionBuffer() for _ in range(cfg.rollout.num_executors)]
-    saved = None if runner.restored is None else runner.restored["envs"]
-    specs = executor_specs(cfg, self.storages.spec, runner.layout, self.first_segment, saved)
+    saved = None if parts.restored is None else parts.restored["envs"]
+    specs = executor_specs(cfg, self.storages.spec, parts.shape.layout, self.first_segment, saved)
     self.supervisor.spawn_executors(specs, inboxes,
                                     [self.state_buffers[o].writer for o in owners])
     self.barrier.attach(inboxes)
@@ -193,7 +193,7 @@ class Controller:
     book, wall = self.book, self.wall()
     book.lags.append(result.lag)
     book.learn_s += result.compute_s
-    row = {"env_steps": env_steps, "updates": self.runner.learner.version, "wall_time_s": wall,
+    row = {"env_steps": env_steps, "updates": self.parts.learner.version, "wall_time_s": wall,
            "sps": env_steps / wall, "segment": result.segment, "lag": result.lag,
            "learn_s": result.compute_s, "train_return": reporting.mean_or_none(recent_returns)}
     row.update(extra or {})
@@ -213,7 +213,7 @@ class Controller:
       self._evaluate_if_due(env_steps, params)
     if self.checkpoints:
       self._checkpoint_if_due(segment, learned)
-    self._notify("on_progress", env_steps, self.wall(), self.runner.learner.version,
+    self._notify("on_progress", env_steps, self.wall(), self.parts.learner.version,
                  self.book.recent_return(), self.evaluator.latest())
     return stop
 
@@ -251,7 +251,7 @@ class Controller:
   def _checkpoint_if_due(self, segment: int, learned: bool) -> None:
     """Saves when due or when a signal asked for it (and then stops the run with Interrupted)."""
     cfg, sup = self.config, self.supervisor
-    updates = self.runner.learner.version
+    updates = self.parts.learner.version
     signum, multi = sup.signal, cfg.distributed.num_processes > 1
     if multi:  # a signal in any process: every process saves and stops at this boundary
       signals = distributed.allgather_ints([sup.signal or 0])[:, 0]
@@ -274,7 +274,7 @@ class Controller:
     book.wall_time_s = self.wall()
     saved = {"segment": segment, "learned": learned, "book": book.to_json(),
              "config": json.loads(json.dumps(cfg.to_dict()))}
-    self._notify("on_checkpoint", Snapshot(updates, self.runner.learner.state, storage,
+    self._notify("on_checkpoint", Snapshot(updates, self.parts.learner.state, storage,
                                            env_states, saved, self.evaluator.submitted,
                                            cfg.distributed.process_id if multi else None))
     if multi or signum is not None:  # multi: every process writes now, together (orbax)
@@ -288,17 +288,17 @@ class Controller:
              extras: Optional[Callable[[], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """The final evaluation (of the final params, always) and summary.json, written once with
     the mode's `extras()` merged in (skipped if a signal stopped the final evaluation)."""
-    cfg, runner = self.config, self.runner
+    cfg, parts = self.config, self.parts
     wall = self.wall()
     self.stop_clock()
     compiled = COMPILES.since_start()
     book = self.book_totals()
     book.wall_time_s = wall
     self._notify("flush")
-    params = distributed.local_copy(runner.learner.state.params)
+    params = distributed.local_copy(parts.learner.state.params)
     if cfg.distributed.num_processes > 1:  # every env's episodes, from the process that ran it
-      parts = distributed.allgather_json(book.returns)
-      book.returns = [[r for part in parts for r in part[e]] for e in range(cfg.rollout.num_envs)]
+      chunks = distributed.allgather_json(book.returns)
+      book.returns = [[r for part in chunks for r in part[e]] for e in range(cfg.rollout.num_envs)]
     self._notify("on_evaluation", env_steps, wall, params)
     if cfg.evaluation.video_final:
       self._notify("on_video", env_steps, params, final=True)
@@ -310,14 +310,14 @@ class Controller:
     except RuntimeError as e:
       raise RunError(str(e)) from e
     interrupted = (None if self.evaluator.finished(self.evaluator.submitted) else sup.signal)
-    self._notify("on_progress", env_steps, wall, runner.learner.version, None,
+    self._notify("on_progress", env_steps, wall, parts.learner.version, None,
                  self.evaluator.latest(), force=True)
-    out = summary(cfg, book, env_steps, runner.learner.version, wall,
-                  reporting.param_sha256(params), runner.network_kind,
-                  runner.compile_s, None if runner.restored is None else runner.restored["step"],
-                  runner.num_agents)
-    out["backend"] = backend.describe(runner.placement.learner, runner.placement.actor)
-    out["host"] = host.finish_record(runner.host, book.hosts[:-1])
+    out = summary(cfg, book, env_steps, parts.learner.version, wall,
+                  reporting.param_sha256(params), parts.model.kind,
+                  parts.compile_s, None if parts.restored is None else parts.restored["step"],
+                  parts.shape.num_agents)
+    out["backend"] = backend.describe(parts.placement.learner, parts.placement.actor)
+    out["host"] = host.finish_record(parts.host, book.hosts[:-1])
     out["eval"] = self.evaluator.summary()
     # XLA compilations inside the timed run (functions' names): none is expected.
     out["compiled_during_run"] = compiled
@@ -334,6 +334,6 @@ class Controller:
         raise RunError(error_line(e, path)) from None
     if interrupted is not None:
       raise Interrupted(f"interrupted by {signal.Signals(interrupted).name} during the final "
-                        f"evaluation; training finished ({runner.learner.version} updates) and "
+                        f"evaluation; training finished ({parts.learner.version} updates) and "
                         f"{cfg.outputs.logdir}/summary.json holds the run without it", interrupted)
     return out

@@ -29,7 +29,7 @@ from hts_jax.runtime.buffers import Started
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.runner import Runner
+from hts_jax.runtime.parts import Model, Parts, Shape
 from hts_jax.types import Unroll
 
 
@@ -77,21 +77,21 @@ class UnrollQueue:
       self._cond.notify_all()
 
 
-def _policy_rows(runner: Runner) -> int:
-  return runner.num_rows // runner.config.rollout.num_actors
+def _policy_rows(shape: Shape) -> int:
+  return shape.num_rows // shape.config.rollout.num_actors
 
 
-def _learner_step(runner: Runner, lcfg):
-  if len(runner.config.devices.learner_devices) > 1:
+def _learner_step(shape: Shape, model: Model, lcfg):
+  if len(shape.config.devices.learner_devices) > 1:
     raise ConfigError("--mode=async runs its learner on one device")
-  return jax.jit(algorithms.build_vtrace_update(lcfg, runner.network.apply, runner.optimizer,
-                                                head=runner.head))
+  return jax.jit(algorithms.build_vtrace_update(lcfg, model.network.apply, model.optimizer,
+                                                head=model.head))
 
 
-def _learner_input(runner: Runner, segment):
+def _learner_input(shape: Shape, segment):
   """Zeros in the learner's batch shape (for compiling ahead): unrolls x rows per actor."""
-  cfg = runner.config
-  cols = cfg.asynchronous.unrolls_per_update(cfg.rollout) * _policy_rows(runner)
+  cfg = shape.config
+  cols = cfg.asynchronous.unrolls_per_update(cfg.rollout) * _policy_rows(shape)
   z = lambda x: np.zeros(x.shape[:1] + (cols,) + x.shape[2:], x.dtype)
   return Unroll(segment=jax.tree.map(z, segment), behaviour_log_probs=z(segment.rewards))
 
@@ -99,11 +99,11 @@ def _learner_input(runner: Runner, segment):
 class _Async:
   """The actors (each over its own executors) and the learner, joined by the unroll queue."""
 
-  def __init__(self, runner: Runner, ctl: Controller):
-    self.runner, self.ctl, self.cfg = runner, ctl, runner.config
+  def __init__(self, parts: Parts, ctl: Controller):
+    self.parts, self.ctl, self.cfg = parts, ctl, parts.config
     cfg = self.cfg
-    self.worker = runner.learner
-    self.params = ParamsBox(self.worker.version, runner.actor_params(self.worker.state.params))
+    self.worker = parts.learner
+    self.params = ParamsBox(self.worker.version, parts.actor_params(self.worker.state.params))
     self.unrolls = UnrollQueue(max(cfg.rollout.num_actors,
                                    cfg.asynchronous.unrolls_per_update(cfg.rollout)))
     self.acting = threading.Event()
@@ -115,7 +115,7 @@ class _Async:
   def actor(self, index: int, stats: ActorStats) -> None:
     ctl = self.ctl
     my_execs = list(range(index * self.per_actor, (index + 1) * self.per_actor))
-    sampler = LockstepSampler(self.runner.acting, ctl.barrier, ctl.storages, my_execs,
+    sampler = LockstepSampler(self.parts.acting, ctl.barrier, ctl.storages, my_execs,
                               ctl.state_buffers[index].reader, stats)
     ctl.supervisor.wait_all(Started, my_execs)  # a signal meanwhile: the main thread's
     seg = 0
@@ -153,7 +153,7 @@ class _Async:
       self.queue_lags.extend(worker.version - q.joined_at for q in batch)
       unroll = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[q.unroll for q in batch])
       metrics = worker.step(unroll)
-      self.params.publish(worker.version, self.runner.actor_params(worker.state.params))
+      self.params.publish(worker.version, self.parts.actor_params(worker.state.params))
       returns: Dict[int, List[float]] = {}
       for q in batch:
         returns.update(q.returns)
@@ -173,9 +173,9 @@ class _Async:
     return lag
 
 
-def run_async(runner: Runner, ctl: Controller) -> Dict[str, Any]:
-  cfg, book, sup = runner.config, ctl.book, ctl.supervisor
-  a = _Async(runner, ctl)
+def run_async(parts: Parts, ctl: Controller) -> Dict[str, Any]:
+  cfg, book, sup = parts.config, ctl.book, ctl.supervisor
+  a = _Async(parts, ctl)
   ctl.spawn_executors(state_buffer_of=[k // a.per_actor for k in range(cfg.rollout.num_executors)])
   for i in range(cfg.rollout.num_actors):
     sup.start_thread(a.actor, f"actor-{i}", i, ctl.new_actor_stats())
@@ -187,7 +187,7 @@ def run_async(runner: Runner, ctl: Controller) -> Dict[str, Any]:
   steps = 0
   for j in range(cfg.learner_updates):
     if sup.signal is not None:
-      raise supervisor.Interrupted(f"interrupted at update {runner.learner.version}; "
+      raise supervisor.Interrupted(f"interrupted at update {parts.learner.version}; "
                                    "--mode=async does not checkpoint", sup.signal)
     sup.wait(lambda: bool(a.results) or sup.signal is not None)
     if not a.results:

@@ -42,7 +42,7 @@ from hts_jax.runtime.supervisor import Supervisor
 
 if TYPE_CHECKING:
   from hts_jax.runtime.controller import Controller
-  from hts_jax.runtime.runner import Runner
+  from hts_jax.runtime.parts import Parts
 
 
 def make_pool(cfg, index: int, m: int):
@@ -197,12 +197,12 @@ class EnvpoolGroup:
       self.pool.close()
 
 
-def start_envpool_groups(runner: "Runner", ctl: "Controller", params: ParamsBox) -> None:
+def start_envpool_groups(parts: Parts, ctl: "Controller", params: ParamsBox) -> None:
   """One envpool group thread per actor, registered with the supervisor as executors and with
   the barrier (their action buffers)."""
   inboxes = []
-  for g in range(runner.config.rollout.num_actors):
-    group = EnvpoolGroup(g, runner.config, runner.acting, ctl.storages, ctl.supervisor, params,
+  for g in range(parts.config.rollout.num_actors):
+    group = EnvpoolGroup(g, parts.config, parts.acting, ctl.storages, ctl.supervisor, params,
                          ctl.new_actor_stats())
     inboxes.append(group.inbox)
     ctl.supervisor.start_thread(group.run, f"envpool-{g}")

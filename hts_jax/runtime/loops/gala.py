@@ -43,27 +43,27 @@ from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.gossip import Ring, Rounds, Step
 from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.runner import Runner
+from hts_jax.runtime.parts import Parts, Shape
 
-def _policy_rows(runner: Runner) -> int:
-  return runner.num_rows // runner.config.gala.agents
+def _policy_rows(shape: Shape) -> int:
+  return shape.num_rows // shape.config.gala.agents
 
 
-def _agent_input(runner: Runner, segment):
+def _agent_input(shape: Shape, segment):
   """An agent's columns of the segment (what each GALA agent's update is compiled for)."""
-  cols = _policy_rows(runner)
+  cols = _policy_rows(shape)
   return jax.device_put(jax.tree.map(lambda x: x[:, :cols], segment))
 
 
 class _Agents:
   """The agents' samplers, threads and rounds; `body(i)` is an agent thread's loop."""
 
-  def __init__(self, runner: Runner, ctl: Controller):
-    self.runner, self.ctl, cfg = runner, ctl, runner.config
+  def __init__(self, parts: Parts, ctl: Controller):
+    self.parts, self.ctl, cfg = parts, ctl, parts.config
     self.n = n = cfg.gala.agents
     per = cfg.rollout.num_executors // n
     ctl.spawn_executors(state_buffer_of=[k // per for k in range(cfg.rollout.num_executors)])
-    self.samplers = [LockstepSampler(runner.acting, ctl.barrier, ctl.storages,
+    self.samplers = [LockstepSampler(parts.acting, ctl.barrier, ctl.storages,
                                      range(i * per, (i + 1) * per), ctl.state_buffers[i].reader,
                                      ctl.new_actor_stats()) for i in range(n)]
     self.rounds = Rounds(n)
@@ -80,7 +80,7 @@ class _Agents:
     """Agent i's segment k with `params`: (its executors' reports, seconds), None if stopping."""
     t0 = time.perf_counter()
     sampler = self.samplers[i]
-    if sampler.rollout(k, version, self.runner.actor_params(params),
+    if sampler.rollout(k, version, self.parts.actor_params(params),
                        stopped=self.stopping.is_set) is None:
       return None
     return sampler.wait_done(k), time.perf_counter() - t0
@@ -97,23 +97,23 @@ class _Agents:
     while not self.rounds.wait(k, supervisor.POLL_S) and sup.signal is None:
       sup.check()
     if sup.signal is not None:
-      raise supervisor.Interrupted(f"interrupted at round {k}; --mode={self.runner.config.mode} "
+      raise supervisor.Interrupted(f"interrupted at round {k}; --mode={self.parts.config.mode} "
                                    "does not checkpoint", sup.signal)
     return self.rounds.take(k)
 
 
 class _Gala(_Agents):
 
-  def __init__(self, runner: Runner, ctl: Controller):
-    super().__init__(runner, ctl)
-    learner = runner.learner
+  def __init__(self, parts: Parts, ctl: Controller):
+    super().__init__(parts, ctl)
+    learner = parts.learner
     self.workers = [LearnerWorker(learner.step_fn, learner.state) for _ in range(self.n)]
     self.no_gossip = 0
 
   def agent(self, i: int) -> None:
     worker, sampler, ctl = self.workers[i], self.samplers[i], self.ctl
     lo, hi = sampler.span
-    for k in range(self.runner.config.rollout.num_segments):
+    for k in range(self.parts.config.rollout.num_segments):
       got = self.collect(i, k, worker.version, worker.state.params)
       if got is None:
         return
@@ -137,12 +137,12 @@ class _Gala(_Agents):
 
 class _AllReduce(_Agents):
 
-  def __init__(self, runner: Runner, ctl: Controller):
-    super().__init__(runner, ctl)
+  def __init__(self, parts: Parts, ctl: Controller):
+    super().__init__(parts, ctl)
     self.jobs: List["queue.Queue"] = [queue.Queue() for _ in range(self.n)]
 
   def agent(self, i: int) -> None:
-    for k in range(self.runner.config.rollout.num_segments):
+    for k in range(self.parts.config.rollout.num_segments):
       job = None
       while job is None and not self.stopping.is_set():
         try:
@@ -167,8 +167,8 @@ def _mean_metrics(results: List[LearnResult]) -> LearnResult:
                      float(np.mean([r.compute_s for r in results])))
 
 
-def _run(runner: Runner, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
-  cfg, book, learner = runner.config, ctl.book, runner.learner
+def _run(parts: Parts, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
+  cfg, book, learner = parts.config, ctl.book, parts.learner
   n_seg, per_seg = cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   is_gala = isinstance(agents, _Gala)
   if not is_gala:
@@ -237,21 +237,21 @@ def _gala_summary(agents: _Gala, ctl: Controller, final, dists_max, dists_mean, 
   }
 
 
-def _compile_gala(runner: Runner) -> None:
+def _compile_gala(parts: Parts) -> None:
   """The gossip's mixing and the epsilon-ball, compiled before the clock like the steps."""
-  params = runner.learner.state.params
+  params = parts.learner.state.params
   jax.block_until_ready(gala.mix(params, params))
-  jax.block_until_ready(gala.consensus([params] * runner.config.gala.agents))
+  jax.block_until_ready(gala.consensus([params] * parts.config.gala.agents))
   jax.block_until_ready(gala.norm(params))
 
 
-def run_gala(runner: Runner, ctl: Controller) -> Dict[str, Any]:
-  _compile_gala(runner)
-  return _run(runner, ctl, _Gala(runner, ctl))
+def run_gala(parts: Parts, ctl: Controller) -> Dict[str, Any]:
+  _compile_gala(parts)
+  return _run(parts, ctl, _Gala(parts, ctl))
 
 
-def run_allreduce(runner: Runner, ctl: Controller) -> Dict[str, Any]:
-  return _run(runner, ctl, _AllReduce(runner, ctl))
+def run_allreduce(parts: Parts, ctl: Controller) -> Dict[str, Any]:
+  return _run(parts, ctl, _AllReduce(parts, ctl))
 
 
 _NO_CHECKPOINTS = "its agents keep their own params and storages"

@@ -27,32 +27,32 @@ from hts_jax.runtime.actor import BlockBatcher, ParamsBox, actor_loop
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.runner import Runner
+from hts_jax.runtime.parts import Parts, Shape
 
 
-def _policy_rows(runner: Runner) -> int:
-  return runner.layout.policy_rows
+def _policy_rows(shape: Shape) -> int:
+  return shape.layout.policy_rows
 
 
-def start_actors(runner: Runner, ctl: Controller, params: ParamsBox) -> None:
+def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
   """`num_actors` actor threads on the shared state buffer."""
   sup, sb = ctl.supervisor, ctl.state_buffers[0]
-  for i in range(runner.config.rollout.num_actors):
-    batcher = BlockBatcher.from_parts(runner.acting, ctl.storages)
+  for i in range(parts.config.rollout.num_actors):
+    batcher = BlockBatcher.from_parts(parts.acting, ctl.storages)
     sup.start_thread(actor_loop, f"actor-{i}", batcher, sb.reader, sb.writer,
                      ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats())
   sup.on_shutdown(sb.writer.post_stop)
 
 
-def run_hts(runner: Runner, ctl: Controller) -> Dict[str, Any]:
-  cfg, book, learner, sup, barrier = (runner.config, ctl.book, runner.learner, ctl.supervisor,
+def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
+  cfg, book, learner, sup, barrier = (parts.config, ctl.book, parts.learner, ctl.supervisor,
                                       ctl.barrier)
-  params = ParamsBox(learner.version, runner.actor_params(learner.state.params))
+  params = ParamsBox(learner.version, parts.actor_params(learner.state.params))
   if cfg.rollout.envpool:
-    start_envpool_groups(runner, ctl, params)
+    start_envpool_groups(parts, ctl, params)
   else:
     ctl.spawn_executors()
-    start_actors(runner, ctl, params)
+    start_actors(parts, ctl, params)
   sup.start_thread(learner.run, "learner")
   sup.on_shutdown(learner.stop)
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
@@ -72,7 +72,7 @@ def run_hts(runner: Runner, ctl: Controller) -> Dict[str, Any]:
       ctl.record_update(learner.result(sup.wait), recent, seg * per_seg)
       recent = []
     # The boundary: segment `seg` collected, the update on `seg - 1` done, nothing in flight.
-    params.publish(learner.version, runner.actor_params(learner.state.params))
+    params.publish(learner.version, parts.actor_params(learner.state.params))
     stop = ctl.boundary(seg, (seg + 1) * per_seg, params.current[1])
     # Swap: the executors go on in the other storage with θ_seg while the learner takes this one.
     t_seg = time.perf_counter()

@@ -1,35 +1,36 @@
 """A mode (`--mode`): the shapes of its policy and learner steps, what it supports, and its loop.
 
-A new mode is one module that defines a `Mode` and a loop `loop(runner, ctl) -> summary` composed
-of the parts (`Runner`'s built parts, the `Controller`'s barrier, boundary and `finish`), plus its
-entry in `mode_options.RULES`, which names the module (see CONTRIBUTING.md).
+A new mode is one module that defines a `Mode` and a loop `loop(parts, ctl) -> summary` composed
+of the parts (`parts.Parts`, what the runner built; the `Controller`'s barrier, boundary and
+`finish`), plus its entry in `mode_options.RULES`, which names the module (see CONTRIBUTING.md).
+Its shape questions are answered from `parts.Shape` (config and env spec) before anything is
+built.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import RULES, ModeRules
-from hts_jax.runtime.controller import Controller
+from hts_jax.runtime.parts import Parts, Shape
 
 if TYPE_CHECKING:
-  from hts_jax.runtime.runner import Runner
+  from hts_jax.runtime.controller import Controller
 
 
 @dataclasses.dataclass(frozen=True)
 class Mode:
-  """`policy_rows(runner)` the actors' fixed call shape; `learner_step(runner, lcfg)` the compiled
-  update (default: the delayed-gradient A2C/PPO step); `learner_input(runner, segment)` an example
-  input to compile it with; `acts_with_extras` whether actors need log-probs; `no_checkpoints` why
-  it cannot checkpoint, if it cannot; `loop(runner, controller)` the run itself. What the JAX-free
-  config knows of a mode (its options and their checks, the correction it forces or reports, its
-  update size) is its `rules` (`hts_jax/mode_options.py`)."""
+  """`policy_rows(shape)` the actors' fixed call shape; `learner_step(shape, model, lcfg)` the
+  compiled update (default: the delayed-gradient A2C/PPO step); `learner_input(shape, segment)` an
+  example input to compile it with; `acts_with_extras` whether actors need log-probs;
+  `no_checkpoints` why it cannot checkpoint, if it cannot; `loop(parts, controller)` the run
+  itself. What the JAX-free config knows of a mode (its options and their checks, the correction
+  it forces or reports, its update size) is its `rules` (`hts_jax/mode_options.py`)."""
   name: str
-  policy_rows: Callable[["Runner"], int]
-  loop: Callable[["Runner", Controller], Dict[str, Any]]
+  policy_rows: Callable[[Shape], int]
+  loop: Callable[[Parts, "Controller"], Dict[str, Any]]
   learner_step: Optional[Callable] = None
   learner_input: Optional[Callable] = None
   acts_with_extras: bool = False
@@ -52,9 +53,3 @@ class Mode:
   def total_steps(self, config: RunConfig) -> int:
     """The env steps the run takes (whole updates)."""
     return config.learner_updates * config.steps_per_update
-
-  def run(self, runner: "Runner") -> Dict[str, Any]:
-    """Runs the loop inside the run's controller; returns the summary."""
-    os.makedirs(runner.config.outputs.logdir, exist_ok=True)
-    with Controller(runner, self.total_steps(runner.config), self.checkpoints) as ctl:
-      return self.loop(runner, ctl)

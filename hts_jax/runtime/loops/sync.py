@@ -19,42 +19,42 @@ from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.runner import Runner
+from hts_jax.runtime.parts import Parts, Shape
 
 Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports
 
 
-def _policy_rows(runner: Runner) -> int:
-  return runner.num_rows
+def _policy_rows(shape: Shape) -> int:
+  return shape.num_rows
 
 
-def _groups(runner: Runner) -> List[List[int]]:
+def _groups(parts: Parts) -> List[List[int]]:
   """The blocks stepped together: all of them, or with --alternating_groups each executor's
   first block (group 0) and second block (group 1)."""
-  layout = runner.layout
-  if not runner.config.sync.alternating_groups:
+  layout = parts.shape.layout
+  if not parts.config.sync.alternating_groups:
     return [list(range(len(layout.blocks)))]
   per = [layout.blocks_of_executor(k) for k in range(layout.num_executors)]
   return [[b[g] for b in per] for g in (0, 1)]
 
 
-def _executor_rollout(runner: Runner, ctl: Controller) -> Rollout:
+def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
   """Executor processes in lockstep: per step and group, wait for every block of the group (the
   slowest env decides), then one batched inference for all of them. With two groups (Stooke &
   Abbeel's alternation) one group's envs step while the other's actions are computed; each call
   keeps the [num_rows] shape (the other group's rows computed and ignored), so a row's action
   has the same bits as in plain sync."""
-  cfg, learner, sup, barrier = runner.config, runner.learner, ctl.supervisor, ctl.barrier
+  cfg, learner, sup, barrier = parts.config, parts.learner, ctl.supervisor, ctl.barrier
   ctl.spawn_executors()
   reader = ctl.state_buffers[0].reader
-  groups = _groups(runner)
+  groups = _groups(parts)
   group_of = {b: g for g, blocks in enumerate(groups) for b in blocks}
-  batcher = BlockBatcher.from_parts(runner.acting, ctl.storages)
+  batcher = BlockBatcher.from_parts(parts.acting, ctl.storages)
   stats = ctl.new_actor_stats()
   inboxes = barrier.writers
 
   def rollout(seg: int) -> List[Done]:
-    params = runner.actor_params(learner.state.params)  # copied to the actor devices once
+    params = parts.actor_params(learner.state.params)  # copied to the actor devices once
     barrier.go(seg)
     waiting: List[list] = [[] for _ in groups]  # records read, by group
     for t in range(cfg.rollout.alpha):
@@ -78,24 +78,24 @@ def _executor_rollout(runner: Runner, ctl: Controller) -> Rollout:
   return rollout
 
 
-def _envpool_rollout(runner: Runner, ctl: Controller) -> Rollout:
+def _envpool_rollout(parts: Parts, ctl: Controller) -> Rollout:
   """`--envpool`: envpool groups (one per actor, `envpool_group.py`) step `alpha` steps with the
   params published at the boundary, each group in lockstep over its envs."""
-  learner = runner.learner
-  params = ParamsBox(learner.version, runner.actor_params(learner.state.params))
-  start_envpool_groups(runner, ctl, params)
+  learner = parts.learner
+  params = ParamsBox(learner.version, parts.actor_params(learner.state.params))
+  start_envpool_groups(parts, ctl, params)
 
   def rollout(seg: int) -> List[Done]:
-    params.publish(learner.version, runner.actor_params(learner.state.params))
+    params.publish(learner.version, parts.actor_params(learner.state.params))
     ctl.barrier.go(seg)
     return ctl.barrier.wait_done(seg)
 
   return rollout
 
 
-def run_sync(runner: Runner, ctl: Controller) -> Dict[str, Any]:
-  cfg, book, learner = runner.config, ctl.book, runner.learner
-  rollout = (_envpool_rollout if cfg.rollout.envpool else _executor_rollout)(runner, ctl)
+def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
+  cfg, book, learner = parts.config, ctl.book, parts.learner
+  rollout = (_envpool_rollout if cfg.rollout.envpool else _executor_rollout)(parts, ctl)
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   ctl.barrier.wait_started()
   ctl.start_clock()

@@ -1,0 +1,89 @@
+"""The typed, frozen parts a run is made of, in the order they exist.
+
+  Shape   what follows from (config, env spec) alone: rows, the block layout, the storages' shape.
+          A mode answers its shape questions (its policy call's rows, its learner's input) from
+          it, before anything is built or compiled.
+  Model   the network, its head and the optimizer (what a mode's learner step is built from).
+  Parts   everything `Runner` builds once for a run: the above, the placement, the compiled
+          policy step (`ActingParts`), the learner worker (the only writer of the TrainState),
+          the restored checkpoint, the host record. The controller and a mode's loop receive
+          this, never the runner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Optional
+
+import jax
+
+from hts_jax.config import RunConfig
+from hts_jax.envs import EnvInfo
+from hts_jax.runtime import distributed
+from hts_jax.runtime import storage as storage_lib
+from hts_jax.runtime.actor import ActingParts
+from hts_jax.runtime.buffers import BlockLayout
+from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
+from hts_jax.runtime.placement import Placement
+from hts_jax.types import Segment
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+  """A run's shapes, from the config and the env spec (`Shape.of`)."""
+  config: RunConfig
+  info: EnvInfo
+  core_size: int  # floats of recurrent state per row (0: feed-forward)
+  num_agents: int
+  num_rows: int  # storage rows of this process: (env_id - env_offset) * agents + agent
+  layout: BlockLayout
+  storage: storage_lib.StorageSpec  # this process's storages (alpha steps of its env rows)
+
+  @classmethod
+  def of(cls, config: RunConfig, info: EnvInfo, core_size: int) -> "Shape":
+    r, agents = config.rollout, info.num_agents
+    # envpool: one group of envs per actor thread plays the executor (loops/envpool_group.py).
+    # --alternating_groups: each executor's envs in two blocks, one per group (loops/sync.py).
+    block_envs = (config.local_envs // r.num_executors // 2 if config.sync.alternating_groups
+                  else r.actor_batch_envs)
+    layout = BlockLayout(config.local_envs, r.num_actors if r.envpool else r.num_executors,
+                         block_envs, agents)
+    storage = storage_lib.StorageSpec(r.alpha, config.local_envs, info.obs_shape, info.obs_dtype,
+                                      agents, final_obs=config.learner.bootstrap_truncation,
+                                      action_shape=info.action_shape,
+                                      action_dtype=info.action_dtype, core_size=core_size)
+    return cls(config, info, core_size, agents, config.local_envs * agents, layout, storage)
+
+  def zeros_segment(self) -> Segment:
+    """A segment of zeros shaped like the storages' (what the learner is compiled for)."""
+    return segment_of(storage_lib.zeros(self.storage))
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+  """The network (`apply`), its kind, its action head and the optimizer."""
+  network: Any
+  kind: str
+  head: Any
+  optimizer: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Parts:
+  """What `Runner` builds once; the controller and the mode's loop compose it."""
+  config: RunConfig
+  shape: Shape
+  model: Model
+  placement: Placement
+  learner: LearnerWorker
+  policy: Any  # the compiled policy step (`policy.make_policy_step`)
+  policy_rows: int  # rows of one actor policy call (the mode's answer)
+  acting: ActingParts
+  host: Dict[str, Any]  # this session's host record (`host.start_record`)
+  restored: Optional[Dict[str, Any]]  # the checkpoint resumed from, or None
+  compile_s: float
+
+  def actor_params(self, params):
+    """A copy of `params` on the actors' devices (replicated over them; no copy where they are
+    the learner's)."""
+    return jax.device_put(distributed.local_copy(params), self.placement.actor_params)
