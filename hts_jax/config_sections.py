@@ -58,7 +58,7 @@ class Rollout:
   num_executors: int = resumable(4)
   """Executor processes owning the env replicas (num_envs must divide evenly)."""
   num_actors: int = resumable(1)
-  """Actor threads doing batched inference in the main process."""
+  """Actors doing batched inference in the main process."""
   actor_batch: int = 0
   """Envs per actor policy call, the fixed shape that bitwise determinism needs
   (0: num_envs // 2). Executors step their envs in blocks of at most this many; an actor packs

@@ -112,8 +112,10 @@ class ModeRules:
   its update size where an update is not one segment's (None: one segment, the learner's steps);
   `multi_process`: whether it runs over several processes (jax.distributed); `runtime`: where its
   `Mode` (loop and compiled steps) lives, "module:attribute", imported by `hts_jax.runtime.modes`
-  only, so that this module stays JAX-free."""
+  only, so that this module stays JAX-free; `actors`: what --num_actors is in this mode (written
+  here once: --num_actors' help lists it for every mode)."""
   runtime: str
+  actors: str
   options: Optional[str] = None
   forces_correction: Optional[str] = None
   reports: Optional[str] = None
@@ -136,18 +138,33 @@ class ModeRules:
       getattr(cfg, self.options).check_run(cfg, n, where)
 
 
+_ENVPOOL_ACTORS = "with --envpool, each drives one envpool instance over num_envs / num_actors envs"
+_AGENT_ACTORS = "must be 1 (each agent acts for its own envs in lockstep)"
 RULES: Dict[str, ModeRules] = {
-    "hts": ModeRules("hts_jax.runtime.loops.hts:MODE"),
+    "hts": ModeRules("hts_jax.runtime.loops.hts:MODE",
+                     actors="actor threads sharing one state buffer, each packing whichever "
+                     f"blocks are ready into fixed-shape policy calls; {_ENVPOOL_ACTORS}"),
     "sync": ModeRules("hts_jax.runtime.loops.sync:MODE", options="sync", forces_correction="none",
-                      reports="none"),
+                      reports="none",
+                      actors="not used with executors (the loop makes one batched call per "
+                      f"step for every env); {_ENVPOOL_ACTORS}, all in lockstep"),
     # IMPALA: one V-trace step per batch of unrolls.
     "async": ModeRules("hts_jax.runtime.loops.asynchronous:MODE", options="asynchronous",
                        forces_correction="none", reports="vtrace",
                        steps_per_update=lambda cfg: cfg.asynchronous.steps_per_update(cfg.rollout),
-                       sgd_steps_per_update=1, multi_process=False),
+                       sgd_steps_per_update=1, multi_process=False,
+                       actors="actor threads, each owning num_executors / num_actors executors "
+                       "and sending its own unrolls to the learner (and, by default, the "
+                       "unrolls per update)"),
     "gala": ModeRules("hts_jax.runtime.loops.gala:GALA", options="gala", forces_correction="none",
-                      reports="none", multi_process=False),
+                      reports="none", multi_process=False, actors=_AGENT_ACTORS),
     "allreduce": ModeRules("hts_jax.runtime.loops.gala:ALLREDUCE", options="gala",
-                           forces_correction="none", reports="none", multi_process=False),
+                           forces_correction="none", reports="none", multi_process=False,
+                           actors=_AGENT_ACTORS),
 }
 MODES = tuple(RULES)  # what --mode takes
+
+
+def actors_help() -> str:
+  """--num_actors' meaning in every mode (its help text's second part)."""
+  return "By mode: " + "; ".join(f"{m}: {r.actors}" for m, r in RULES.items()) + "."

@@ -86,7 +86,7 @@ def test_a_rows_action_does_not_depend_on_which_blocks_were_ready_with_it():
     st.obs[...] = np.random.default_rng(0).normal(size=st.obs.shape)
     policy = make_policy_step(net.apply, layout.policy_rows)
     streams = np.arange(100, 112, dtype=np.uint32)
-    batcher = BlockBatcher(layout, storages, policy, streams, 4, (4,), np.float32, 6)
+    batcher = BlockBatcher(layout, storages, policy, streams, 6)
     rec = lambda *bs: [[b, 1, 2] for b in bs]
     outs = []
     for group in (rec(3), rec(3, 0, 5), rec(1, 3), rec(4, 2, 3)):

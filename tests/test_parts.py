@@ -34,7 +34,7 @@ class _Parts:
     self.sup = Supervisor(lambda k: list(range(ENVS)))
     inbox, self.sb = ActionBuffer(), StateBuffer()
     ctrl = self.sup.add_thread_executor(inbox)
-    spec = ExecutorSpec(index=0, env="CartPole-v1", env_kwargs={}, seed=SEED, alpha=ALPHA,
+    spec = ExecutorSpec(index=0, env="CartPole-v1", env_kwargs={}, seed=SEED,
                         storage=self.storages.spec, layout=self.layout, vectorize=vectorize)
     # Started as the runtime starts its in-process executors (envpool groups): the supervisor's
     # shutdown sends STOP and joins the thread before it closes the thread's inbox.

@@ -72,3 +72,11 @@ def test_every_mode_is_whole(name):
   from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
   assert modes.MODES[name].name == name and name in config.MODES
   assert f"`{name}`" in _read("docs", "modes.md") or f"--mode={name}" in _read("docs", "modes.md")
+
+
+def test_every_mode_says_what_its_actors_are_and_the_help_lists_it():
+  from hts_jax.mode_options import RULES, actors_help  # pylint: disable=import-outside-toplevel
+  text = actors_help()
+  for name, rules in RULES.items():
+    assert rules.actors.strip(), name
+    assert f"{name}: {rules.actors}" in text

@@ -19,6 +19,7 @@ from hts_jax.cli import common as cli
 from hts_jax.cli import startup
 from hts_jax.presets import PRESETS
 from hts_jax import config as hts_config
+from hts_jax import mode_options
 
 FLAGS = flags.FLAGS
 
@@ -35,6 +36,7 @@ SKIPPED = ("lr_decay_updates",)
 
 
 cli.define_config_flags(hts_config.RunConfig, RENAMED, SKIPPED)
+FLAGS["num_actors"].help += " " + mode_options.actors_help()
 for _name in {name for defaults in ALGO_DEFAULTS.values() for name in defaults}:
   FLAGS[_name].help += " Default: " + ", ".join(
       f"{ALGO_DEFAULTS[algo].get(_name, FLAGS[_name].default)} with --algo={algo}"

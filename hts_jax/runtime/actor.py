@@ -22,21 +22,33 @@ from hts_jax.seeding import global_step
 from hts_jax.runtime import buffers, supervisor
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import BlockLayout, Done
+from hts_jax.runtime.storage import StorageSpec
 
 
 @dataclasses.dataclass(frozen=True)
 class ActingParts:
   """What acting needs, built once by the runner: the env/row layout, the compiled policy step
-  with its fixed call shape (`rows`), the rows' action streams, the segment length and the
-  observation's shape and dtype. `with_extras`: the mode learns from behaviour log-probs."""
+  with its fixed call shape (`rows`), the rows' action streams and the storages' spec (the
+  segment length `alpha`, the observation's shape and dtype: read from it, held nowhere else).
+  `with_extras`: the mode learns from behaviour log-probs."""
   layout: BlockLayout
   policy: Any
   streams: np.ndarray
-  alpha: int
-  obs_shape: Tuple[int, ...]
-  obs_dtype: Any
+  storage: StorageSpec
   rows: int
   with_extras: bool = False
+
+  @property
+  def alpha(self) -> int:
+    return self.storage.alpha
+
+  @property
+  def obs_shape(self) -> Tuple[int, ...]:
+    return tuple(self.storage.obs_shape)
+
+  @property
+  def obs_dtype(self) -> str:
+    return self.storage.obs_dtype
 
   def act(self, params, obs, seeds, state=None) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
     """One policy call: (actions, extras); extras hold the behaviour log-probs and values where
@@ -75,11 +87,11 @@ class BlockBatcher:
   HTS actor threads, the synchronous baseline's controller and the envpool groups). The per-call
   host work is a few slice copies: block spans and owners are precomputed Python ints."""
 
-  def __init__(self, layout: BlockLayout, storages, policy, streams: np.ndarray, alpha: int,
-               obs_shape, obs_dtype, rows: int):
-    self.layout, self.storages, self.policy, self.alpha = layout, storages, policy, alpha
+  def __init__(self, layout: BlockLayout, storages, policy, streams: np.ndarray, rows: int):
+    spec = storages.spec  # the segment length and the observations' shape: the storages'
+    self.layout, self.storages, self.policy, self.alpha = layout, storages, policy, spec.alpha
     self.rows = rows
-    self.obs = np.zeros((rows,) + tuple(obs_shape), obs_dtype)
+    self.obs = np.zeros((rows,) + tuple(spec.obs_shape), spec.obs_dtype)
     self.seeds = np.zeros((rows, 2), np.uint32)
     size = storages.spec.core_size
     self.core = np.zeros((rows, size), np.float32) if size else None
@@ -89,8 +101,7 @@ class BlockBatcher:
 
   @classmethod
   def from_parts(cls, acting: ActingParts, storages) -> "BlockBatcher":
-    return cls(acting.layout, storages, acting.policy, acting.streams, acting.alpha,
-               acting.obs_shape, acting.obs_dtype, acting.rows)
+    return cls(acting.layout, storages, acting.policy, acting.streams, acting.rows)
 
   def groups(self, records: Sequence[Record]) -> List[List[Record]]:
     """Splits (block, segment, t) records, in order, into consecutive groups that fit one call."""

@@ -43,7 +43,6 @@ class ExecutorSpec:
   env: str
   env_kwargs: Dict[str, Any]
   seed: int
-  alpha: int
   storage: StorageSpec
   layout: BlockLayout
   delay_s: float = 0.0
@@ -57,6 +56,11 @@ class ExecutorSpec:
   # The process's first global env id (multi-process runs): the layout and the storage rows are
   # the process's own; env ids (seeds, reports) are global.
   env_offset: int = 0
+
+  @property
+  def alpha(self) -> int:
+    """Steps per env in a segment: the storages' length."""
+    return self.storage.alpha
 
   @property
   def env_ids(self) -> List[int]:
@@ -74,7 +78,7 @@ def executor_specs(cfg, storage: StorageSpec, layout: BlockLayout, first_segment
   for k in range(r.num_executors):
     ids = cfg.env_ids_of_executor(k)
     specs.append(ExecutorSpec(
-        index=k, env=r.env, env_kwargs=r.env_kwargs, seed=r.seed, alpha=r.alpha,
+        index=k, env=r.env, env_kwargs=r.env_kwargs, seed=r.seed,
         storage=storage, layout=layout, delay_s=cfg.testing.executor_delay_s,
         jitter_s=cfg.testing.executor_jitter_s, decorrelate_steps=r.decorrelate_steps,
         first_segment=first_segment, vectorize=r.vector_envs, env_offset=cfg.env_offset,

@@ -107,8 +107,8 @@ class Runner:
     policy_rows = mode.policy_rows(shape)
     policy = make_policy_step(network.apply, policy_rows, devices=placement.actor_parallel,
                               head=head, recurrent=shape.core_size > 0)
-    acting = ActingParts(shape.layout, policy, streams, r.alpha, tuple(info.obs_shape),
-                         info.obs_dtype, policy_rows, with_extras=mode.acts_with_extras)
+    acting = ActingParts(shape.layout, policy, streams, shape.storage, policy_rows,
+                         with_extras=mode.acts_with_extras)
     parts = dict(config=config, shape=shape, model=model, placement=placement, learner=worker,
                  policy=policy, policy_rows=policy_rows, acting=acting, host=run_host,
                  restored=restored)

@@ -136,7 +136,7 @@ class EnvpoolGroup:
 
   def __init__(self, index: int, cfg, acting: ActingParts, storages: Storages,
                supervisor: Supervisor, params: ParamsBox, stats: ActorStats):
-    self.index, self.alpha = index, cfg.rollout.alpha
+    self.index, self.alpha = index, acting.alpha
     layout = acting.layout
     self.m = layout.envs_per_executor
     self.env_ids = np.arange(index * self.m, (index + 1) * self.m)

@@ -44,7 +44,7 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
   Abbeel's alternation) one group's envs step while the other's actions are computed; each call
   keeps the [num_rows] shape (the other group's rows computed and ignored), so a row's action
   has the same bits as in plain sync."""
-  cfg, learner, sup, barrier = parts.config, parts.learner, ctl.supervisor, ctl.barrier
+  learner, sup, barrier = parts.learner, ctl.supervisor, ctl.barrier
   ctl.spawn_executors()
   reader = ctl.state_buffers[0].reader
   groups = _groups(parts)
@@ -57,7 +57,7 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
     params = parts.actor_params(learner.state.params)  # copied to the actor devices once
     barrier.go(seg)
     waiting: List[list] = [[] for _ in groups]  # records read, by group
-    for t in range(cfg.rollout.alpha):
+    for t in range(parts.acting.alpha):
       for g, blocks in enumerate(groups):
         t0 = time.perf_counter()
         while len(waiting[g]) < len(blocks):
