@@ -1,6 +1,6 @@
-"""The algorithms' updates, pure and data-parallel over `DATA_AXIS`: A2C (`build_a2c_update`),
-PPO (`build_ppo_update`) and IMPALA's V-trace learner (`build_vtrace_update`), made of `run_steps`
-over the one `sgd_step`. `learner.build_learner_update` wraps A2C/PPO in the delayed gradient
+"""The algorithms' updates, pure and data-parallel over `DATA_AXIS`: A2C (`build_a2c_update`) and
+PPO (`build_ppo_update`), made of `run_steps` over the one `sgd_step` (IMPALA's V-trace learner,
+`impala.build_vtrace_update`, takes one `sgd_step` too). `learner.build_learner_update` wraps A2C/PPO in the delayed gradient
 (paper Eq. 6). Transitions with `valid` 0 are left out of every loss; `bootstrap_truncation` adds
 γ·V(final obs) at time-limit cuts.
 """
@@ -15,12 +15,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from hts_jax import losses, normalization
+from hts_jax import losses
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.sequences import (CoreInput, apply_tb, chunk_states, core_input, core_resets,
                                env_minibatches, final_values, minibatch_steps)
-from hts_jax.types import ApplyFn, Segment, TrainState, Unroll
+from hts_jax.types import ApplyFn, Segment
 
 
 def pmean(x, axis_name):
@@ -36,7 +36,7 @@ def params_finite(params) -> chex.Array:
   return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
 
 
-def _shard_weighted(loss, metrics, mask, reduction: str, axis_name: Optional[str]):
+def shard_weighted(loss, metrics, mask, reduction: str, axis_name: Optional[str]):
   """Weights one device's loss and metrics so that their `pmean` over devices is the reduction
   over the global batch: a device's mean is over its own masked-in samples, so it is weighted by
   its share of them (1 when every device has as many, e.g. no masked samples); a sum (the loss
@@ -163,7 +163,7 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
     loss, metrics = losses.a2c_loss(logits, values, chunk.actions, returns, config.value_coef,
                                     config.entropy_coef, weights=weights, mask=chunk.valid,
                                     reduction=config.loss_reduction, head=head)
-    return _shard_weighted(loss, metrics, chunk.valid, config.loss_reduction, axis_name)
+    return shard_weighted(loss, metrics, chunk.valid, config.loss_reduction, axis_name)
 
   def update(start, opt_state, segment: Segment, weights, key, reference=None):
     del key, reference
@@ -252,7 +252,7 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
         batch.returns, config.clip_eps, config.value_coef, config.entropy_coef,
         clip_value_loss=config.clip_value_loss, weights=batch.weights, mask=batch.valid,
         reduction=config.loss_reduction, head=head)
-    return _shard_weighted(loss, metrics, batch.valid, config.loss_reduction, axis_name)
+    return shard_weighted(loss, metrics, batch.valid, config.loss_reduction, axis_name)
 
   def update(start, opt_state, segment: Segment, weights, key, reference=None):
     t_len, b = segment.rewards.shape
@@ -290,38 +290,3 @@ def check_segment(segment: Segment) -> None:
     chex.assert_equal(segment.core.shape[:2], (1, segment.rewards.shape[1]))
   if segment.final_obs is not None:
     chex.assert_equal_shape([segment.final_obs, segment.obs[1:]])
-
-
-def build_vtrace_update(config: LearnerConfig, apply_fn: ApplyFn,
-                        optimizer: optax.GradientTransformation,
-                        axis_name: Optional[str] = None, head: Head = losses.CATEGORICAL):
-  """IMPALA's learner (Espeholt et al. 2018) for the asynchronous baseline: one `sgd_step` per
-  batch of unrolls, gradients at the current params θ_j, off-policy corrected by V-trace
-  (ρ̄ = c̄ = 1, λ = 1). No delayed gradient: θ_{j+1} = θ_j + u. With `loss_reduction="sum"` the
-  loss is IMPALA's (summed over time and batch)."""
-
-  def loss_fn(params, unroll: Unroll):
-    segment = unroll.segment
-    logits, values, states = apply_tb(apply_fn, params, segment.obs,
-                                      core_input(segment, segment.obs.shape[0]))
-    rewards = bootstrapped_rewards(config, apply_fn, params, segment, states)
-    loss, metrics = losses.vtrace_loss(
-        logits[:-1], values[:-1], jax.lax.stop_gradient(values[-1]), segment.actions,
-        unroll.behaviour_log_probs, rewards, segment.dones, config.gamma, config.value_coef,
-        config.entropy_coef, mask=segment.valid, reduction=config.loss_reduction, head=head)
-    return _shard_weighted(loss, metrics, segment.valid, config.loss_reduction, axis_name)
-
-  def update(state: TrainState, unroll: Unroll):
-    check_segment(unroll.segment)
-    chex.assert_equal_shape([unroll.segment.rewards, unroll.behaviour_log_probs])
-    unroll = unroll.replace(segment=complete_segment(unroll.segment))
-    params, opt_state, _, metrics = sgd_step(optimizer, loss_fn, state.params, state.opt_state,
-                                             unroll, axis_name)
-    params = normalization.update_params(params, unroll.segment.obs[:-1], unroll.segment.valid,
-                                         axis_name)
-    metrics["learning_rate"] = learning_rate(config)(state.update_count)  # one step per update
-    metrics["params_finite"] = params_finite(params)
-    return state.replace(params=params, behaviour_params=state.params, opt_state=opt_state,
-                         update_count=state.update_count + 1), metrics
-
-  return update

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import json
 import typing
 from typing import Any, Dict, Tuple
 
@@ -210,3 +211,26 @@ def resumable_fields() -> frozenset:
   """The flag names of the fields marked `resumable` (a resumed run may change them)."""
   return frozenset(name for name, (_, field) in _section_fields().items()
                    if field.metadata.get("resumable"))
+
+
+def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict[str, Any]:
+  """Config fields that differ between a checkpoint and a resumed run and may not. A field the
+  checkpoint's config lacks (added to RunConfig or LearnerConfig since it was written) counts as
+  its default: the code that wrote it behaved so."""
+  defaults = json.loads(json.dumps(RunConfig().to_dict()))  # as a checkpoint stores it
+  saved = {**defaults, **saved}
+  free = resumable_fields()
+  if isinstance(saved.get("learner"), dict):
+    saved["learner"] = {**defaults["learner"], **saved["learner"]}
+  out = _differing(saved, current, free | {"learner"})
+  if isinstance(saved.get("learner"), dict) and isinstance(current.get("learner"), dict):
+    # Named by the learner field that differs (its flag's name), not by the whole section.
+    out.update(_differing(saved["learner"], current["learner"], free))
+  elif saved.get("learner") != current.get("learner"):
+    out["learner"] = (saved.get("learner"), current.get("learner"))
+  return out
+
+
+def _differing(saved: Dict[str, Any], current: Dict[str, Any], skip: frozenset) -> Dict[str, Any]:
+  return {k: (saved.get(k), current.get(k)) for k in set(saved) | set(current)
+          if k not in skip and saved.get(k) != current.get(k)}

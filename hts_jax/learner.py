@@ -26,7 +26,7 @@ The pieces: `algorithm_registry.ALGORITHMS[algo].build()` builds the algorithm u
 `build_ppo_update`: `update(start, opt_state, segment, weights, key, reference) -> (end, opt_state,
 summed updates, metrics)`), made of `run_steps` over the one `sgd_step`; `build_learner_update` here is
 the delayed-gradient step around it (Eq. 6's lines). IMPALA's V-trace learner for the
-asynchronous baseline (`algorithms.build_vtrace_update`) takes one `sgd_step` at θ_j.
+asynchronous baseline (`impala.build_vtrace_update`) takes one `sgd_step` at θ_j.
 
 Everything here is pure; the step is data-parallel over `DATA_AXIS` (gradients, metrics and
 advantage statistics are averaged so that the result is the global batch's) and runs under

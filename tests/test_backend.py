@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from hts_jax.config import ConfigError, RunConfig
+from hts_jax.config import ConfigError, RunConfig, incompatible_changes
 from hts_jax.runtime import backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,14 +99,13 @@ def test_default_is_deterministic():
 
 
 def test_a_checkpoint_written_before_a_field_existed_resumes_as_its_default():
-  from hts_jax.runtime.outputs import checkpoint  # pylint: disable=import-outside-toplevel
   current = RunConfig().to_dict()
   old = dict(current)
   del old["xla_deterministic"]  # written before the field existed
   old["learner"] = dict(current["learner"])
   del old["learner"]["rmsprop_decay"]
-  assert checkpoint.incompatible_changes(old, current) == {}
+  assert incompatible_changes(old, current) == {}
   changed = dict(current, xla_deterministic=False)
-  assert checkpoint.incompatible_changes(old, changed) == {"xla_deterministic": (True, False)}
-  assert checkpoint.incompatible_changes(dict(current, xla_deterministic=False), current) == {
+  assert incompatible_changes(old, changed) == {"xla_deterministic": (True, False)}
+  assert incompatible_changes(dict(current, xla_deterministic=False), current) == {
       "xla_deterministic": (False, True)}

@@ -57,6 +57,15 @@ def test_async_lag_grows_with_the_number_of_actors(tmp_path):
   assert lags[4] >= 2.0, lags
 
 
+def test_async_books_every_executor_report(tmp_path):
+  """IMPALA's actors hand their executors' Done reports to the learner's queue and the loop books
+  them like every mode (`record_rollout`): the executors' idle seconds were 0 (only the episode
+  returns were kept)."""
+  s = cartpole(tmp_path, "books", "async", num_actors=2, total_steps=8 * 8 * 8)
+  assert s["idle"]["executors_waiting_for_actions"] > 0, s["idle"]
+  assert s["idle"]["executors"] > 0, s["idle"]
+
+
 def test_async_configuration_errors(tmp_path):
   with pytest.raises(ConfigError, match="use --algo=a2c"):
     RunConfig.make(mode="async", learner=LearnerConfig(algo="ppo", num_minibatches=1), alpha=4)

@@ -7,7 +7,7 @@ import numpy as np
 import optax
 import pytest
 
-from hts_jax import algorithms, envs, learner, losses, networks, sequences
+from hts_jax import envs, impala, learner, losses, networks, sequences
 from hts_jax.envs import blocks
 from hts_jax.types import LearnerConfig, Segment, Unroll
 
@@ -62,7 +62,7 @@ def test_masked_fake_step_learns_as_if_absent(algo):
     if algo == "vtrace":
       logp = losses.log_prob(net.apply(params, seg.obs[:-1].reshape(-1, OBS))[0],
                              seg.actions.reshape(-1)).reshape(seg.actions.shape)
-      step = algorithms.build_vtrace_update(LearnerConfig(), net.apply, opt)
+      step = impala.build_vtrace_update(LearnerConfig(), net.apply, opt)
       state = learner.init_train_state(params, opt, jax.random.PRNGKey(0))
       return step(state, Unroll(segment=seg, behaviour_log_probs=logp))[0].params
     cfg = LearnerConfig(algo=algo, unroll_length=t, ppo_epochs=1, num_minibatches=1,

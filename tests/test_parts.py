@@ -19,7 +19,8 @@ from hts_jax.runtime.executor import Executor, ExecutorSpec
 from hts_jax.runtime.learner_worker import LearnerWorker
 from hts_jax.runtime.modes import MODES
 from hts_jax.runtime.storage import Storages, StorageSpec, shm_prefix
-from hts_jax.runtime.supervisor import RunError, Supervisor
+from hts_jax.runtime.errors import RunError
+from hts_jax.runtime.supervisor import Supervisor
 
 ALPHA, ENVS, SEED = 5, 3, 7
 

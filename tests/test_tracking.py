@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from hts_jax.config import ConfigError, LearnerConfig, RunConfig
+from hts_jax.config import ConfigError, LearnerConfig, RunConfig, incompatible_changes
 from hts_jax.runtime import modes
-from hts_jax.runtime.outputs import checkpoint, tracking, video
+from hts_jax.runtime.outputs import tracking, video
 from hts_jax.runtime.outputs.evaluation import Evaluator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -281,4 +281,4 @@ def test_output_options_do_not_block_a_resume():
     del saved[name]  # a checkpoint written before these options existed
   now = RunConfig.make(tensorboard=False, video_every=1000, video_final=True, wandb_project="p",
                   wandb_mode="offline")
-  assert checkpoint.incompatible_changes(saved, json.loads(json.dumps(now.to_dict()))) == {}
+  assert incompatible_changes(saved, json.loads(json.dumps(now.to_dict()))) == {}

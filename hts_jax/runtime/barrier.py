@@ -19,7 +19,8 @@ from typing import Dict, List, Optional, Sequence
 
 from hts_jax.runtime import buffers
 from hts_jax.runtime.buffers import ActionBuffer, ActionWriter, Done, EnvStates, Started
-from hts_jax.runtime.supervisor import Interrupted, Supervisor
+from hts_jax.runtime.errors import Interrupted
+from hts_jax.runtime.supervisor import Supervisor
 
 
 class AlphaBarrier:

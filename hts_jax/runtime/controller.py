@@ -10,181 +10,34 @@ mode:
   3. checkpoint when due or asked for by a signal (the snapshot, a copy of the storage included,
      is taken now; writing it waits for the evaluations it records, in the background);
   4. the progress line.
-The observers (`observers.py`: metrics.csv, TensorBoard/W&B, the evaluator, the checkpoint
-writer, the progress line) write what was decided; `finish` writes summary.json once.
+The observers (`outputs/observers.py`: metrics.csv, TensorBoard/W&B, the evaluator, the
+checkpoint writer, the progress line) write what was decided; `finish` writes summary.json once.
+What the controller holds and how it shuts down is its `session.Session`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
-import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
 from hts_jax.runtime import backend, distributed, host
-from hts_jax.runtime.outputs import bookkeeping, checkpoint, reporting
-from hts_jax.runtime import logdir as logdir_lib
-from hts_jax.runtime.actor import ActorStats
-from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.outputs.bookkeeping import Book, summary
-from hts_jax.runtime.buffers import ActionBuffer, StateBuffer
-from hts_jax.runtime.outputs.evaluation import Evaluator
-from hts_jax.runtime.executor import executor_specs
 from hts_jax.runtime.learner_worker import LearnResult
-from hts_jax.runtime.outputs.observers import (CheckpointWriter, Evaluations, Observer,
-                                               Snapshot, UpdateEvent, output_observers,
-                                               tracker_of)
+from hts_jax.runtime.outputs import checkpoint, reporting
+from hts_jax.runtime.outputs.bookkeeping import summary
+from hts_jax.runtime.outputs.observers import Snapshot, UpdateEvent
 from hts_jax.runtime.placement import COMPILES
-from hts_jax.runtime.storage import Storages, shm_prefix
-from hts_jax.runtime.supervisor import (Interrupted, RunError, Supervisor, catch_output_errors,
-                                        error_line, interrupted_message, take_output_error)
-
-if TYPE_CHECKING:
-  from hts_jax.runtime.parts import Parts
+from hts_jax.runtime.session import Session
+from hts_jax.runtime.errors import Interrupted, RunError, error_line, interrupted_message
 
 
-class Controller:
-  """The parts of one run that live as long as it: storages, supervisor, barrier, book, outputs.
-  Used as a context manager: leaving it shuts everything down in order (see `supervisor`)."""
-
-  def __init__(self, parts: Parts, total_steps: int, checkpoints: bool = True):
-    self.parts = parts
-    cfg = self.config = parts.config
-    restored = parts.restored
-    self.checkpoints = checkpoints
-    self.primary = cfg.distributed.process_id == 0  # process 0 writes the outputs and evaluates
-    self.observers: List[Observer] = output_observers(
-        cfg, None if restored is None else parts.learner.version, total_steps)
-    self.storages = Storages(parts.shape.storage, create=True,
-                             name_prefix=shm_prefix(cfg.outputs.logdir))
-    self.supervisor = Supervisor(cfg.env_ids_of_executor, cfg.rollout.watchdog_s)
-    self.supervisor.watch_part(parts.learner.stalled)
-    self.barrier = AlphaBarrier(self.supervisor)
-    self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else
-                 Book.from_json(restored["host"]["book"]))
-    self.book.hosts.append(parts.host)  # this session's (summary.json's `host`)
-    self.first_segment = 0 if restored is None else restored["host"]["segment"] + 1
-    # A restored checkpoint holds the segment before first_segment, maybe not yet learned.
-    self.restored_unlearned = (restored is not None and not restored["host"].get("learned"))
-    if restored is not None:
-      self.storages.load(self.first_segment - 1, restored["storage"], restored["envs"] is None)
-    self.evaluator = Evaluator(cfg.rollout.env, cfg.rollout.env_kwargs, parts.model.network.apply,
-                               cfg.evaluation.eval_episodes, cfg.rollout.seed,
-                               greedy=cfg.evaluates_greedy,
-                               max_steps=cfg.evaluation.eval_max_steps, results=self.book.eval,
-                               num_agents=parts.shape.num_agents, head=parts.model.head,
-                               core_size=parts.shape.core_size, tracker=tracker_of(self.observers),
-                               sharding=parts.placement.eval_params,
-                               video_dir=os.path.join(cfg.outputs.logdir, "videos"))
-    if self.primary:  # the one that evaluates
-      self.observers.append(Evaluations(self.evaluator))
-      self.evaluator.compile(parts.learner.state.params, parts.shape.info.obs_shape,
-                             parts.shape.info.obs_dtype)
-    self.writer = CheckpointWriter(cfg.outputs.logdir, self.evaluator)
-    self.observers.append(self.writer)  # each event has one kind of observer: order is free
-    # The idle/efficiency figures per update are the tracker's only: not computed without one.
-    self._figures_per_update = tracker_of(self.observers) is not None
-    # Videos: one each time the env steps pass a multiple of video_every (counted from the
-    # steps a resumed run starts at).
-    every = cfg.evaluation.video_every
-    self._videos_done = self.first_segment * cfg.rollout.steps_per_segment // every if every else 0
-    self.state_buffers: List[StateBuffer] = []
-    self.actor_stats: List[ActorStats] = []
-    self._t_start, self._cpu0 = time.perf_counter(), time.process_time()
-    self._wall_before = self.book.wall_time_s
-
-  def __enter__(self) -> "Controller":
-    self.supervisor.install_signal_handlers()
-    catch_output_errors(True)
-    return self
-
-  def __exit__(self, exc_type, exc, tb) -> None:
-    self.supervisor.restore_signal_handlers()
-    if exc_type is KeyboardInterrupt:  # a second SIGINT: now, no new checkpoint
-      self.writer.abandon(wait_s=2.0)
-    try:
-      self.supervisor.shutdown()
-      self.writer.join()
-      if exc_type is RunError:  # a failed run (a full disk) keeps only complete checkpoints
-        logdir_lib.remove_partial_checkpoints(self.config.outputs.logdir)
-    finally:
-      self.evaluator.close(wait=exc_type is None)  # before the tracker it writes to
-      try:
-        for o in self.observers:
-          try:
-            o.close()
-          except OSError as e:  # a full disk: the run already failed, or fails with one line
-            if exc_type is None:
-              raise RunError(error_line(e, self.config.outputs.logdir)) from None
-      finally:
-        for sb in self.state_buffers:
-          sb.close()
-        self.storages.close()
-        catch_output_errors(False)
-
-  def _notify(self, event: str, *args, **kwargs) -> None:
-    """Sends an event to every observer. An output that fails (a full disk: metrics.csv, the
-    tracker, its event-writer thread) stops the run with one line; what was saved is kept."""
-    try:
-      for o in self.observers:
-        getattr(o, event)(*args, **kwargs)
-    except OSError as e:
-      raise RunError(error_line(e, self.config.outputs.logdir)) from None
-    failed = take_output_error()
-    if failed is not None:
-      raise RunError(error_line(failed, self.config.outputs.logdir))
-
-  # ------------------------------------------------------------ clock and counters
-  def wall(self) -> float:
-    return self._wall_before + time.perf_counter() - self._t_start
-
-  def start_clock(self) -> None:
-    self._t_start = time.perf_counter()
-    self._cpu0 = time.process_time()
-    COMPILES.start()  # everything is compiled before; `finish` reports what was not
-
-  def stop_clock(self) -> None:
-    self.book.main_cpu_s += time.process_time() - self._cpu0
-    self._cpu0 = time.process_time()
-
-  def new_actor_stats(self) -> ActorStats:
-    """Counters for one actor (thread, sampler or envpool group) of this session."""
-    stats = ActorStats()
-    self.actor_stats.append(stats)
-    return stats
-
-  def book_totals(self, copy: bool = True) -> Book:
-    """The book with this session's actor and learner counters added: a copy, or with
-    `copy=False` one that shares the book's lists (to read at once, not to keep)."""
-    extra = bookkeeping.totals(self.actor_stats, self.parts.policy_rows,
-                               self.parts.learner.idle_s)
-    book = dataclasses.replace(self.book, **{k: getattr(self.book, k) + v
-                                             for k, v in extra.items()})
-    return Book.from_json(json.loads(json.dumps(book.to_json()))) if copy else book
-
-  def figures(self, env_steps: int) -> Dict[str, float]:
-    """summary.json's idle and efficiency figures so far, as tracker tags."""
-    return bookkeeping.tags(self.book_totals(copy=False), env_steps, self.parts.shape.num_agents)
-
-  # ------------------------------------------------------------ executors
-  def spawn_executors(self, state_buffer_of: Optional[Sequence[int]] = None) -> None:
-    """Executor processes for every env, one action buffer each; they post to state buffer
-    `state_buffer_of[k]` (default: one state buffer shared by all)."""
-    cfg, parts = self.config, self.parts
-    owners = ([0] * cfg.rollout.num_executors if state_buffer_of is None
-              else list(state_buffer_of))
-    self.state_buffers = [StateBuffer() for _ in range(max(owners) + 1)]
-    inboxes = [ActionBuffer() for _ in range(cfg.rollout.num_executors)]
-    saved = None if parts.restored is None else parts.restored["envs"]
-    specs = executor_specs(cfg, self.storages.spec, parts.shape.layout, self.first_segment, saved)
-    self.supervisor.spawn_executors(specs, inboxes,
-                                    [self.state_buffers[o].writer for o in owners])
-    self.barrier.attach(inboxes)
+class Controller(Session):
+  """A run's session and the decisions at its boundaries: `record_update`, `boundary`, `finish`.
+  A mode's loop runs inside it (`with Controller(parts, ...) as ctl`, `Runner.run`)."""
 
   # ------------------------------------------------------------ updates and boundaries
   def record_update(self, result: LearnResult, recent_returns, env_steps: int,

@@ -13,8 +13,8 @@ from hts_jax.runtime import backend, distributed, logdir
 from hts_jax.runtime.outputs import tracking
 from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.runner import Runner
-from hts_jax.runtime.supervisor import (Interrupted, RunError,  # pylint: disable=unused-import
-                                        defer_signals)
+from hts_jax.runtime.errors import Interrupted, RunError  # pylint: disable=unused-import
+from hts_jax.runtime.supervisor import defer_signals  # pylint: disable=unused-import
 
 
 def _load(name: str) -> Mode:

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import envs, heads, learner, networks, seeding
-from hts_jax.config import ConfigError, RunConfig
+from hts_jax.config import ConfigError, RunConfig, incompatible_changes
 from hts_jax.runtime import distributed, host
 from hts_jax.runtime.outputs import checkpoint, video
 from hts_jax.runtime.actor import ActingParts
@@ -146,7 +146,7 @@ class Runner:
   def _check_resumable(self, host: Dict[str, Any]) -> None:
     """Refuses a config that changes what the run computes, or a run already past its end."""
     cfg = self.config
-    changed = checkpoint.incompatible_changes(host["config"], json.loads(json.dumps(cfg.to_dict())))
+    changed = incompatible_changes(host["config"], json.loads(json.dumps(cfg.to_dict())))
     if changed:
       k = sorted(changed)[0]
       raise ConfigError(f"--resume: {k} differs from the checkpoint ({changed[k][0]!r} there, "

@@ -12,7 +12,6 @@ turns SIGINT/SIGTERM into a request the controller acts on at a segment boundary
 
 from __future__ import annotations
 
-import errno
 import multiprocessing as mp
 import signal
 import threading
@@ -21,6 +20,7 @@ from multiprocessing import connection
 from typing import Callable, Dict, List, Optional, Sequence
 
 from hts_jax.runtime.buffers import ControlChannel, Done, Failed
+from hts_jax.runtime.errors import Interrupted, RunError, failed_message
 from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
 
 POLL_S = 0.05
@@ -32,72 +32,6 @@ WATCHDOG_MIN_S = 10.0
 # longest segment so far, whichever is longer), the run stops without a new checkpoint.
 SIGNAL_GRACE_S = 5.0
 _GRACE_S = 0.5  # executors leave within one env step of STOP; stuck ones get SIGTERM after this
-
-
-class RunError(RuntimeError):
-  """A run stopped by a failing part (executor, actor, learner); the message is one line."""
-
-
-class Interrupted(RuntimeError):
-  """SIGINT/SIGTERM: the run stopped cleanly (checkpointing at a segment boundary if it could)."""
-
-  def __init__(self, message: str, signum: int):
-    super().__init__(message)
-    self.signum = signum
-
-
-def interrupted_message(signum: int, updates: int, path: str) -> str:
-  return (f"interrupted by {signal.Signals(signum).name} at update {updates}; checkpoint saved in "
-          f"{path}; continue with --resume")
-
-
-def is_full_disk(e: BaseException) -> bool:
-  return (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left" in str(e)
-
-
-# Output failures (a full disk) met on threads the run does not own (tensorboardX's event writer)
-# or that only log (the tracker's): recorded here by `record_output_error` and raised as one
-# `RunError` line by the controller at its next output (`Controller._notify`), instead of a
-# thread's traceback.
-_OUTPUT_ERRORS: List[BaseException] = []
-
-
-def record_output_error(e: BaseException) -> None:
-  _OUTPUT_ERRORS.append(e)
-
-
-def take_output_error() -> Optional[BaseException]:
-  return _OUTPUT_ERRORS.pop(0) if _OUTPUT_ERRORS else None
-
-
-def _thread_excepthook(args) -> None:
-  if args.exc_value is not None and is_full_disk(args.exc_value):
-    record_output_error(args.exc_value)
-    return
-  threading.__excepthook__(args)
-
-
-def catch_output_errors(on: bool) -> None:
-  """Routes a full disk met on any thread to `record_output_error` (on) or restores Python's
-  default thread excepthook (off); other thread exceptions print as before."""
-  threading.excepthook = _thread_excepthook if on else threading.__excepthook__
-  if not on:
-    _OUTPUT_ERRORS.clear()
-
-
-def error_line(e: BaseException, path: Optional[str] = None) -> str:
-  """An exception as one line: `Type: its first line`; a full disk (ENOSPC, or a library's
-  message saying so) as `no space left on <the file, or path>`."""
-  text = str(e)
-  if is_full_disk(e):
-    return f"no space left on {getattr(e, 'filename', None) or path or 'the device'}"
-  lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-  return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
-
-
-def failed_message(msg: Failed) -> str:
-  return (f"executor {msg.executor}" + (f", env {msg.env_id}" if msg.env_id is not None else "")
-          + f": {msg.error}")
 
 
 # SIGINT/SIGTERM received after start-up handed signals to the runtime (`defer_signals`) and

@@ -20,12 +20,12 @@ from typing import Any, Dict, List, NamedTuple, Optional
 import jax
 import numpy as np
 
-from hts_jax import algorithms
+from hts_jax import impala
 from hts_jax.config import ConfigError
-from hts_jax.runtime import supervisor
+from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
 from hts_jax.runtime.actor import ActorStats, LockstepSampler, ParamsBox
-from hts_jax.runtime.buffers import Started
+from hts_jax.runtime.buffers import Done, Started
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
 from hts_jax.runtime.loops.mode import Mode
@@ -36,7 +36,7 @@ from hts_jax.types import Unroll
 class _Queued(NamedTuple):
   version: int           # params version that acted
   unroll: Unroll
-  returns: Dict[int, List[float]]
+  reports: List[Done]    # its executors' reports (episode returns, idle and busy seconds)
   joined_at: int         # learner updates done when it joined the queue (Claim 2's L)
 
 
@@ -84,7 +84,7 @@ def _policy_rows(shape: Shape) -> int:
 def _learner_step(shape: Shape, model: Model, lcfg):
   if len(shape.config.devices.learner_devices) > 1:
     raise ConfigError("--mode=async runs its learner on one device")
-  return jax.jit(algorithms.build_vtrace_update(lcfg, model.network.apply, model.optimizer,
+  return jax.jit(impala.build_vtrace_update(lcfg, model.network.apply, model.optimizer,
                                                 head=model.head))
 
 
@@ -125,14 +125,12 @@ class _Async:
       logp = sampler.rollout(seg, version, params, stopped=lambda: self.unrolls.closed)
       if logp is None:
         return
-      returns: Dict[int, List[float]] = {}
-      for done in sampler.wait_done(seg):
-        returns.update(done.returns)
+      reports = sampler.wait_done(seg)
       rows = sampler.rows
       unroll = Unroll(segment=jax.tree.map(lambda x: x[:, rows].copy(),
                                            segment_of(ctl.storages.filling(seg))),
                       behaviour_log_probs=logp)
-      if not self.unrolls.put(lambda: _Queued(version, unroll, returns, self.worker.version)):
+      if not self.unrolls.put(lambda: _Queued(version, unroll, reports, self.worker.version)):
         return
       seg += 1
 
@@ -154,12 +152,10 @@ class _Async:
       unroll = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1), *[q.unroll for q in batch])
       metrics = worker.step(unroll)
       self.params.publish(worker.version, self.parts.actor_params(worker.state.params))
-      returns: Dict[int, List[float]] = {}
-      for q in batch:
-        returns.update(q.returns)
       self.unroll_lags.extend(lags)
       self.results.append((LearnResult(worker.version - 1, metrics, float(np.mean(lags)),
-                                       time.perf_counter() - t1), returns, max(lags)))
+                                       time.perf_counter() - t1),
+                           [r for q in batch for r in q.reports], max(lags)))
 
   def lag_summary(self, per_update: List[float], per_update_max: List[int]) -> Dict[str, Any]:
     """summary.json's `policy_lag`: per unroll, per batch (mean and max) and the part queued."""
@@ -187,16 +183,13 @@ def run_async(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   steps = 0
   for j in range(cfg.learner_updates):
     if sup.signal is not None:
-      raise supervisor.Interrupted(f"interrupted at update {parts.learner.version}; "
+      raise Interrupted(f"interrupted at update {parts.learner.version}; "
                                    "--mode=async does not checkpoint", sup.signal)
     sup.wait(lambda: bool(a.results) or sup.signal is not None)
     if not a.results:
       continue
-    result, returns, max_lag = a.results.popleft()
-    recent = []
-    for e, rs in returns.items():
-      book.returns[e].extend(rs)
-      recent.extend(rs)
+    result, reports, max_lag = a.results.popleft()
+    recent = ctl.record_rollout(reports)
     max_lags.append(max_lag)
     steps = (j + 1) * cfg.steps_per_update
     ctl.record_update(result, recent, steps, extra={"lag_max": max_lag})

@@ -36,6 +36,7 @@ import numpy as np
 
 from hts_jax import gala
 from hts_jax.runtime import supervisor
+from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
 from hts_jax.runtime.actor import LockstepSampler
 from hts_jax.runtime.buffers import Done
@@ -97,7 +98,7 @@ class _Agents:
     while not self.rounds.wait(k, supervisor.POLL_S) and sup.signal is None:
       sup.check()
     if sup.signal is not None:
-      raise supervisor.Interrupted(f"interrupted at round {k}; --mode={self.parts.config.mode} "
+      raise Interrupted(f"interrupted at round {k}; --mode={self.parts.config.mode} "
                                    "does not checkpoint", sup.signal)
     return self.rounds.take(k)
 
@@ -168,7 +169,7 @@ def _mean_metrics(results: List[LearnResult]) -> LearnResult:
 
 
 def _run(parts: Parts, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
-  cfg, book, learner = parts.config, ctl.book, parts.learner
+  cfg, learner = parts.config, parts.learner
   n_seg, per_seg = cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   is_gala = isinstance(agents, _Gala)
   if not is_gala:
@@ -179,8 +180,8 @@ def _run(parts: Parts, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
   steps = 0
   for k in range(n_seg):
     steps_k = agents.wait_round(k)
-    recent = book.record_done([r for s in steps_k for r in s.reports])
-    book.rollout_s += max(s.rollout_s for s in steps_k)
+    recent = ctl.record_rollout([r for s in steps_k for r in s.reports],
+                                max(s.rollout_s for s in steps_k))
     steps = (k + 1) * per_seg
     extra: Dict[str, Any] = {}
     if is_gala:

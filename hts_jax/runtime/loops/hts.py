@@ -45,8 +45,7 @@ def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
 
 
 def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
-  cfg, book, learner, sup, barrier = (parts.config, ctl.book, parts.learner, ctl.supervisor,
-                                      ctl.barrier)
+  cfg, learner, sup, barrier = parts.config, parts.learner, ctl.supervisor, ctl.barrier
   params = ParamsBox(learner.version, parts.actor_params(learner.state.params))
   if cfg.rollout.envpool:
     start_envpool_groups(parts, ctl, params)
@@ -66,8 +65,7 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   last = first
   t_seg = time.perf_counter()
   for seg in range(first, n_seg):
-    recent.extend(book.record_done(barrier.wait_done(seg)))
-    book.rollout_s += time.perf_counter() - t_seg
+    recent.extend(ctl.record_rollout(barrier.wait_done(seg), time.perf_counter() - t_seg))
     if pending:
       ctl.record_update(learner.result(sup.wait), recent, seg * per_seg)
       recent = []

@@ -94,7 +94,7 @@ def _envpool_rollout(parts: Parts, ctl: Controller) -> Rollout:
 
 
 def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
-  cfg, book, learner = parts.config, ctl.book, parts.learner
+  cfg, learner = parts.config, parts.learner
   rollout = (_envpool_rollout if cfg.rollout.envpool else _executor_rollout)(parts, ctl)
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   ctl.barrier.wait_started()
@@ -102,10 +102,9 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   steps = first * per_seg
   for seg in range(first, n_seg):
     t_roll = time.perf_counter()
-    recent = book.record_done(rollout(seg))
-    rollout_s = time.perf_counter() - t_roll
-    book.rollout_s += rollout_s
-    book.learner_idle += rollout_s  # the learner waits for the whole rollout
+    reports = rollout(seg)
+    # The learner waits for the whole rollout.
+    recent = ctl.record_rollout(reports, time.perf_counter() - t_roll, learner_waited=True)
     # Learning, while the envs wait (lag 0: the params that acted are the ones updated).
     steps = (seg + 1) * per_seg
     ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg)), recent, steps)

@@ -41,8 +41,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging as absl_logging
 
-from hts_jax.config import RunConfig, resumable_fields
-from hts_jax.runtime.supervisor import error_line
+from hts_jax.runtime.errors import error_line
 
 
 class _QuietOrbaxErrors(logging.Filter):
@@ -277,26 +276,3 @@ def saved_host(logdir: str, step: Optional[int] = None) -> Dict[str, Any]:
                             f"read: {error_line(e)}") from e
   finally:
     mngr.close()
-
-
-def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict[str, Any]:
-  """Config fields that differ between a checkpoint and a resumed run and may not. A field the
-  checkpoint's config lacks (added to RunConfig or LearnerConfig since it was written) counts as
-  its default: the code that wrote it behaved so."""
-  defaults = json.loads(json.dumps(RunConfig().to_dict()))  # as a checkpoint stores it
-  saved = {**defaults, **saved}
-  resumable = resumable_fields()
-  if isinstance(saved.get("learner"), dict):
-    saved["learner"] = {**defaults["learner"], **saved["learner"]}
-  out = _differing(saved, current, resumable | {"learner"})
-  if isinstance(saved.get("learner"), dict) and isinstance(current.get("learner"), dict):
-    # Named by the learner field that differs (its flag's name), not by the whole section.
-    out.update(_differing(saved["learner"], current["learner"], resumable))
-  elif saved.get("learner") != current.get("learner"):
-    out["learner"] = (saved.get("learner"), current.get("learner"))
-  return out
-
-
-def _differing(saved: Dict[str, Any], current: Dict[str, Any], skip: frozenset) -> Dict[str, Any]:
-  return {k: (saved.get(k), current.get(k)) for k in set(saved) | set(current)
-          if k not in skip and saved.get(k) != current.get(k)}

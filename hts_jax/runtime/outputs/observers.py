@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.runtime.outputs import checkpoint, reporting, tracking
 from hts_jax.runtime.outputs.evaluation import Evaluator
-from hts_jax.runtime.supervisor import RunError, error_line
+from hts_jax.runtime.errors import RunError, error_line
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,8 +23,8 @@ import numpy as np
 
 from hts_jax.config import ConfigError
 from hts_jax.runtime.outputs import video as video_lib
-from hts_jax.runtime import supervisor
-from hts_jax.runtime.supervisor import RunError
+from hts_jax.runtime import errors
+from hts_jax.runtime.errors import RunError
 
 
 class TensorBoardSink:
@@ -167,8 +167,8 @@ class Tracker:
         self.sinks.remove(sink)
         with contextlib.suppress(Exception):
           getattr(sink, "abandon", lambda: None)()
-        if supervisor.is_full_disk(e):  # the run stops with one line (Controller._notify)
-          supervisor.record_output_error(e)
+        if errors.is_full_disk(e):  # the run stops with one line (Controller._notify)
+          errors.record_output_error(e)
           continue
         print(f"warning: {type(sink).__name__} stopped: {type(e).__name__}: {e}".splitlines()[0],
               file=sys.stderr, flush=True)
