@@ -116,8 +116,12 @@ class BlockBatcher:
       used += hi - lo
     return out
 
-  def act(self, group: Sequence[Record], version: int, params) -> int:
-    """One policy call for the group's blocks; returns the rows they filled."""
+  def act(self, group: Sequence[Record], version: int, params,
+          log_probs: Optional[np.ndarray] = None) -> int:
+    """One policy call for the group's blocks: their actions (and recurrent states) written to
+    the storage; returns the rows they filled. `log_probs` (a mode that learns from the behaviour
+    policy's log-probs): receives the call's, in call-row order. The one act-and-write step of
+    every sampler: HTS actors, sync's lockstep loop, the envpool groups, `LockstepSampler`."""
     off, placed = 0, []
     obs, seeds, core = self.obs, self.seeds, self.core
     for b, seg, t in group:
@@ -131,7 +135,12 @@ class BlockBatcher:
         core[off:end] = st.core[t, lo:hi]
       placed.append((st, t, lo, hi, off, end))
       off = end
-    actions, after = self.policy.run_step(params, obs, seeds, core)
+    if log_probs is None:
+      actions, after = self.policy.run_step(params, obs, seeds, core)
+    else:
+      actions, extras = self.policy.run_fixed(params, obs, seeds, core)
+      after = extras.get("core")
+      log_probs[:off] = extras["log_prob"][:off]
     for st, t, lo, hi, o, end in placed:
       st.actions[t, lo:hi] = actions[o:end]
       st.version[t, lo:hi] = version
@@ -164,19 +173,17 @@ class LockstepSampler:
     self.blocks = [b for k in self.executors for b in self.blocks_of[k]]
     self.span = (layout.rows(self.blocks[0]).start, layout.rows(self.blocks[-1]).stop)
     self.rows = np.arange(*self.span)
-    self.obs = np.zeros((len(self.rows),) + tuple(acting.obs_shape), acting.obs_dtype)
-    self.seeds = np.zeros((len(self.rows), 2), np.uint32)
-    self.seeds[:, 0] = acting.streams[self.rows]
-    self.recurrent = storages.spec.core_size > 0
+    # Its executors' blocks in one call of the acting parts' fixed shape (`acting.rows`).
+    assert len(self.rows) == acting.rows, (len(self.rows), acting.rows)
+    self.batcher = BlockBatcher.from_parts(acting, storages)
 
   def rollout(self, segment: int, version: int, params,
               stopped: Callable[[], bool] = lambda: False) -> Optional[np.ndarray]:
     """Collects `segment` with `params` (version `version`); returns the behaviour log-probs
     `[alpha, rows]` (zeros unless the mode acts with extras), None if `stopped()` became true."""
     acting, stats, alpha = self.acting, self.stats, self.acting.alpha
-    sup, lo, hi = self.barrier.supervisor, self.span[0], self.span[1]
+    sup = self.barrier.supervisor
     self.barrier.go(segment, self.executors)
-    st = self.storages.filling(segment)
     logp = np.zeros((alpha, len(self.rows)), np.float32)
     for t in range(alpha):
       t0 = time.perf_counter()
@@ -188,16 +195,8 @@ class LockstepSampler:
           sup.check()
         ready += len(self.reader.read())
       stats.idle_s += time.perf_counter() - t0
-      self.obs[:] = st.obs[t, lo:hi]
-      self.seeds[:, 1] = global_step(segment, alpha, t)
-      out, extras = acting.act(params, self.obs, self.seeds,
-                               st.core[t, lo:hi] if self.recurrent else None)
-      if acting.with_extras:
-        logp[t] = extras["log_prob"]
-      st.actions[t, lo:hi] = out
-      st.version[t, lo:hi] = version
-      if self.recurrent:
-        st.core[t + 1, lo:hi] = extras["core"]
+      self.batcher.act([(b, segment, t) for b in self.blocks], version, params,
+                       logp[t] if acting.with_extras else None)
       stats.calls += 1
       stats.ready_rows += len(self.rows)
       for k in self.executors:
