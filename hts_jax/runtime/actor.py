@@ -93,7 +93,7 @@ class BlockBatcher:
     self.rows = rows
     self.obs = np.zeros((rows,) + tuple(spec.obs_shape), spec.obs_dtype)
     self.seeds = np.zeros((rows, 2), np.uint32)
-    size = storages.spec.core_size
+    size = spec.core_size
     self.core = np.zeros((rows, size), np.float32) if size else None
     self.streams = streams
     self.spans = [(layout.rows(b).start, layout.rows(b).stop) for b in range(len(layout.blocks))]

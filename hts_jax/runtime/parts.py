@@ -76,12 +76,20 @@ class Parts:
   model: Model
   placement: Placement
   learner: LearnerWorker
-  policy: Any  # the compiled policy step (`policy.make_policy_step`)
-  policy_rows: int  # rows of one actor policy call (the mode's answer)
-  acting: ActingParts
+  acting: ActingParts  # the compiled policy step and its rows (the mode's answer) among them
   host: Dict[str, Any]  # this session's host record (`host.start_record`)
   restored: Optional[Dict[str, Any]]  # the checkpoint resumed from, or None
   compile_s: float
+
+  @property
+  def policy(self):
+    """The compiled policy step (`policy.make_policy_step`)."""
+    return self.acting.policy
+
+  @property
+  def policy_rows(self) -> int:
+    """Rows of one actor policy call."""
+    return self.acting.rows
 
   def actor_params(self, params):
     """A copy of `params` on the actors' devices (replicated over them; no copy where they are

@@ -110,8 +110,7 @@ class Runner:
     acting = ActingParts(shape.layout, policy, streams, shape.storage, policy_rows,
                          with_extras=mode.acts_with_extras)
     parts = dict(config=config, shape=shape, model=model, placement=placement, learner=worker,
-                 policy=policy, policy_rows=policy_rows, acting=acting, host=run_host,
-                 restored=restored)
+                 acting=acting, host=run_host, restored=restored)
     self.parts = Parts(**parts, compile_s=self._compile(Parts(**parts, compile_s=0.0)))
 
   def _restore(self, abstract_state, placement: Placement) -> Dict[str, Any]:
