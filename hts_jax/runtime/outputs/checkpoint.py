@@ -18,7 +18,9 @@ the state's leaves in a fixed order, the storage, the envs, the host JSON, and t
 checkpoint and what is wrong) on a mismatch, as on a part that cannot be read (truncated, missing
 metadata). `--resume` then sets the corrupt checkpoint aside (`<logdir>/checkpoints-corrupt/`) and
 falls back to the newest older one that verifies (`Runner._restore`). Checkpoints written before
-digests existed are restored unverified.
+digests existed are restored unverified. Before orbax reads anything, each file of the folder is
+checked against the size and sha256 recorded in `files.json` once the folder was complete, so a
+truncated or flipped file is named without orbax's half-finished concurrent reads.
 
 Multi-process runs (`process` given): the state (replicated over every process's learner devices)
 and the run's config and segment go to `<logdir>/checkpoints/<updates>/`, written together by
@@ -35,6 +37,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -53,6 +56,45 @@ class _QuietOrbaxErrors(logging.Filter):
 
 
 absl_logging.get_absl_logger().addFilter(_QuietOrbaxErrors())
+
+
+def _orbax_aftermath(unraisable) -> bool:
+  """Whether an unraisable exception is the aftermath of an orbax read or write that already
+  failed (and was reported in one line by `save` or `restore`). Orbax runs a checkpoint's array
+  reads and writes concurrently on its own event loop; when one fails (a full disk, a truncated
+  file), orbax ends the loop while the others are still going, and they end later, at any moment:
+  tensorstore's callbacks into the closed loop raise "Event loop is closed" (with no object), and
+  orbax's suspended reads, when collected, turn the GeneratorExit that closes them into a new
+  Exception. Python can only print those, as tracebacks. The project runs no event loop of its
+  own, so a closed loop is always orbax's."""
+  exc = unraisable.exc_value
+  if getattr(unraisable.object, "__qualname__", None) == "_read_array_index_and_device_put":
+    return isinstance(exc, Exception)
+  return (unraisable.object is None and isinstance(exc, RuntimeError)
+          and str(exc) == "Event loop is closed")
+
+
+def _quiet_orbax_aftermath(previous):
+  def hook(unraisable):
+    if not _orbax_aftermath(unraisable):
+      previous(unraisable)
+  hook.quiets_orbax = True
+  return hook
+
+
+if not getattr(sys.unraisablehook, "quiets_orbax", False):
+  sys.unraisablehook = _quiet_orbax_aftermath(sys.unraisablehook)
+
+
+def _read_error(e: BaseException) -> str:
+  """A failed read as one line. Orbax's message for a failed array read is followed by the whole
+  TensorStore spec (a page of JSON); keep its first sentence and the cause's first line."""
+  line = error_line(e)
+  if "See full TensorStore details" in line:
+    line = line.split(" See full TensorStore details")[0]
+    if e.__cause__ is not None:
+      line += f" ({error_line(e.__cause__)})"
+  return line
 
 
 class CorruptCheckpoint(Exception):
@@ -173,7 +215,10 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
     _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state),
           host=ocp.args.JsonSave(shared),
           digest=ocp.args.JsonSave(digest(train_state, host=shared)))
-  return os.path.join(directory(logdir), str(step))
+  path = os.path.join(directory(logdir), str(step))
+  if not process:  # one writer; orbax has finished every process's files when process 0's returns
+    _write_files(path)
+  return path
 
 
 def _save_own(logdir: str, process: int, step: int, storage, envs, host) -> None:
@@ -211,6 +256,54 @@ def _restore_own(logdir: str, process: int, step: int) -> Dict[str, Any]:
   return {"storage": storage, "envs": envs, "host": host}
 
 
+# Each file of a finished checkpoint folder, with its size and sha256 (see `_check_files`).
+FILES = "files.json"
+_FILES_TMP = f".{FILES}.tmp"
+
+
+def _file_sums(path: str) -> Dict[str, List]:
+  sums = {}
+  for root, _, names in os.walk(path):
+    for name in names:
+      full = os.path.join(root, name)
+      rel = os.path.relpath(full, path)
+      if rel not in (FILES, _FILES_TMP):
+        with open(full, "rb") as f:
+          sums[rel] = [os.path.getsize(full), hashlib.sha256(f.read()).hexdigest()]
+  return sums
+
+
+def _write_files(path: str) -> None:
+  tmp = os.path.join(path, _FILES_TMP)
+  with open(tmp, "w") as f:
+    json.dump(_file_sums(path), f)
+  os.replace(tmp, os.path.join(path, FILES))
+
+
+def _check_files(path: str) -> None:
+  """Checks a checkpoint's files against the sizes and sha256 recorded when it was written,
+  before orbax reads them. Orbax reads the arrays of a truncated file concurrently: the first
+  failure ends the restore while the other reads are still going, and those print tracebacks
+  (abandoned coroutines, callbacks into a closed event loop) at whatever moment they end. A
+  checkpoint written before `files.json` existed (or whose writer died before writing it) is read
+  by orbax as it is; the digest still checks what it reads."""
+  if not os.path.exists(os.path.join(path, FILES)):
+    return
+  with open(os.path.join(path, FILES)) as f:
+    recorded = json.load(f)
+  for rel, (size, sha) in sorted(recorded.items()):
+    full = os.path.join(path, rel)
+    if not os.path.exists(full):
+      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is missing")
+    if os.path.getsize(full) != size:
+      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is {os.path.getsize(full)} "
+                              f"bytes, {size} when it was written")
+    with open(full, "rb") as f:
+      if hashlib.sha256(f.read()).hexdigest() != sha:
+        raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} does not match the sha256 "
+                                "recorded when it was written")
+
+
 def _save(mngr: ocp.CheckpointManager, step: int, **items) -> None:
   try:
     mngr.save(step, args=ocp.args.Composite(**items))
@@ -234,10 +327,11 @@ def restore(logdir: str, abstract_state, step: Optional[int] = None,
   except CorruptCheckpoint:
     raise
   except Exception as e:  # pylint: disable=broad-except
-    raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {error_line(e)}") from e
+    raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {_read_error(e)}") from e
 
 
 def _restore(logdir, abstract_state, step, process, path) -> Dict[str, Any]:
+  _check_files(path)
   verified = os.path.isdir(os.path.join(path, "digest"))
   items = dict(state=ocp.args.StandardRestore(abstract_state), host=ocp.args.JsonRestore())
   if process is None:
@@ -273,6 +367,6 @@ def saved_host(logdir: str, step: Optional[int] = None) -> Dict[str, Any]:
     return dict(mngr.restore(step, args=ocp.args.Composite(host=ocp.args.JsonRestore()))["host"])
   except Exception as e:  # pylint: disable=broad-except
     raise CorruptCheckpoint(f"checkpoint {os.path.join(directory(logdir), str(step))} cannot be "
-                            f"read: {error_line(e)}") from e
+                            f"read: {_read_error(e)}") from e
   finally:
     mngr.close()
