@@ -18,6 +18,6 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest tests -q -ra $(XDIST) -m "not slow" --durations=10
 
-# The documentation site (docs/, mkdocs.yml) into build/site; tests/test_docs.py builds it too.
+# The documentation site (docs/, mkdocs.yml) into build/site; tests/tooling/test_docs.py builds it too.
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

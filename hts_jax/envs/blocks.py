@@ -20,8 +20,8 @@ kinds:
   time, which numpy's float64 loops match), resets a finished env from that env's own
   generator, and writes the state back into the replicas whenever they are asked for
   (checkpoints pickle the replicas). So an env's trajectory does not depend on which block it is
-  in, and runs give the same bits as with `GymBlock` (`tests/test_blocks.py`,
-  `tests/test_runtime.py`).
+  in, and runs give the same bits as with `GymBlock` (`tests/unit/test_blocks.py`,
+  `tests/contracts/test_runtime.py`).
 
 `make_block` picks `CartPoleBlock` when every replica is a plain `CartPole-v1` (any
 `max_episode_steps` / `sutton_barto_reward`) and `GymBlock` otherwise.

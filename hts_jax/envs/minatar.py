@@ -28,7 +28,7 @@ previous action) pickles: checkpoints resume a replica mid-game bit for bit.
 The game modules are loaded from the installed `minatar` package directly: its `__init__` imports
 matplotlib, seaborn and pandas for its display (1.1 s and 136 MB per process, measured here),
 which no executor process needs. `MinAtarEnv.step` is `Environment.act`'s sticky action then the
-game's `act`; tests/test_minatar.py checks it against `minatar.Environment` step for step.
+game's `act`; tests/unit/test_minatar_env.py checks it against `minatar.Environment` step for step.
 """
 
 from __future__ import annotations

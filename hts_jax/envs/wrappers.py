@@ -52,7 +52,7 @@ class MujocoState(gym.Wrapper):
   whole integration state (`mujoco.mj_getState(..., mjSTATE_INTEGRATION)`: time, qpos, qvel,
   act, warm-start accelerations, controls, ...) and the env's generator (reset noise) through
   the pickle and writes them into the rebuilt env, so its next steps are bit-for-bit the
-  original's (tests/test_continuous.py)."""
+  original's (tests/unit/test_gaussian_head.py)."""
 
   def __getstate__(self):
     import mujoco  # pylint: disable=import-outside-toplevel  (only MuJoCo envs get here)

@@ -9,7 +9,7 @@ never typed by hand. The JSON comes from the benchmark scripts' `--save`:
   hts-reproduce benchmarks --check    # exit 1 when they are out of date
 
 (from a clone: `python -m experiments.reproduce benchmarks ...`; the learning grids have blocks of
-their own). tests/test_render_results.py fails when a rendered table is out of date with its JSON.
+their own). tests/tooling/test_render_results.py fails when a rendered table is out of date with its JSON.
 """
 
 import json

@@ -17,7 +17,7 @@ frame skip 4 with max-pooling, 84x84 grayscale, 4 stacked frames, episodic life,
 and its auto-reset convention: after an episode ends (a lost life included), the env's next step
 is a reset (its action is ignored, reward 0, `elapsed_step` does not advance). That step is stored
 with `valid` 0: every loss leaves it out and episode lengths do not count it
-(`tests/test_atari.py` checks this against envpool's own counters and the ale-py path). Env
+(`tests/unit/test_atari_envs.py` checks this against envpool's own counters and the ale-py path). Env
 states cannot be checkpointed: a resumed run restarts envpool envs.
 
 MuJoCo (`HalfCheetah-v5`, ...): envpool's port of gymnasium's tasks, the same auto-reset

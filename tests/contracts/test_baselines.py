@@ -1,0 +1,69 @@
+"""The baselines: synchronous A2C/PPO (lag 0, deterministic) and IMPALA-style async (V-trace,
+lag measured and growing with the number of actors)."""
+
+
+import pytest
+
+from hts_jax.config import ConfigError, LearnerConfig, RunConfig
+from hts_jax.runtime import modes
+
+
+def cartpole(tmp_path, name, mode, **kw):
+  base = dict(env="CartPole-v1", mode=mode, alpha=8, num_envs=8, num_executors=2,
+              num_actors=1, total_steps=8 * 8 * 6, seed=4, logdir=str(tmp_path / name),
+              eval_episodes=2, log_every_s=1e9, learner=LearnerConfig(algo="a2c", unroll_length=8))
+  base.update(kw)
+  return modes.run(RunConfig.make(**base))
+
+
+def test_sync_lag_is_zero_and_runs_are_deterministic(tmp_path):
+  a = cartpole(tmp_path, "a", "sync")
+  b = cartpole(tmp_path, "b", "sync", num_executors=4, executor_jitter_s=0.002)
+  assert a["policy_lag"]["histogram"] == {"0": 6}
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]
+  assert a["mode"] == "sync" and a["correction"] == "none" and a["updates"] == 6
+  c = cartpole(tmp_path, "c", "sync", seed=5)
+  assert c["param_sha256"] != a["param_sha256"]
+
+
+def test_sync_ppo_runs(tmp_path):
+  s = cartpole(tmp_path, "ppo", "sync",
+               learner=LearnerConfig(algo="ppo", num_minibatches=2, ppo_epochs=2))
+  assert s["updates"] == 6 and s["policy_lag"]["max"] == 0
+
+
+@pytest.mark.slow
+def test_async_lag_grows_with_the_number_of_actors(tmp_path):
+  """Slow learner (0.1 s/update), one unroll per update, as IMPALA's fixed learner batch: the
+  more actors, the staler the unrolls the learner consumes (paper Claim 2)."""
+  lags = {}
+  for actors in (1, 2, 4):
+    s = cartpole(tmp_path, f"async{actors}", "async", num_actors=actors, num_executors=4,
+                 async_batch_unrolls=1, learner_delay_s=0.1, total_steps=8 * 8 * 4)
+    assert s["mode"] == "async" and s["correction"] == "vtrace"
+    lags[actors] = s["policy_lag"]["mean"]
+    assert len(s["policy_lag"]["per_update"]) == s["updates"]
+    queued = s["policy_lag"]["queued"]  # the part of the lag spent waiting in the queue
+    assert 0 <= queued["min"] and queued["mean"] <= s["policy_lag"]["mean"]
+    assert queued["max"] <= actors  # at most one unroll per actor waits
+  assert lags[1] < lags[2] < lags[4], lags
+  assert lags[4] >= 2.0, lags
+
+
+def test_async_books_every_executor_report(tmp_path):
+  """IMPALA's actors hand their executors' Done reports to the learner's queue and the loop books
+  them like every mode (`record_rollout`): the executors' idle seconds were 0 (only the episode
+  returns were kept)."""
+  s = cartpole(tmp_path, "books", "async", num_actors=2, total_steps=8 * 8 * 8)
+  assert s["idle"]["executors_waiting_for_actions"] > 0, s["idle"]
+  assert s["idle"]["executors"] > 0, s["idle"]
+
+
+def test_async_configuration_errors(tmp_path):
+  with pytest.raises(ConfigError, match="use --algo=a2c"):
+    RunConfig.make(mode="async", learner=LearnerConfig(algo="ppo", num_minibatches=1), alpha=4)
+  with pytest.raises(ConfigError, match="applies to --mode=hts"):
+    RunConfig.make(mode="sync", learner=LearnerConfig(correction="truncated_is"))
+  with pytest.raises(ConfigError, match="does not checkpoint"):
+    modes.make_runner(RunConfig.make(mode="async", checkpoint_every=2, logdir=str(tmp_path)))

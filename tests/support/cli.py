@@ -1,0 +1,69 @@
+"""The launcher as a user runs it (`python -m experiments.train`), and what its runs leave."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+
+from hts_jax.runtime.storage import shm_prefix
+from tests.support import ROOT
+
+
+def leftover_shm(tmp_path):
+  """The /dev/shm entries of the runs that wrote to `tmp_path` or a folder below it (a run's
+  shared memory is named after its logdir: tests running side by side do not see each other's)."""
+  prefixes = tuple(shm_prefix(str(d)) for d in [tmp_path, *tmp_path.rglob("*")] if d.is_dir())
+  return {n for n in os.listdir("/dev/shm") if n.startswith(prefixes)}
+
+
+def cmd(logdir, *flags):
+  return [sys.executable, "-m", "experiments.train", f"--logdir={logdir}", *flags]
+
+
+def run_cli(logdir, *flags, timeout=600):
+  return subprocess.run(cmd(logdir, *flags), cwd=ROOT, capture_output=True, text=True,
+                        timeout=timeout)
+
+
+def metric_rows(logdir):
+  path = os.path.join(logdir, "metrics.csv")
+  if not os.path.exists(path):
+    return 0
+  with open(path) as f:
+    return max(0, len(f.read().strip().splitlines()) - 1)
+
+
+def start_and_wait_for_rows(logdir, rows, *flags):
+  proc = subprocess.Popen(cmd(logdir, *flags), cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  deadline = time.monotonic() + 300
+  while metric_rows(logdir) < rows:
+    assert proc.poll() is None, proc.communicate()
+    assert time.monotonic() < deadline
+    time.sleep(0.05)
+  return proc
+
+
+def executor_pids(proc):
+  return [c.pid for c in psutil.Process(proc.pid).children(recursive=True)
+          if "resource_tracker" not in " ".join(c.cmdline())]
+
+
+def error_lines(stderr):
+  return [l for l in stderr.strip().splitlines() if l.startswith("error:")]
+
+
+def summary(logdir):
+  with open(os.path.join(logdir, "summary.json")) as f:
+    return json.load(f)
+
+
+def train(logdir, *flags):
+  """A whole run through the launcher that must succeed: (its summary, its stdout)."""
+  proc = subprocess.run(cmd(logdir, "--log_every_s=1000", *flags), cwd=ROOT,
+                        capture_output=True, text=True, timeout=900)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  return summary(logdir), proc.stdout

@@ -1,0 +1,56 @@
+"""README's benchmark figures are results/benchmarks/*.json rendered by `hts-reproduce benchmarks`
+(hts_jax/results/benchmarks.py), never typed: the block and tables.md must match their JSON."""
+
+import os
+
+from hts_jax.results import benchmarks as rr
+from hts_jax.results import provenance
+from tests.support import ROOT
+
+
+SPEEDUP = {
+    "date": "2026-11-25", "commit": "0123456789abcdef+dirty", "command": "python -m x --y",
+    "machine": {"cores": 2, "cpu": "", "platform": "Linux"},
+    "settings": {"hts_alpha": 160, "repeats": 3},
+    "rows": [{"grid": "variance", "num_envs": 16, "step_time_mean_s": 0.004, "var_over_mean2": v,
+              "sps_hts": h, "sps_sync": s, "speedup": round(h / s, 2), "predicted_speedup": p}
+             for v, h, s, p in ((10.0, 5300.4, 1000.0, 5.98), (0.1, 1620.0, 1000.0, 1.56))]
+          + [{"grid": "envs", "var_over_mean2": 10.0}],
+}
+
+
+def test_the_readme_block_and_tables_md_are_the_committed_json_rendered():
+  markdown = rr.render_markdown()
+  with open(os.path.join(ROOT, "README.md")) as f:
+    assert rr.BLOCK.wrap(markdown) in f.read(), "run python -m experiments.reproduce benchmarks"
+  with open(os.path.join(ROOT, "results", "benchmarks", "tables.md")) as f:
+    assert f.read() == markdown
+  for name in rr.SOURCES:  # every source is committed and carries its provenance
+    data = rr._load(name, rr.RESULTS)  # pylint: disable=protected-access
+    assert data is not None, name
+    assert {"date", "commit", "machine", "command", "rows"} <= set(data)
+
+
+def test_speedup_rows_golden():
+  out = rr.render_speedup(SPEEDUP).splitlines()
+  assert out[-2:] == ["| 0.1 | 1,620 | 1,000 | 1.62x | 1.56x |",
+                      "| 10 | 5,300 | 1,000 | 5.30x | 5.98x |"]  # variance grid only, sorted
+  assert "commit 0123456789ab+dirty, 2 cores (Linux); `python -m x --y`" in out[0]
+
+
+def test_replace_block_keeps_the_rest_and_refuses_a_missing_block():
+  b = rr.BLOCK
+  text = f"a\n{b.begin}\nold\n{b.end}\nb\n"
+  assert b.into(text, "new\n") == f"a\n{b.begin}\nnew\n{b.end}\nb\n"
+  assert b.into("no block", "new\n") is None
+
+
+def test_provenance_names_the_command_as_a_module():
+  stamp = provenance.stamp([os.path.join(ROOT, "experiments", "bench_sampler.py"), "--repeats=2"])
+  assert stamp["command"] == "python -m experiments.bench_sampler --repeats=2"
+  assert stamp["machine"]["cores"] == os.cpu_count() and len(stamp["commit"]) >= 7
+  # The dispatcher from a clone, and the installed console command.
+  assert provenance.command_line([os.path.join(ROOT, "hts_jax", "cli", "reproduce.py"), "mujoco",
+                                  "--report_only"]) == \
+      "python -m hts_jax.cli.reproduce mujoco --report_only"
+  assert provenance.command_line(["/usr/bin/hts-reproduce", "memory"]) == "hts-reproduce memory"

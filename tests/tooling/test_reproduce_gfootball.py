@@ -1,0 +1,263 @@
+"""`hts-reproduce gfootball` (hts_jax/results/gfootball.py): the grid's launcher flags, the paper's
+metrics from summary.json files (golden values by hand), the rendered tables and README block,
+resume (hts_jax/results/launch.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hts_jax.results import gfootball_markdown as md_
+from hts_jax.results import gfootball_report as rg
+from hts_jax.results import gfootball_spec as spec
+from hts_jax.results import grid, launch, paper_report, publish
+from tests.support import ROOT
+
+SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
+             representation="simple115v2")
+
+
+def _config(values):
+  """The RunConfig the launcher builds from these flags (parsed as the launcher parses them)."""
+  code = ("import sys; from absl import flags; from experiments import train; "
+          "flags.FLAGS(sys.argv); c = train.build_config(); import json; "
+          "print(json.dumps(c.to_dict()))")
+  cmd = [sys.executable, "-c", code] + launch.flag_args(values)
+  out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+  return json.loads(out)
+
+
+def test_every_method_is_a_valid_launcher_config_at_this_scale():
+  hts = _config(spec.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
+  sync = _config(spec.run_flags("sync_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
+  impala = _config(spec.run_flags("impala", "academy_empty_goal", 1, 300_000, **SCALE))
+  for c in (hts, sync, impala):
+    assert c["env"] == "gfootball:academy_empty_goal"
+    assert c["env_kwargs"] == {"representation": "simple115v2", "stacked": False}
+    assert (c["num_envs"], c["num_executors"], c["seed"]) == (8, 4, 1)
+    assert (c["total_steps"], c["eval_every"], c["eval_episodes"]) == (300_000, 6_000, 10)
+    assert not c["eval_greedy"] and not c["tensorboard"]
+    assert c["learner"]["gamma"] == 0.993
+  assert (hts["mode"], sync["mode"], impala["mode"]) == ("hts", "sync", "async")
+  # Only the runtime differs between HTS-PPO and sync PPO.
+  assert {k: v for k, v in hts.items() if k != "mode"} == \
+         {k: v for k, v in sync.items() if k != "mode"}
+  assert (hts["alpha"], hts["num_actors"], hts["learner"]["clip_eps"]) == (128, 1, 0.08)
+  # IMPALA: Table A6's unroll 32 and batch 8 one-env unrolls (4 actors x 2 envs: 4 unrolls).
+  assert (impala["alpha"], impala["num_actors"], impala["async_batch_unrolls"]) == (32, 4, 4)
+  assert impala["alpha"] * impala["num_envs"] // impala["num_actors"] * \
+      impala["async_batch_unrolls"] == 32 * 8
+  assert impala["learner"]["entropy_coef"] == 0.00087453
+  assert impala["learner"]["learning_rate"] == 0.00019896
+  # Linear decay to 0 over the paper's 5M env steps (PROTOCOL.md), whatever the run's budget.
+  assert hts["learner"]["lr_decay_updates"] == -(-5_000_000 // 1024) * 2 * 8
+  assert impala["learner"]["lr_decay_updates"] == -(-5_000_000 // 256)
+  assert hts["learner"]["correction"] == "behaviour"  # gfootball_ppo's: the released code's
+  delayed = _config(spec.run_flags("hts_ppo_delayed", "academy_empty_goal", 1, 300_000, **SCALE))
+  assert {k: v for k, v in delayed["learner"].items() if k != "correction"} == \
+         {k: v for k, v in hts["learner"].items() if k != "correction"}
+  assert delayed["learner"]["correction"] == "delayed"
+
+
+def test_bad_options_are_one_line_errors():
+  with pytest.raises(grid.GridError, match="unknown method"):
+    spec.run_flags("a3c", "academy_empty_goal", 0, 10, **SCALE)
+  with pytest.raises(grid.GridError, match="impala"):
+    spec.run_flags("impala", "academy_empty_goal", 0, 10, **dict(SCALE, impala_actors=3))
+  with pytest.raises(grid.GridError, match="--steps"):
+    spec.parse_steps(["academy_empty_goal"])
+  with pytest.raises(grid.GridError, match="no budget"):
+    spec.budget_of("academy_corner", {})
+  assert spec.budget_of("academy_corner", {"academy_corner": 5}) == 5
+  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "gfootball",
+                         "--methods=a3c", "--dry_run"], cwd=ROOT, capture_output=True, text=True)
+  assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+      "error: unknown method 'a3c'; known: ['hts_ppo', 'sync_ppo', 'impala', 'hts_ppo_delayed']"]
+
+
+def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
+  path = grid.run_dir(str(results), scenario, method, seed)
+  os.makedirs(path)
+  evals = [{"env_steps": 1000 * (k + 1), "wall_time_s": dt_s * (k + 1), "mean_return": s,
+            "returns": [s] * 10} for k, s in enumerate(scores)]
+  summary = {"seed": seed, "env": f"gfootball:{scenario}", "mode": method, "env_steps":
+             1000 * len(scores), "wall_time_s": dt_s * len(scores), "sps": sps, "updates": 3,
+             "param_sha256": f"{method}{seed}", "num_envs": 8, "num_actors": 1,
+             "num_executors": 4, "alpha": 128, "policy_lag": {"mean": 1.0},
+             "idle": {"executors_waiting_for_actions": 0.1 * dt_s * len(scores) * 4,
+                      "actors": 0.5 * dt_s * len(scores), "learner": 0.25 * dt_s * len(scores)},
+             "episode_returns": {}, "eval": evals}
+  if method == "impala":
+    summary["mode"] = "async"
+  with open(os.path.join(path, "summary.json"), "w") as f:
+    json.dump(summary, f)
+
+
+def test_metrics_golden_values(tmp_path):
+  sc = "academy_empty_goal_close"
+  # Running averages over full windows of 10 only: seed 0's first is 1.0 (the 10th evaluation,
+  # minute 10) although every evaluation scored 1; seed 1's first is 8/10 (minute 10 too).
+  _fake_run(tmp_path, sc, "hts_ppo", 0, [1.0] * 12, 60)
+  _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
+  # IMPALA never reaches 0.4; its mean wall time ((300 + 360) / 2 s) is the final-time limit.
+  _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
+  _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 36)
+  os.makedirs(grid.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
+  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  s = paper_report.summarize(runs, rg.SPEC, resamples=2_000)[sc]
+  assert s["time_limit_s"] == 330 and s["budget"] == 12_000
+  assert list(s["methods"]) == ["hts_ppo", "impala"]
+  hts, impala = s["methods"]["hts_ppo"], s["methods"]["impala"]
+  assert hts["required_min"]["0.4"] == dict(mean=10.0, lo=10.0, hi=10.0, n=2, reached=2, runs=2)
+  assert hts["required_min"]["0.8"] == dict(mean=10.0, lo=10.0, hi=10.0, n=2, reached=2, runs=2)
+  assert hts["required_steps"]["0.8"]["mean"] == 10_000
+  assert impala["required_min"]["0.4"] == {"mean": None, "reached": 0, "runs": 2}
+  # By the wall time of the same block's IMPALA run: seed 0 within 300 s scored 1.0 five
+  # times; seed 1 within 360 s 0, 0, 1, 1, 1, 1 (4/6): mean 5/6.
+  assert hts["final_time"]["mean"] == pytest.approx(5 / 6)
+  assert (hts["final_time"]["reached"], hts["final_time"]["runs"]) == (2, 2)
+  # IMPALA's own final time metric is its final metric: each seed's limit is its own end.
+  assert impala["final_time"]["mean"] == pytest.approx(0.15)
+  assert hts["final"]["mean"] == pytest.approx((1.0 + 1.0) / 2)
+  # Idle seconds are summed over the 4 executors: a share of 0.1 each; async measures none.
+  assert hts["idle_share"] == pytest.approx(
+      {"executors_waiting_for_actions": 0.1, "actors": 0.5, "learner": 0.25})
+  assert impala["idle_share"] == pytest.approx({"actors": 0.5, "learner": 0.25})
+
+
+def test_a_target_some_seeds_miss_has_no_mean():
+  """The paper's '-': a mean over only the seeds that reached the target would flatter."""
+  got = paper_report._reached([2.0, float("inf"), 4.0], 100)
+  assert got == {"mean": None, "mean_of_reached": 3.0, "reached": 2, "runs": 3}
+  assert publish.fmt_ci(got) == "- (2/3)"
+  assert publish.fmt_ci(paper_report._reached([2.0, 4.0], 100)) == "3.0 [2.0, 4.0]"
+
+
+def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
+  values = spec.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE)
+  logdir = str(tmp_path / "run")
+  os.makedirs(logdir)
+  config = {"env": "gfootball:academy_empty_goal", "mode": "hts", "num_envs": 8,
+            "num_executors": 4, "num_actors": 1, "total_steps": 300_000, "seed": 1,
+            "eval_every": 6_000, "env_kwargs": {"representation": "simple115v2",
+                                                "stacked": False}}
+  with open(os.path.join(logdir, "summary.json"), "w") as f:
+    json.dump({"config": config}, f)
+  assert launch.settings_mismatch(values, logdir) == []
+  assert launch.launch(values, logdir)  # done before: nothing runs
+  other = spec.run_flags("hts_ppo", "academy_empty_goal", 1, 150_000, **dict(SCALE, num_envs=4))
+  assert launch.settings_mismatch(other, logdir) == [
+      "num_envs: ran 8, grid wants 4", "total_steps: ran 300000, grid wants 150000",
+      "eval_every: ran 6000, grid wants 3000"]
+  assert not launch.launch(other, logdir)  # refused, and the finished run is kept
+  assert os.path.exists(os.path.join(logdir, "summary.json"))
+
+
+def test_the_grid_module_imports_beside_the_launcher():
+  """Its flags are defined only when it runs as the program: `train`'s share names with them."""
+  code = "import hts_jax.results.gfootball, experiments.train"
+  subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_tables_and_readme_block_render_from_the_json(tmp_path):
+  sc = "academy_empty_goal_close"
+  _fake_run(tmp_path, sc, "hts_ppo", 0, [1.0] * 12, 60)
+  _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
+  _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
+  os.makedirs(tmp_path / "actor_counts" / "notes")  # not a run of --actor_counts: ignored
+  readme, docs = tmp_path / "README.md", tmp_path / "results.md"
+  readme.write_text(f"# x\n{rg.README_BLOCK.begin}\nold\n{rg.README_BLOCK.end}\ntail\n")
+  docs.write_text(f"# y\n{rg.DOCS_BLOCK.begin}\n{rg.DOCS_BLOCK.end}\n")
+  settings = dict(SCALE, extra=[], budgets=spec.BUDGETS)
+  report = rg.write_report(str(tmp_path), 2_000, settings, str(readme), str(docs))
+  md = (tmp_path / "tables.md").read_text()
+  row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 10.0" in l)
+  assert row == ("| Empty goal close (12,000 steps) | 10.0 [10.0, 10.0] / 10.0 [10.0, 10.0] "
+                 "(paper: 1.0 / 2.0) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
+  assert docs.read_text() == f"# y\n{rg.DOCS_BLOCK.wrap(md)}\n"
+  assert sorted(os.path.basename(p) for p in report["plots"]) == [
+      "score_vs_env_steps.png", "score_vs_wall_time.png"]
+  assert all(os.path.getsize(p) > 1000 for p in report["plots"])
+  with open(tmp_path / "results.json") as f:
+    saved = json.load(f)
+  assert rg.render_markdown(saved) == md
+  assert readme.read_text() == f"# x\n{rg.README_BLOCK.wrap(rg.render_summary(saved))}\ntail\n"
+  summary = rg.render_summary(saved).splitlines()
+  assert summary[4] == ("| Empty goal close (12,000, 2) | 10,000 [10,000, 10,000]; 1; 1.00 "
+                        "[1.00, 1.00] | - (0/1); -; 0.10 |")
+  assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
+  assert saved["identity"] is None
+
+
+def test_readme_shows_the_committed_results():
+  """README's Results block is results/gfootball/results.json rendered (regenerate with
+  `python -m experiments.reproduce gfootball --report_only`)."""
+  with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
+    report = json.load(f)
+  assert publish.stale(os.path.join(ROOT, "results", "gfootball"), rg.render_markdown,
+                       [(publish.readme_path(), rg.README_BLOCK, rg.render_summary),
+                        (publish.docs_path(), rg.DOCS_BLOCK, rg.render_markdown)],
+                       table="tables.md") == []
+  assert report["protocol"]["file"] == open(os.path.join(ROOT, "results", "gfootball",
+                                                         "PROTOCOL.md")).read()
+  # Every committed run is in the JSON, and nothing else is.
+  runs = paper_report.load_runs(os.path.join(ROOT, "results", "gfootball"), rg.SPEC)
+  assert [(r["scenario"], r["method"], r["seed"]) for r in runs] == \
+         [(r["scenario"], r["method"], r["seed"]) for r in report["runs"]]
+
+
+@pytest.mark.slow
+def test_a_tiny_real_grid_resumes(tmp_path):
+  """Two real GFootball runs through the launcher; a second call runs nothing; an unfinished run
+  directory is run again from the start."""
+  cmd = [sys.executable, "-m", "experiments.reproduce", "gfootball", f"--results={tmp_path}",
+         "--scenarios=academy_empty_goal_close", "--methods=hts_ppo,impala", "--seeds=0",
+         "--steps=academy_empty_goal_close=2048", "--num_envs=4", "--num_executors=2",
+         "--impala_actors=2", "--noreadme", "--resamples=100"]
+  first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+  assert first.returncode == 0, first.stderr[-2000:]
+  assert first.stdout.count("$ python") == 2
+  with open(tmp_path / "results.json") as f:
+    report = json.load(f)
+  assert [(r["method"], r["env_steps"]) for r in report["runs"]] == [
+      ("hts_ppo", 2048), ("impala", 2048)]
+  # 2048 steps of 4 envs at alpha 128: 4 segments, an evaluation at each boundary.
+  assert len(report["runs"][0]["evals"]) == 4 and report["commit"]
+  hts_dir = grid.run_dir(str(tmp_path), "academy_empty_goal_close", "hts_ppo", 0)
+  sha = report["runs"][0]["param_sha256"]
+  os.remove(os.path.join(hts_dir, "summary.json"))  # as if interrupted
+  again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+  assert again.returncode == 0, again.stderr[-2000:]
+  assert again.stdout.count("$ python") == 1 and "done before" in again.stdout
+  assert "removing the unfinished run" in again.stdout
+  with open(tmp_path / "results.json") as f:
+    assert json.load(f)["runs"][0]["param_sha256"] == sha  # HTS is deterministic
+
+
+def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
+  """PROTOCOL.md's IMPALA validation: where each seed's running average first reached 0.9, and
+  the diagnostics per env step when the loss is summed over the batch (TorchBeast's)."""
+  for seed, scores in ((0, [0.5] * 5 + [1.0] * 10), (1, [0.5] * 12)):
+    path = tmp_path / rg.VALIDATION / f"seed{seed}"
+    os.makedirs(path)
+    evals = [{"env_steps": 100 * (k + 1), "wall_time_s": k + 1.0, "mean_return": x,
+              "returns": [x] * 10} for k, x in enumerate(scores)]
+    config = {"total_steps": 10_000, "alpha": 32, "num_envs": 8, "num_actors": 4,
+              "async_batch_unrolls": 4, "learner": {"loss_reduction": "sum"}}
+    with open(path / "summary.json", "w") as f:
+      json.dump({"seed": seed, "env": "gfootball:academy_empty_goal_close", "env_steps": 1500,
+                 "updates": 6, "sps": 10.0, "eval": evals, "config": config}, f)
+    (path / "metrics.csv").write_text("env_steps,entropy,rho_clipped_frac,value_loss\n"
+                                      "256,753.6,0.5,25.6\n512,256.0,0.3,2.56\n")
+  val = rg.validation_report(str(tmp_path))
+  assert not val["passed"]  # seed 1 never reached 0.9
+  first, second = val["runs"]
+  # Full windows of 10: the first reaching 0.9 ends at the 13th evaluation (2 x 0.5, 8 x 1.0).
+  assert first["reached_0.9_at_steps"] == 1_300 and second["reached_0.9_at_steps"] is None
+  d = first["diagnostics"]  # per step: a batch of 32 x 2 x 4 = 256 env steps
+  assert d["entropy"]["first"] == pytest.approx(753.6 / 256) and d["entropy"]["last"] == 1.0
+  assert d["value_loss"]["first"] == pytest.approx(0.1)
+  assert d["rho_clipped_frac"]["mean"] == pytest.approx(0.4)
+  assert "**not passed**" in "\n".join(md_._validation_lines(val))

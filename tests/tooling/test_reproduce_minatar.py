@@ -1,0 +1,145 @@
+"""`hts-reproduce minatar` (hts_jax/results/minatar*.py): every run is a valid launcher config at
+the protocol's budget, the blocks hold Table A1's corrections on its games only, the targets are
+40% / 80% of A2C's own final metric, and the tables render from the JSON (golden values by hand)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hts_jax.results import grid, paper_report, publish
+from hts_jax.results import minatar_report as mr
+from hts_jax.results import minatar_spec as spec
+from tests.support import ROOT
+
+
+
+def _configs(flag_sets):
+  """The RunConfigs the launcher builds from these flag sets (parsed as it parses them)."""
+  code = ("import sys, json; from absl import flags; from experiments import train\n"
+          "out = []\n"
+          "for argv in json.loads(sys.argv[1]):\n"
+          "  flags.FLAGS.unparse_flags(); flags.FLAGS(['train', *argv])\n"
+          "  out.append(train.build_config().to_dict())\n"
+          "print(json.dumps(out))")
+  from hts_jax.results import launch  # pylint: disable=import-outside-toplevel
+  argvs = [launch.flag_args(f) for f in flag_sets]
+  out = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], cwd=ROOT,
+                       capture_output=True, text=True, check=True).stdout
+  return json.loads(out)
+
+
+def test_every_method_is_a_valid_launcher_config_at_the_protocols_budget():
+  steps = spec.PROTOCOL["budget"]
+  names = list(spec.METHODS)
+  cfgs = dict(zip(names, _configs([spec.run_flags(m, "Seaquest", 2, steps) for m in names])))
+  for c in cfgs.values():
+    assert c["env"] == "minatar:Seaquest" and c["network"] == "minatar"
+    assert (c["seed"], c["total_steps"], c["eval_every"], c["eval_episodes"]) == \
+        (2, steps, steps // 50, 10)
+  assert [cfgs[m]["mode"] for m in names] == ["hts", "sync", "async", "hts", "hts"]
+  assert [cfgs[m]["learner"]["correction"] for m in ("hts_a2c", "hts_a2c_tis", "hts_a2c_none")] \
+      == ["delayed", "truncated_is", "none"]
+  # Only the runtime and the correction differ between the A2C methods.
+  strip = lambda c: {k: v for k, v in c.items() if k not in ("mode", "learner")}  # noqa: E731
+  assert strip(cfgs["hts_a2c"]) == strip(cfgs["a2c"]) == strip(cfgs["hts_a2c_none"])
+  # A2C's rate is constant; IMPALA's decays over the presets' 5M steps, not over the run's 2M.
+  assert cfgs["a2c"]["learner"]["lr_decay_updates"] == 0
+  impala = cfgs["impala"]
+  per_update = impala["alpha"] * impala["async_batch_unrolls"]
+  assert impala["learner"]["lr_decay_updates"] == -(-5_000_000 // per_update)
+
+
+def test_blocks_add_table_a1s_corrections_on_its_games_only():
+  every = list(spec.METHODS)
+  assert spec.methods_for("Breakout", every, a1=True) == list(spec.METHODS)
+  assert spec.methods_for("SpaceInvaders", every, a1=True) == list(spec.MAIN)
+  assert spec.methods_for("Seaquest", every, a1=False) == list(spec.MAIN)
+  runs = grid.paired_blocks(["Breakout"], spec.methods_for("Breakout", every, True), [0, 1],
+                            lambda g, m, s: spec.run_flags(m, g, s, 1000))
+  assert [r.block for r in runs] == ["Breakout/seed0"] * 5 + ["Breakout/seed1"] * 5
+
+
+def _fake(results, game, method, seed, scores, dt_s):
+  path = grid.run_dir(str(results), game, method, seed)
+  os.makedirs(path)
+  evals = [{"env_steps": 1000 * (k + 1), "wall_time_s": dt_s * (k + 1), "mean_return": x,
+            "returns": [x] * 10} for k, x in enumerate(scores)]
+  with open(os.path.join(path, "summary.json"), "w") as f:
+    json.dump({"seed": seed, "env": f"minatar:{game}", "mode": "hts", "env_steps":
+               1000 * len(scores), "wall_time_s": dt_s * len(scores), "sps": 100.0,
+               "updates": 3, "param_sha256": f"{method}{seed}", "eval": evals,
+               "episode_returns": {}, "idle": {}}, f)
+
+
+def test_targets_come_from_a2cs_final_metric_and_the_tables_render(tmp_path):
+  # A2C's final metric (last 10 evaluations) is 10 in both seeds: targets 4 and 8.
+  for seed in (0, 1):
+    _fake(tmp_path, "Breakout", "a2c", seed, [0.0] * 2 + [10.0] * 10, 60)
+    _fake(tmp_path, "Breakout", "hts_a2c", seed, [5.0] * 2 + [10.0] * 10, 30)
+  _fake(tmp_path, "Breakout", "impala", 0, [1.0] * 12, 45)
+  runs = paper_report.load_runs(str(tmp_path), mr.SPEC)
+  assert runs[0]["targets"] == {"40%": 4.0, "80%": 8.0}
+  summary = paper_report.summarize(runs, mr.SPEC, resamples=500)["Breakout"]
+  # HTS-A2C: the first full window (10 evaluations) averages 9 >= 8: minute 5 (10 x 30 s).
+  hts = summary["methods"]["hts_a2c"]
+  assert hts["required_min"]["80%"]["mean"] == pytest.approx(5.0)
+  # A2C's first full window averages 8.0: minute 10; the paired ratio A2C / HTS-A2C is 2.
+  paired = paper_report.paired_ratios(runs, mr.SPEC, resamples=500)["Breakout"]
+  assert paired["a2c"]["80%"]["mean"] == pytest.approx(2.0)
+  assert paired["impala"]["80%"]["mean"] is None  # IMPALA never reached it
+  readme, docs = tmp_path / "README.md", tmp_path / "results.md"
+  readme.write_text(f"{mr.README_BLOCK.begin}\n{mr.README_BLOCK.end}\n")
+  docs.write_text(f"{mr.DOCS_BLOCK.begin}\n{mr.DOCS_BLOCK.end}\n")
+  out = mr.write_report(str(tmp_path), 500, {}, str(readme), str(docs))
+  tables = (tmp_path / "tables.md").read_text()
+  assert "| Breakout (12,000) | 1 (reference) | 2.00x [2.00, 2.00] (n=2) / 2.00x [2.00, 2.00] " \
+      "(n=2) | - / - |" in tables
+  assert "Targets (40% / 80% of A2C's final metric in this grid): Breakout 4.00 / 8.00." in tables
+  assert "(paper: 415)" in tables  # Table A1's delayed gradient on Breakout
+  assert publish.stale(str(tmp_path), mr.render_markdown,
+                       [(str(readme), mr.README_BLOCK, mr.render_summary),
+                        (str(docs), mr.DOCS_BLOCK, mr.render_markdown)], table="tables.md") == []
+  assert [os.path.basename(p) for p in out["plots"]] == ["return_vs_env_steps.png",
+                                                          "return_vs_wall_time.png"]
+
+
+def test_bad_options_are_one_line_errors():
+  for args, message in ((["--games=Pong"], "error: --games: unknown ['Pong']; MinAtar's games "
+                         "are ['Breakout', 'Seaquest', 'SpaceInvaders', 'Asterix', 'Freeway']"),
+                        (["--methods=dqn"], "error: --methods: unknown ['dqn']; expected some of "
+                         "['a2c', 'hts_a2c', 'hts_a2c_none', 'hts_a2c_tis', 'impala']")):
+    proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "minatar", *args,
+                           "--dry_run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [message]
+
+
+def test_readme_shows_the_committed_results():
+  results = os.path.join(ROOT, "results", "minatar")
+  assert publish.stale(results, mr.render_markdown,
+                       [(publish.readme_path(), mr.README_BLOCK, mr.render_summary),
+                        (publish.docs_path(), mr.DOCS_BLOCK, mr.render_markdown)],
+                       table="tables.md") == []
+
+
+@pytest.mark.slow
+def test_a_tiny_real_grid_runs_every_method_and_reports(tmp_path):
+  """One real block on Breakout (every method, Table A1's too) through the launcher at a tiny
+  budget, then the report; a second call runs nothing."""
+  cmd = [sys.executable, "-m", "experiments.reproduce", "minatar", f"--results={tmp_path}",
+         "--games=Breakout", "--seeds=0", "--steps=4000", "--noreadme", "--resamples=100"]
+  first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+  assert first.returncode == 0, first.stderr[-2000:]
+  assert first.stdout.count("$ python") == 5
+  with open(tmp_path / "results.json") as f:
+    report = json.load(f)
+  assert sorted(r["method"] for r in report["runs"]) == sorted(spec.METHODS)
+  # An evaluation every 80 steps at segment boundaries: 50 for the A2C methods; IMPALA evaluates
+  # at its updates' boundaries (640 env steps each).
+  assert all(r["env_steps"] >= 4000 and len(r["evals"]) >= (5 if r["method"] == "impala" else 50)
+             for r in report["runs"])
+  assert report["protocol"]["deviations"] == {"budget": 4000}
+  again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert again.returncode == 0 and again.stdout.count("done before") == 5

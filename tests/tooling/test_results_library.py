@@ -1,0 +1,102 @@
+"""Experiments as a library (hts_jax/results, `hts-reproduce`): paired blocks in a seeded order,
+the one launch path and its failures, the dispatcher's one-line errors, the band of the curves, and
+that no script imports another script."""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hts_jax.analysis import plots
+from hts_jax.results import grid, launch, provenance, publish
+from tests.support import ROOT
+
+
+
+def test_paired_blocks_run_each_seed_and_task_back_to_back_in_the_blocks_seeded_order():
+  runs = grid.paired_blocks(["A", "B"], ["m1", "m2", "m3"], [0, 1],
+                            lambda t, m, s: {"env": t, "seed": s, "method": m})
+  blocks = [r.block for r in runs]
+  assert blocks == ["A/seed0"] * 3 + ["B/seed0"] * 3 + ["A/seed1"] * 3 + ["B/seed1"] * 3
+  for i in range(0, 12, 3):
+    block = runs[i:i + 3]
+    assert [r.method for r in block] == provenance.block_order(block[0].block, ["m1", "m2", "m3"])
+    assert all(r.flags == {"env": r.task, "seed": r.seed, "method": r.method} for r in block)
+  orders = {tuple(r.method for r in runs[i:i + 3]) for i in range(0, 12, 3)}
+  assert len(orders) > 1  # not one fixed order for every block
+  one_task = grid.paired_blocks([None], ["a", "b"], [3], lambda t, m, s: {})
+  assert {r.block for r in one_task} == {"seed3"}
+  assert one_task[0].logdir("res") == os.path.join("res", "runs", one_task[0].method, "seed3")
+
+
+def test_finished_runs_skip_unfinished_ones_and_keep_the_methods_order(tmp_path):
+  for task, method, seed, done in (("t", "b", 0, True), ("t", "a", 0, True), ("t", "a", 1, False)):
+    d = grid.run_dir(str(tmp_path), task, method, seed)
+    os.makedirs(d)
+    if done:
+      with open(os.path.join(d, "summary.json"), "w") as f:
+        json.dump({"seed": seed}, f)
+  found = list(grid.finished_runs(str(tmp_path), methods=["b", "a"]))
+  assert [(f.task, f.method, f.summary["seed"]) for f in found] == [("t", "b", 0), ("t", "a", 0)]
+
+
+def test_a_failed_run_raises_its_last_error_line_and_keeps_its_stderr(tmp_path):
+  logdir = tmp_path / "bad"
+  with pytest.raises(launch.RunFailed, match=r"^exit 2: error: .*--algo"):
+    launch.run_process(["--env=CartPole-v1", "--algo=nope"], str(logdir), timeout_s=120)
+  assert "--algo" in (logdir / "stderr.txt").read_text()
+  # The grid's launch reports it and goes on (False), and a dry run runs nothing.
+  assert not launch.launch({"env": "CartPole-v1", "algo": "nope"}, str(tmp_path / "g"))
+  assert not launch.launch({"env": "CartPole-v1"}, str(tmp_path / "dry"), dry_run=True)
+  assert not os.path.exists(tmp_path / "dry")
+
+
+def test_the_dispatcher_names_its_grids_in_one_line():
+  for args in ([], ["cartpole"]):
+    proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: expected a grid, one of gfootball, minatar, mujoco, memory, benchmarks; got "
+        f"{repr(args[0]) if args else 'none'} (`<grid> --help` lists a grid's flags)"]
+  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "benchmarks", "--check"],
+                        cwd=ROOT, capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr
+
+
+def test_the_band_is_the_bootstrap_interval_of_the_mean_over_seeds():
+  curves = [([0, 10], [0.0, 1.0]), ([0, 10], [0.0, 3.0]), ([5, 10], [2.0, 2.0])]
+  x, mean, lo, hi = plots.mean_band(curves, points=11)
+  assert x[0] == 5 and x[-1] == 10  # only where every seed has a value
+  assert mean[-1] == pytest.approx(2.0) and lo[-1] <= 2.0 <= hi[-1]
+  assert mean[0] == pytest.approx((0 + 0 + 2) / 3)
+  assert np.all(lo <= mean + 1e-12) and np.all(mean <= hi + 1e-12)
+
+
+def test_blocks_refuse_missing_markers(tmp_path):
+  block = publish.Block("x-results", "x")
+  path = tmp_path / "R.md"
+  path.write_text("no markers\n")
+  assert not block.write(str(path), "table\n") and path.read_text() == "no markers\n"
+  path.write_text(f"a\n{block.begin}\nold\n{block.end}\nb\n")
+  assert block.write(str(path), "new\n")
+  assert path.read_text() == f"a\n{block.wrap('new' + chr(10))}\nb\n"
+
+
+def test_no_script_imports_another_script():
+  """experiments/ holds scripts (and the clone's shims of the commands); what they share lives in
+  hts_jax.results."""
+  folder = os.path.join(ROOT, "experiments")
+  for name in sorted(os.listdir(folder)):
+    if not name.endswith(".py"):
+      continue
+    with open(os.path.join(folder, name)) as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+               [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+      assert not any(n == "experiments" or n.startswith("experiments.") for n in names), name
