@@ -291,17 +291,16 @@ def _check_files(path: str) -> None:
     return
   with open(os.path.join(path, FILES)) as f:
     recorded = json.load(f)
+  now = _file_sums(path)
   for rel, (size, sha) in sorted(recorded.items()):
-    full = os.path.join(path, rel)
-    if not os.path.exists(full):
+    if rel not in now:
       raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is missing")
-    if os.path.getsize(full) != size:
-      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is {os.path.getsize(full)} "
-                              f"bytes, {size} when it was written")
-    with open(full, "rb") as f:
-      if hashlib.sha256(f.read()).hexdigest() != sha:
-        raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} does not match the sha256 "
-                                "recorded when it was written")
+    if now[rel][0] != size:
+      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is {now[rel][0]} bytes, {size} "
+                              "when it was written")
+    if now[rel][1] != sha:
+      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} does not match the sha256 "
+                              "recorded when it was written")
 
 
 def _save(mngr: ocp.CheckpointManager, step: int, **items) -> None:
