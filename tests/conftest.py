@@ -5,17 +5,34 @@ The tests stand in folders by level, and each test is marked with its folder's n
   unit       pure functions and the algebra (losses, the delayed gradient, configs, envs, acting);
   parts      the runtime's parts alone, in-process (executor, barrier, learner worker, outputs);
   contracts  what needs a whole run: determinism across counts, lag, resume, faults, processes;
-  learning   reward thresholds;
+             slow, except the few marked `smoke` that the fast lane keeps;
+  learning   reward thresholds (slow);
   tooling    the project's tools (wheels, docs, notebooks, grids, the GPU bench, import graph).
 What they share is in `tests/support/` (no test file imports another)."""
 
+import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 
 # Must happen before JAX initialises its backends.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                            " --xla_force_host_platform_device_count=2").strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# One persistent XLA compilation cache for the session, made by the first process (xdist's
+# controller, before it starts its workers) and inherited by the workers and every launcher
+# subprocess: the small runs of many tests compile the same programs, and a cache hit returns the
+# same executable (bits unchanged; CompileLog still counts it, the event fires for hits too). The
+# size limit turns on JAX's file lock (the `filelock` package; without it, no cache), so
+# concurrent writers and readers see whole entries only.
+_FILELOCK = importlib.util.find_spec("filelock") is not None
+_OWN_XLA_CACHE = _FILELOCK and "JAX_COMPILATION_CACHE_DIR" not in os.environ
+if _OWN_XLA_CACHE:
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="hts_jax_tests_xla_")
+if _FILELOCK and "JAX_COMPILATION_CACHE_DIR" in os.environ:  # also a folder of the user's
+  os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
+  os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -32,9 +49,17 @@ LEVELS = {
 }
 
 
+# Whole runs are slow (CI runs them; `make test-fast` is `-m "not slow"`), except the contracts
+# marked `smoke`: one determinism-across-counts run per mode family, one interrupt-and-resume,
+# one of each kind of fault (bad input, a dying env process, a failing actor or learner).
+SLOW_LEVELS = ("contracts", "learning")
+
+
 def pytest_configure(config):
-  config.addinivalue_line("markers", "slow: learning/end-to-end tests (run in CI; skip locally "
-                          "with -m 'not slow')")
+  config.addinivalue_line("markers", "slow: whole runs, learning and heavy tooling (run in CI; "
+                          "skip locally with -m 'not slow')")
+  config.addinivalue_line("markers", "smoke: a contract that the fast lane keeps (the other "
+                          "contracts are slow)")
   for level, what in LEVELS.items():
     config.addinivalue_line("markers", f"{level}: {what} (tests/{level}/)")
 
@@ -44,3 +69,10 @@ def pytest_collection_modifyitems(items):
     level = os.path.basename(os.path.dirname(str(item.path)))
     if level in LEVELS:
       item.add_marker(level)
+    if level in SLOW_LEVELS and item.get_closest_marker("smoke") is None:
+      item.add_marker("slow")
+
+
+def pytest_unconfigure(config):
+  if _OWN_XLA_CACHE and not hasattr(config, "workerinput"):  # the process that made it
+    shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)

@@ -109,9 +109,9 @@ class Runner:
                               head=head, recurrent=shape.core_size > 0)
     acting = ActingParts(shape.layout, policy, streams, shape.storage, policy_rows,
                          with_extras=mode.acts_with_extras)
-    parts = dict(config=config, shape=shape, model=model, placement=placement, learner=worker,
-                 acting=acting, host=run_host, restored=restored)
-    self.parts = Parts(**parts, compile_s=self._compile(Parts(**parts, compile_s=0.0)))
+    parts = Parts(config=config, shape=shape, model=model, placement=placement, learner=worker,
+                  acting=acting, host=run_host, restored=restored, compile_s=0.0)
+    self.parts = dataclasses.replace(parts, compile_s=self._compile(parts))
 
   def _restore(self, abstract_state, placement: Placement) -> Dict[str, Any]:
     """The newest checkpoint that verifies. A corrupt one (unreadable, or not matching its

@@ -6,7 +6,6 @@ from hts_jax.config import LearnerConfig, RunConfig
 from hts_jax.runtime import modes
 
 
-@pytest.mark.slow
 def test_hts_a2c_on_breakout_is_deterministic_across_actor_counts(tmp_path):
   def run(actors, executors):
     cfg = RunConfig.make(env="atari:Breakout", alpha=5, num_envs=4, num_executors=executors,

@@ -16,6 +16,7 @@ def cartpole(tmp_path, name, mode, **kw):
   return modes.run(RunConfig.make(**base))
 
 
+@pytest.mark.smoke
 def test_sync_lag_is_zero_and_runs_are_deterministic(tmp_path):
   a = cartpole(tmp_path, "a", "sync")
   b = cartpole(tmp_path, "b", "sync", num_executors=4, executor_jitter_s=0.002)
@@ -33,7 +34,6 @@ def test_sync_ppo_runs(tmp_path):
   assert s["updates"] == 6 and s["policy_lag"]["max"] == 0
 
 
-@pytest.mark.slow
 def test_async_lag_grows_with_the_number_of_actors(tmp_path):
   """Slow learner (0.1 s/update), one unroll per update, as IMPALA's fixed learner batch: the
   more actors, the staler the unrolls the learner consumes (paper Claim 2)."""

@@ -69,7 +69,6 @@ def test_gala_does_not_checkpoint(tmp_path):
                                 logdir=str(tmp_path)))
 
 
-@pytest.mark.slow
 def test_alternating_groups_learn_as_plain_sync(tmp_path):
   """The same learning run with and without alternation: the same bits, and it solves CartPole
   (measured: 489 at 100k steps)."""

@@ -22,7 +22,6 @@ def ppo_run(tmp_path, name, scenario, env_kwargs, actors=1, executors=2, num_env
   return modes.run(cfg)
 
 
-@pytest.mark.slow
 def test_hts_ppo_on_empty_goal_close_extracted(tmp_path):
   info = envs.env_info("gfootball:academy_empty_goal_close", {})
   assert info.obs_shape == (72, 96, 16) and info.obs_dtype == "uint8" and info.num_actions == 19
@@ -31,7 +30,6 @@ def test_hts_ppo_on_empty_goal_close_extracted(tmp_path):
   assert s["policy_lag"]["histogram"] == {"0": 1, "1": 2}
 
 
-@pytest.mark.slow
 def test_three_agents_share_the_policy_deterministically(tmp_path):
   info = envs.env_info("gfootball:academy_3_vs_1_with_keeper", {"num_agents": 3})
   assert info.num_agents == 3 and info.obs_shape == (72, 96, 16)
@@ -41,7 +39,6 @@ def test_three_agents_share_the_policy_deterministically(tmp_path):
   assert a["episode_returns"] == b["episode_returns"]
 
 
-@pytest.mark.slow
 def test_lstm_on_three_agents_is_deterministic_and_runs_async(tmp_path):
   """--core=lstm on GFootball's extracted maps (the CNN torso, then the LSTM), every controlled
   player a row with its own state: the same bits for 1 and 2 actors/executors; IMPALA runs."""

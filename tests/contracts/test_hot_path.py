@@ -47,6 +47,7 @@ def _writer_proc(writer, n):
     writer.post([i % 7] * 5, 3, [i] * 5)
 
 
+@pytest.mark.smoke
 def test_state_buffer_whole_records_from_many_writers_and_no_lock_a_killed_writer_can_hold():
   sb = buffers.StateBuffer()
   ctx = mp.get_context("spawn")
@@ -76,6 +77,7 @@ def test_state_buffer_whole_records_from_many_writers_and_no_lock_a_killed_write
   sb.close()
 
 
+@pytest.mark.smoke
 def test_a_rows_action_does_not_depend_on_which_blocks_were_ready_with_it():
   """The actor packs whatever blocks are ready into one fixed-shape call: the same block's actions
   are bit-identical alone, first, or after other blocks."""
@@ -109,6 +111,7 @@ RUN = dict(env="CartPole-v1", alpha=8, num_envs=8, num_executors=2, total_steps=
 _cfg = functools.partial(small_config, base=RUN)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("mode", ["hts", "async"])
 def test_several_actors_all_stop_at_shutdown(tmp_path, mode):
   """Defect: with >= 2 actors, one actor drained the others' stop sentinels and they hung."""

@@ -15,6 +15,7 @@ def launch(tmp_path, *flags, timeout=300):
   return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("flags,message", [
     (["--alpha=0"], "alpha must be >= 1"),
     (["--num_envs=4", "--num_executors=8"], "must not exceed num_envs"),
@@ -43,7 +44,6 @@ def test_bad_input_fails_with_one_line(tmp_path, flags, message):
   assert not os.path.exists(tmp_path / "run" / "metrics.csv")  # nothing ran
 
 
-@pytest.mark.slow  # a whole launcher run in a subprocess (test_runtime runs in process)
 def test_short_run_prints_progress_and_result(tmp_path):
   proc = launch(tmp_path, "--env=CartPole-v1", "--algo=a2c", "--num_envs=4", "--num_executors=2",
                 "--total_steps=2000", "--log_every_s=0")
@@ -53,7 +53,6 @@ def test_short_run_prints_progress_and_result(tmp_path):
   assert os.path.exists(tmp_path / "run" / "summary.json")
 
 
-@pytest.mark.slow
 def test_ppo_on_its_defaults_runs(tmp_path):
   """`--algo=ppo` alone used to stop with 'alpha (segment length 5) must be a multiple of
   num_minibatches (4)'."""
@@ -62,6 +61,7 @@ def test_ppo_on_its_defaults_runs(tmp_path):
   assert "done: 4,096 env steps" in proc.stdout
 
 
+@pytest.mark.smoke
 def test_ppo_with_async_is_refused_in_one_line(tmp_path):
   proc = launch(tmp_path, "--algo=ppo", "--mode=async")
   assert proc.returncode == 2 and "use --algo=a2c" in proc.stderr
@@ -79,6 +79,7 @@ def _launch(tmp_path, name, *extra):
     return json.load(f)
 
 
+@pytest.mark.smoke
 def test_configure_sets_xla_flags_before_jax_starts_and_keeps_the_users_flags():
   script = r"""
 import json, os
@@ -107,7 +108,6 @@ print(json.dumps(out))
       "after_start": "--xla_force_host_platform_device_count=2 --xla_gpu_deterministic_ops=true"}
 
 
-@pytest.mark.slow  # a launcher subprocess; test_placement keeps the in-process runs
 def test_launcher_sets_the_flag_by_default_and_it_changes_no_bits_on_cpu(tmp_path):
   on = _launch(tmp_path, "on")
   off = _launch(tmp_path, "off", "--noxla_deterministic")

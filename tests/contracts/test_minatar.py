@@ -4,8 +4,6 @@ executor counts, a bit-exact resume, evaluations and a video, a learning check).
 
 import functools
 
-import pytest
-
 from hts_jax.config import LearnerConfig
 from hts_jax.runtime import modes
 from hts_jax.runtime.outputs import checkpoint
@@ -18,7 +16,6 @@ RUN = dict(env="minatar:Breakout", alpha=5, num_envs=8, num_executors=2, num_act
 _cfg = functools.partial(small_config, base=RUN)
 
 
-@pytest.mark.slow
 def test_hts_a2c_is_bitwise_identical_for_any_actor_and_executor_count_with_a_video(tmp_path):
   """(1 actor, 2 executors) and (2 actors, 4 executors) under step-time jitter give the same
   params, episodes and evaluation; the final evaluation's first episode is recorded."""
@@ -37,7 +34,6 @@ def test_hts_a2c_is_bitwise_identical_for_any_actor_and_executor_count_with_a_vi
   assert frames.shape[1:] == (100, 100, 3) and len(frames) == video["frames"] > 1
 
 
-@pytest.mark.slow
 def test_hts_a2c_resumes_bit_exact(tmp_path):
   straight = modes.run(_cfg(tmp_path, "straight"))
   modes.run(_cfg(tmp_path, "split", total_steps=8 * 5 * 4, checkpoint_every=2))

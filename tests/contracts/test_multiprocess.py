@@ -18,7 +18,6 @@ from tests.support.cli import summary
 from tests.support.processes import RUN
 
 
-@pytest.mark.slow
 def test_two_processes_give_one_hash_across_counts_and_topologies(tmp_path):
   """2 processes x 1 device (2 or 1 executors, 1 or 2 actors per process) and 1 process x 2
   devices compute the same bits: the env slices keep global env ids, seeds and action streams,
@@ -49,7 +48,6 @@ def test_two_processes_give_one_hash_across_counts_and_topologies(tmp_path):
   assert len(a["eval"]) == 1  # process 0 evaluates
 
 
-@pytest.mark.slow
 def test_two_processes_with_an_lstm_core_give_the_two_device_hash(tmp_path):
   """--core=lstm across processes: each process's rows keep their states in its own storage;
   the learner's global batch (core states included) is split as over two local devices."""
@@ -85,7 +83,6 @@ def _assert_all_stop_after_killing(pid, proc, logdir, code, error_line):
   mp.settle(logdir)
 
 
-@pytest.mark.slow
 def test_a_killed_process_stops_every_process(tmp_path):
   logdir = str(tmp_path / "kill")
   proc = mp.launch(logdir, "--total_steps=2000000", "--num_executors=2")
@@ -95,7 +92,6 @@ def test_a_killed_process_stops_every_process(tmp_path):
                                  "error: process 1 failed (killed by SIGKILL)")
 
 
-@pytest.mark.slow
 def test_a_killed_executor_stops_both_processes(tmp_path):
   """Process 1's executor dies: process 1 stops with its one line (executor index and envs), the
   launcher stops process 0 and names process 1; nothing is left behind."""
@@ -109,7 +105,6 @@ def test_a_killed_executor_stops_both_processes(tmp_path):
                                  "error: process 1 failed (exit 1): executor")
 
 
-@pytest.mark.slow
 def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
   """SIGTERM to the launcher (forwarded to both processes) stops them at one boundary, each
   saving its part; `--resume` (with other executor/actor counts) then ends with the bits of a
@@ -139,6 +134,7 @@ def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
   assert resumed["episode_returns"] == want["episode_returns"]
 
 
+@pytest.mark.smoke
 def test_multiprocess_config_errors_are_one_line(tmp_path):
   proc = subprocess.run([sys.executable, "-m", "experiments.train", *RUN, "--mode=async",
                          "--num_processes=2", f"--logdir={tmp_path}"], cwd=ROOT, env=mp.env(),

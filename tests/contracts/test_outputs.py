@@ -80,6 +80,7 @@ def test_videos_do_not_change_training(runs):
                               for e, r in zip(plain["eval"], recorded["eval"])]
 
 
+@pytest.mark.smoke
 def test_cartpole_videos_have_one_frame_per_step(runs):
   tmp, _, recorded = runs
   videos = recorded["videos"]
@@ -138,7 +139,6 @@ def test_resumed_run_continues_its_tensorboard_log(tmp_path):
   assert [e.step for e in a.Scalars("train/lag")] == [32, 64, 96, 128, 160, 192]
 
 
-@pytest.mark.slow  # GFootball's OpenGL renders in software here: ~0.3-0.5 s a frame on 2 cores
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is installed by .ci/setup.sh")
 def test_gfootball_video_under_a_virtual_display(tmp_path):
   """Without $DISPLAY the recording starts an Xvfb display of its own (and stops it). In a fresh

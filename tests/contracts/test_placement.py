@@ -19,6 +19,7 @@ from tests.support.runs import small_config
 
 
 
+@pytest.mark.smoke
 def test_compile_log_sees_compilations():
   COMPILES.start()
   jax.jit(lambda x: x * 3 + 1)(np.arange(5.0))
@@ -54,7 +55,6 @@ def _train(logdir, devices, *flags):
   return proc
 
 
-@pytest.mark.slow
 def test_disjoint_learner_and_actor_devices(tmp_path):
   """4 learner devices and 2 actor devices, disjoint (it used to fail with 'Received
   incompatible devices for jitted computation'): runs, one hash for 1 or 3 actors, no
@@ -74,6 +74,7 @@ def test_disjoint_learner_and_actor_devices(tmp_path):
   assert out[0]["config"]["learner_devices"] == [0, 1, 2, 3]
 
 
+@pytest.mark.smoke
 def test_bad_device_flags_are_one_line_errors(tmp_path):
   proc = _train(str(tmp_path / "bad"), 2, "--learner_devices=7", "--total_steps=100")
   assert proc.returncode == 2

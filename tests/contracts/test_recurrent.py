@@ -34,7 +34,6 @@ def test_lstm_hts_is_bitwise_identical_for_any_actor_and_executor_count(tmp_path
   assert a["policy_lag"]["per_update"] == [0] + [1] * 4
 
 
-@pytest.mark.slow
 def test_lstm_ppo_and_sync_are_bitwise_identical_for_any_executor_count(tmp_path):
   ppo = [modes.run(_cfg(tmp_path, f"p{k}", learner=PPO, num_executors=k)) for k in (1, 4)]
   assert ppo[0]["param_sha256"] == ppo[1]["param_sha256"]
@@ -53,7 +52,6 @@ def test_lstm_resume_is_bit_exact(tmp_path):
   assert resumed["episode_returns"] == straight["episode_returns"]
 
 
-@pytest.mark.slow
 def test_lstm_runs_data_parallel_on_two_devices(tmp_path):
   """The core state splits over the devices with its rows: a data-parallel learner (each device
   unrolls its env columns; whole-sequence minibatches of its own columns) and a data-parallel
@@ -64,7 +62,6 @@ def test_lstm_runs_data_parallel_on_two_devices(tmp_path):
   assert a["param_sha256"] == b["param_sha256"] and a["updates"] == 5
 
 
-@pytest.mark.slow
 def test_lstm_runs_in_the_async_gala_and_allreduce_modes(tmp_path):
   impala = modes.run(_cfg(tmp_path, "async", mode="async", num_actors=2))
   assert impala["updates"] > 0 and np.isfinite(impala["eval"][-1]["mean_return"])
@@ -85,7 +82,6 @@ def test_lstm_envpool_atari_is_deterministic_across_actor_groups(tmp_path):
   assert a["param_sha256"] == b["param_sha256"]
 
 
-@pytest.mark.slow
 def test_the_memory_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
   from hts_jax.results import grid  # pylint: disable=import-outside-toplevel
   from hts_jax.results import memory as rm  # pylint: disable=import-outside-toplevel

@@ -32,6 +32,7 @@ def uninterrupted(tmp_path_factory):
   return summary(logdir)
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130),
                                       pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)])
 def test_interrupt_then_resume_ends_bit_identical(tmp_path, uninterrupted, sig, code):
@@ -65,7 +66,6 @@ def test_interrupt_then_resume_ends_bit_identical(tmp_path, uninterrupted, sig, 
     assert [int(r["updates"]) for r in csv.DictReader(f)] == list(range(1, 13))
 
 
-@pytest.mark.slow  # launcher subprocesses; the resume test above checks the refusal in process
 def test_resume_rejects_a_changed_config(tmp_path):
   logdir = str(tmp_path)
   proc = run_cli(logdir, *BASE, "--total_steps=768", "--checkpoint_every=2")
@@ -78,6 +78,7 @@ def test_resume_rejects_a_changed_config(tmp_path):
   assert missing.returncode == 2 and "no checkpoint" in missing.stderr
 
 
+@pytest.mark.smoke
 def test_killed_executor_stops_the_run_cleanly(tmp_path):
   logdir = str(tmp_path)
   proc = start_and_wait_for_rows(logdir, 2, *BASE, "--total_steps=100000",
@@ -127,6 +128,7 @@ def _small(tmp_path):
                       total_steps=4 * 5 * 50, eval_episodes=1, learner=LearnerConfig(algo="a2c"))
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("part", ["actor", "learner"])
 def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   import multiprocessing as mp
@@ -153,8 +155,7 @@ def test_failing_actor_or_learner_stops_the_run_cleanly(tmp_path, part):
   assert not leftover_shm(tmp_path)
 
 
-@pytest.mark.parametrize("mode,bootstrap", [("hts", False), ("sync", False),
-                                               pytest.param("hts", True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("mode,bootstrap", [("hts", False), ("sync", False), ("hts", True)])
 def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode, bootstrap):
   """A run checkpointed mid-way and resumed (with more total_steps) ends bit-identical to a run
   that went straight through, in every checkpointing mode; also with `bootstrap_truncation`
@@ -206,8 +207,7 @@ def test_signal_during_executor_start_up_stops_cleanly(tmp_path):
   assert not leftover_shm(tmp_path)
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130),
-                                      pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_during_the_final_evaluation_stops_and_keeps_the_summary(tmp_path, sig, code):
   """Defect: a signal during the final evaluation was swallowed (exit 0). Ctrl-C (SIGINT) there
   keeps what training produced as SIGTERM does."""

@@ -28,6 +28,7 @@ def reference(tmp_path_factory):
   return modes.run(_cfg(tmp_path_factory.mktemp("ref"), "ref"))
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("actors,executors", [(1, 1), (2, 2), (4, 4), (1, 4)])
 def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, reference, actors,
                                                                executors):
@@ -66,6 +67,7 @@ def test_behaviour_correction_is_deterministic_for_any_actor_count_and_resumes_b
   assert metrics.host_kind(dict(resumed["host"], cpu_model="other")).startswith("mixed (")
 
 
+@pytest.mark.smoke
 def test_vectorised_cartpole_blocks_change_no_bit(tmp_path, reference):
   """The reference steps CartPole blocks in one tight loop; stepping every gymnasium replica in
   turn (and in smaller blocks) gives the same run."""
@@ -84,18 +86,21 @@ def test_data_parallel_runtime_is_deterministic_too(tmp_path):
   assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
 
 
+@pytest.mark.smoke
 def test_different_seed_different_bits(tmp_path, reference):
   s = modes.run(_cfg(tmp_path, "seed", seed=4))
   assert s["param_sha256"] != reference["param_sha256"]
   assert s["episode_returns"] != reference["episode_returns"]
 
 
+@pytest.mark.smoke
 def test_evaluation_does_not_perturb_training(tmp_path, reference):
   s = modes.run(_cfg(tmp_path, "eval", eval_every=8 * 16 * 2))
   assert s["param_sha256"] == reference["param_sha256"]
   assert [e["env_steps"] for e in s["eval"]] == [256, 512, 768]
 
 
+@pytest.mark.smoke
 def test_lag_is_exactly_one_after_the_first_segment(reference):
   lag = reference["policy_lag"]
   assert lag["per_update"][0] == 0  # segment 0 is collected by θ_0 and learned at θ_0
@@ -103,6 +108,7 @@ def test_lag_is_exactly_one_after_the_first_segment(reference):
   assert lag["histogram"] == {"0": 1, "1": reference["updates"] - 1}
 
 
+@pytest.mark.smoke
 def test_summary_and_metrics_contract(reference, tmp_path):
   assert SUMMARY_KEYS <= set(reference)
   assert reference["env_steps"] == 8 * 16 * 6 and reference["updates"] == 6
@@ -119,6 +125,7 @@ def test_summary_and_metrics_contract(reference, tmp_path):
   assert len(rows) == 1 + 6
 
 
+@pytest.mark.smoke
 def test_learning_runs_concurrently_with_rollout(tmp_path):
   """With a slow learner (0.3 s/update) and slow envs (~0.3 s of rollout per segment), the wall
   time is close to max(rollout, learning) per segment, not their sum. The sleeps are long against
@@ -139,6 +146,7 @@ def test_learning_runs_concurrently_with_rollout(tmp_path):
   assert s["idle"]["learner"] < 0.5 * learn
 
 
+@pytest.mark.smoke
 def test_unknown_env_is_a_config_error(tmp_path):
   from hts_jax.config import ConfigError
   with pytest.raises(ConfigError, match="unknown env"):
@@ -181,7 +189,6 @@ def test_decorrelation_is_keyed_by_env_and_deterministic(tmp_path):
   assert a["param_sha256"] != plain["param_sha256"]
 
 
-@pytest.mark.slow
 def test_bootstrap_truncation_end_to_end_is_deterministic(tmp_path):
   """`--bootstrap_truncation` through the runtime (executors record `truncated` and `final_obs`):
   one `param_sha256` for any executor/actor count, another than the terminal treatment's."""

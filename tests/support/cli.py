@@ -67,3 +67,19 @@ def train(logdir, *flags):
                         capture_output=True, text=True, timeout=900)
   assert proc.returncode == 0, proc.stderr[-2000:]
   return summary(logdir), proc.stdout
+
+
+def launcher_configs(flag_sets):
+  """The RunConfigs (as dicts) the launcher builds from these sets of flag values (a grid's
+  `run_flags`), parsed as it parses them, in one subprocess."""
+  code = ("import sys, json; from absl import flags; from experiments import train\n"
+          "out = []\n"
+          "for argv in json.loads(sys.argv[1]):\n"
+          "  flags.FLAGS.unparse_flags(); flags.FLAGS(['train', *argv])\n"
+          "  out.append(train.build_config().to_dict())\n"
+          "print(json.dumps(out))")
+  from hts_jax.results import launch  # pylint: disable=import-outside-toplevel
+  argvs = [launch.flag_args(f) for f in flag_sets]
+  out = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], cwd=ROOT,
+                       capture_output=True, text=True, check=True).stdout
+  return json.loads(out)

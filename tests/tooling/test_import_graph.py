@@ -1,13 +1,13 @@
 """The package's import graph, read from the source (imports at any depth, but those under `if
 TYPE_CHECKING:`, which only annotate): no import cycle inside hts_jax, the runtime and the pure core
 never reach the experiments library or the command-line programs, and the registries and config
-modules stay JAX-free."""
+modules stay JAX-free, and no module is longer than a reader can hold (300 lines; the controller
+250)."""
 
 import ast
 import os
 
 from tests.support import ROOT
-
 
 
 def _modules():
@@ -140,3 +140,12 @@ def test_the_runtime_wings_depend_one_way():
     if module.startswith(loops) or module == "hts_jax.runtime.modes":
       continue
     assert not {m for m in graph[module] if m.startswith(loops)}, module
+
+
+def test_no_module_is_over_300_lines_and_the_controller_over_250():
+  sizes = {}
+  for module, path in _modules().items():
+    with open(path) as f:
+      sizes[module] = len(f.read().splitlines())
+  assert {m: n for m, n in sizes.items() if n > 300} == {}
+  assert sizes["hts_jax.runtime.controller"] <= 250

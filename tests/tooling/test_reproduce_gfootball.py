@@ -14,25 +14,16 @@ from hts_jax.results import gfootball_report as rg
 from hts_jax.results import gfootball_spec as spec
 from hts_jax.results import grid, launch, paper_report, publish
 from tests.support import ROOT
+from tests.support.cli import launcher_configs
 
 SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
              representation="simple115v2")
 
 
-def _config(values):
-  """The RunConfig the launcher builds from these flags (parsed as the launcher parses them)."""
-  code = ("import sys; from absl import flags; from experiments import train; "
-          "flags.FLAGS(sys.argv); c = train.build_config(); import json; "
-          "print(json.dumps(c.to_dict()))")
-  cmd = [sys.executable, "-c", code] + launch.flag_args(values)
-  out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
-  return json.loads(out)
-
-
 def test_every_method_is_a_valid_launcher_config_at_this_scale():
-  hts = _config(spec.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
-  sync = _config(spec.run_flags("sync_ppo", "academy_empty_goal", 1, 300_000, **SCALE))
-  impala = _config(spec.run_flags("impala", "academy_empty_goal", 1, 300_000, **SCALE))
+  hts, sync, impala, delayed = launcher_configs(
+      [spec.run_flags(m, "academy_empty_goal", 1, 300_000, **SCALE)
+       for m in ("hts_ppo", "sync_ppo", "impala", "hts_ppo_delayed")])
   for c in (hts, sync, impala):
     assert c["env"] == "gfootball:academy_empty_goal"
     assert c["env_kwargs"] == {"representation": "simple115v2", "stacked": False}
@@ -55,7 +46,6 @@ def test_every_method_is_a_valid_launcher_config_at_this_scale():
   assert hts["learner"]["lr_decay_updates"] == -(-5_000_000 // 1024) * 2 * 8
   assert impala["learner"]["lr_decay_updates"] == -(-5_000_000 // 256)
   assert hts["learner"]["correction"] == "behaviour"  # gfootball_ppo's: the released code's
-  delayed = _config(spec.run_flags("hts_ppo_delayed", "academy_empty_goal", 1, 300_000, **SCALE))
   assert {k: v for k, v in delayed["learner"].items() if k != "correction"} == \
          {k: v for k, v in hts["learner"].items() if k != "correction"}
   assert delayed["learner"]["correction"] == "delayed"
@@ -215,7 +205,7 @@ def test_a_tiny_real_grid_resumes(tmp_path):
   cmd = [sys.executable, "-m", "experiments.reproduce", "gfootball", f"--results={tmp_path}",
          "--scenarios=academy_empty_goal_close", "--methods=hts_ppo,impala", "--seeds=0",
          "--steps=academy_empty_goal_close=2048", "--num_envs=4", "--num_executors=2",
-         "--impala_actors=2", "--noreadme", "--resamples=100"]
+         "--impala_actors=2", "--extra=eval_episodes=2", "--noreadme", "--resamples=100"]
   first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
   assert first.returncode == 0, first.stderr[-2000:]
   assert first.stdout.count("$ python") == 2
@@ -223,8 +213,10 @@ def test_a_tiny_real_grid_resumes(tmp_path):
     report = json.load(f)
   assert [(r["method"], r["env_steps"]) for r in report["runs"]] == [
       ("hts_ppo", 2048), ("impala", 2048)]
-  # 2048 steps of 4 envs at alpha 128: 4 segments, an evaluation at each boundary.
+  # 2048 steps of 4 envs at alpha 128: 4 segments, an evaluation (of 2 episodes, --extra) at
+  # each boundary.
   assert len(report["runs"][0]["evals"]) == 4 and report["commit"]
+  assert report["settings"]["extra"] == ["eval_episodes=2"]
   hts_dir = grid.run_dir(str(tmp_path), "academy_empty_goal_close", "hts_ppo", 0)
   sha = report["runs"][0]["param_sha256"]
   os.remove(os.path.join(hts_dir, "summary.json"))  # as if interrupted

@@ -13,28 +13,14 @@ from hts_jax.results import grid, paper_report, publish
 from hts_jax.results import minatar_report as mr
 from hts_jax.results import minatar_spec as spec
 from tests.support import ROOT
-
-
-
-def _configs(flag_sets):
-  """The RunConfigs the launcher builds from these flag sets (parsed as it parses them)."""
-  code = ("import sys, json; from absl import flags; from experiments import train\n"
-          "out = []\n"
-          "for argv in json.loads(sys.argv[1]):\n"
-          "  flags.FLAGS.unparse_flags(); flags.FLAGS(['train', *argv])\n"
-          "  out.append(train.build_config().to_dict())\n"
-          "print(json.dumps(out))")
-  from hts_jax.results import launch  # pylint: disable=import-outside-toplevel
-  argvs = [launch.flag_args(f) for f in flag_sets]
-  out = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], cwd=ROOT,
-                       capture_output=True, text=True, check=True).stdout
-  return json.loads(out)
+from tests.support.cli import launcher_configs
 
 
 def test_every_method_is_a_valid_launcher_config_at_the_protocols_budget():
   steps = spec.PROTOCOL["budget"]
   names = list(spec.METHODS)
-  cfgs = dict(zip(names, _configs([spec.run_flags(m, "Seaquest", 2, steps) for m in names])))
+  cfgs = dict(zip(names, launcher_configs([spec.run_flags(m, "Seaquest", 2, steps)
+                                            for m in names])))
   for c in cfgs.values():
     assert c["env"] == "minatar:Seaquest" and c["network"] == "minatar"
     assert (c["seed"], c["total_steps"], c["eval_every"], c["eval_episodes"]) == \

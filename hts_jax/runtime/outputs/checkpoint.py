@@ -12,7 +12,7 @@ its update on segment `seg - 1` (the swap point, where nothing is in flight). It
            index is the position of every action seed stream.
 Checkpoints live in `<logdir>/checkpoints/<updates>/`; the two newest are kept.
 
-Integrity: each checkpoint records, when it is written, the sha256 of each of its parts (`digest`:
+Integrity (`integrity`): each checkpoint records, when it is written, the sha256 of each of its parts (`digest`:
 the state's leaves in a fixed order, the storage, the envs, the host JSON, and the params'
 `param_sha256`). `restore` recomputes them and raises `CorruptCheckpoint` (one line naming the
 checkpoint and what is wrong) on a mismatch, as on a part that cannot be read (truncated, missing
@@ -32,73 +32,16 @@ written by that process alone.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import os
 import shutil
-import sys
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 import orbax.checkpoint as ocp
-from absl import logging as absl_logging
 
-from hts_jax.runtime.errors import error_line
-
-
-class _QuietOrbaxErrors(logging.Filter):
-  """Orbax logs a failed write's traceback on its own threads before the error reaches `save`,
-  which reports it in one line (a full disk: `no space left on <dir>`): drop orbax's copy."""
-
-  def filter(self, record: logging.LogRecord) -> bool:
-    return not (record.levelno >= logging.ERROR and f"{os.sep}orbax{os.sep}" in record.pathname)
-
-
-absl_logging.get_absl_logger().addFilter(_QuietOrbaxErrors())
-
-
-def _orbax_aftermath(unraisable) -> bool:
-  """Whether an unraisable exception is the aftermath of an orbax read or write that already
-  failed (and was reported in one line by `save` or `restore`). Orbax runs a checkpoint's array
-  reads and writes concurrently on its own event loop; when one fails (a full disk, a truncated
-  file), orbax ends the loop while the others are still going, and they end later, at any moment:
-  tensorstore's callbacks into the closed loop raise "Event loop is closed" (with no object), and
-  orbax's suspended reads, when collected, turn the GeneratorExit that closes them into a new
-  Exception. Python can only print those, as tracebacks. The project runs no event loop of its
-  own, so a closed loop is always orbax's."""
-  exc = unraisable.exc_value
-  if getattr(unraisable.object, "__qualname__", None) == "_read_array_index_and_device_put":
-    return isinstance(exc, Exception)
-  return (unraisable.object is None and isinstance(exc, RuntimeError)
-          and str(exc) == "Event loop is closed")
-
-
-def _quiet_orbax_aftermath(previous):
-  def hook(unraisable):
-    if not _orbax_aftermath(unraisable):
-      previous(unraisable)
-  hook.quiets_orbax = True
-  return hook
-
-
-if not getattr(sys.unraisablehook, "quiets_orbax", False):
-  sys.unraisablehook = _quiet_orbax_aftermath(sys.unraisablehook)
-
-
-def _read_error(e: BaseException) -> str:
-  """A failed read as one line. Orbax's message for a failed array read is followed by the whole
-  TensorStore spec (a page of JSON); keep its first sentence and the cause's first line."""
-  line = error_line(e)
-  if "See full TensorStore details" in line:
-    line = line.split(" See full TensorStore details")[0]
-    if e.__cause__ is not None:
-      line += f" ({error_line(e.__cause__)})"
-  return line
-
-
-class CorruptCheckpoint(Exception):
-  """A checkpoint that cannot be read or does not match its digest (the message is one line)."""
+from hts_jax.runtime.outputs import integrity
+from hts_jax.runtime.outputs.integrity import CorruptCheckpoint  # what callers catch
 
 
 def directory(logdir: str) -> str:
@@ -146,48 +89,6 @@ def set_aside(logdir: str, step: int) -> str:
   return target
 
 
-def _local(leaf) -> np.ndarray:
-  """A leaf's value on this host (a replicated global array: this process's copy)."""
-  if hasattr(leaf, "is_fully_addressable") and not leaf.is_fully_addressable:
-    leaf = leaf.addressable_data(0)
-  return np.ascontiguousarray(np.asarray(leaf))
-
-
-def _sha256_tree(tree) -> str:
-  """sha256 over a tree's leaves' bytes, leaves in `jax.tree.leaves` order (dicts by key)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  h = hashlib.sha256()
-  for leaf in jax.tree.leaves(tree):
-    h.update(_local(leaf).tobytes())
-  return h.hexdigest()
-
-
-def _sha256_json(obj) -> str:
-  return hashlib.sha256(json.dumps(json.loads(json.dumps(obj)), sort_keys=True).encode()
-                        ).hexdigest()
-
-
-def digest(train_state=None, storage=None, envs=None, host=None) -> Dict[str, str]:
-  """The sha256 of each given part of a checkpoint (and the params' param_sha256)."""
-  out = {}
-  if train_state is not None:
-    out["state"] = _sha256_tree(train_state)
-    out["param_sha256"] = _sha256_tree(train_state.params)
-  for name, part in (("storage", storage), ("envs", envs)):
-    if part is not None:
-      out[name] = _sha256_tree(dict(part))
-  if host is not None:
-    out["host"] = _sha256_json(host)
-  return out
-
-
-def _verify(path: str, saved: Dict[str, str], computed: Dict[str, str]) -> None:
-  for part, value in computed.items():
-    if part in saved and saved[part] != value:
-      raise CorruptCheckpoint(f"checkpoint {path}: its {part} does not match the digest recorded "
-                              "when it was written")
-
-
 # The host fields every process of a multi-process run shares (the rest is per process).
 SHARED_HOST = ("segment", "learned", "config")
 
@@ -206,7 +107,7 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
   if process is None:
     _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state), **own,
           host=ocp.args.JsonSave(host),
-          digest=ocp.args.JsonSave(digest(train_state, storage, envs, host)))
+          digest=ocp.args.JsonSave(integrity.digest(train_state, storage, envs, host)))
   else:
     # Each process's own part first: a step the shared manager lists is complete everywhere.
     _save_own(logdir, process, step, storage, envs,
@@ -214,10 +115,10 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
     shared = {k: host[k] for k in SHARED_HOST}
     _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state),
           host=ocp.args.JsonSave(shared),
-          digest=ocp.args.JsonSave(digest(train_state, host=shared)))
+          digest=ocp.args.JsonSave(integrity.digest(train_state, host=shared)))
   path = os.path.join(directory(logdir), str(step))
   if not process:  # one writer; orbax has finished every process's files when process 0's returns
-    _write_files(path)
+    integrity.write_files(path)
   return path
 
 
@@ -233,7 +134,7 @@ def _save_own(logdir: str, process: int, step: int, storage, envs, host) -> None
   with open(os.path.join(tmp, "host.json"), "w") as f:
     json.dump(host, f)
   with open(os.path.join(tmp, "digest.json"), "w") as f:
-    json.dump(digest(storage=storage, envs=envs, host=host), f)
+    json.dump(integrity.digest(storage=storage, envs=envs, host=host), f)
   final = os.path.join(root, str(step))
   shutil.rmtree(final, ignore_errors=True)
   os.rename(tmp, final)
@@ -252,55 +153,8 @@ def _restore_own(logdir: str, process: int, step: int) -> Dict[str, Any]:
     host = json.load(f)
   if os.path.exists(os.path.join(path, "digest.json")):
     with open(os.path.join(path, "digest.json")) as f:
-      _verify(path, json.load(f), digest(storage=storage, envs=envs, host=host))
+      integrity.verify(path, json.load(f), integrity.digest(storage=storage, envs=envs, host=host))
   return {"storage": storage, "envs": envs, "host": host}
-
-
-# Each file of a finished checkpoint folder, with its size and sha256 (see `_check_files`).
-FILES = "files.json"
-_FILES_TMP = f".{FILES}.tmp"
-
-
-def _file_sums(path: str) -> Dict[str, List]:
-  sums = {}
-  for root, _, names in os.walk(path):
-    for name in names:
-      full = os.path.join(root, name)
-      rel = os.path.relpath(full, path)
-      if rel not in (FILES, _FILES_TMP):
-        with open(full, "rb") as f:
-          sums[rel] = [os.path.getsize(full), hashlib.sha256(f.read()).hexdigest()]
-  return sums
-
-
-def _write_files(path: str) -> None:
-  tmp = os.path.join(path, _FILES_TMP)
-  with open(tmp, "w") as f:
-    json.dump(_file_sums(path), f)
-  os.replace(tmp, os.path.join(path, FILES))
-
-
-def _check_files(path: str) -> None:
-  """Checks a checkpoint's files against the sizes and sha256 recorded when it was written,
-  before orbax reads them. Orbax reads the arrays of a truncated file concurrently: the first
-  failure ends the restore while the other reads are still going, and those print tracebacks
-  (abandoned coroutines, callbacks into a closed event loop) at whatever moment they end. A
-  checkpoint written before `files.json` existed (or whose writer died before writing it) is read
-  by orbax as it is; the digest still checks what it reads."""
-  if not os.path.exists(os.path.join(path, FILES)):
-    return
-  with open(os.path.join(path, FILES)) as f:
-    recorded = json.load(f)
-  now = _file_sums(path)
-  for rel, (size, sha) in sorted(recorded.items()):
-    if rel not in now:
-      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is missing")
-    if now[rel][0] != size:
-      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is {now[rel][0]} bytes, {size} "
-                              "when it was written")
-    if now[rel][1] != sha:
-      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} does not match the sha256 "
-                              "recorded when it was written")
 
 
 def _save(mngr: ocp.CheckpointManager, step: int, **items) -> None:
@@ -326,11 +180,11 @@ def restore(logdir: str, abstract_state, step: Optional[int] = None,
   except CorruptCheckpoint:
     raise
   except Exception as e:  # pylint: disable=broad-except
-    raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {_read_error(e)}") from e
+    raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {integrity.read_error(e)}") from e
 
 
 def _restore(logdir, abstract_state, step, process, path) -> Dict[str, Any]:
-  _check_files(path)
+  integrity.check_files(path)
   verified = os.path.isdir(os.path.join(path, "digest"))
   items = dict(state=ocp.args.StandardRestore(abstract_state), host=ocp.args.JsonRestore())
   if process is None:
@@ -343,7 +197,7 @@ def _restore(logdir, abstract_state, step, process, path) -> Dict[str, Any]:
   finally:
     mngr.close()
   if verified:
-    _verify(path, dict(out["digest"]), digest(out["state"], out.get("storage"), out.get("envs"),
+    integrity.verify(path, dict(out["digest"]), integrity.digest(out["state"], out.get("storage"), out.get("envs"),
                                               out["host"]))
   if process is not None:
     mine = _restore_own(logdir, process, step)
@@ -366,6 +220,6 @@ def saved_host(logdir: str, step: Optional[int] = None) -> Dict[str, Any]:
     return dict(mngr.restore(step, args=ocp.args.Composite(host=ocp.args.JsonRestore()))["host"])
   except Exception as e:  # pylint: disable=broad-except
     raise CorruptCheckpoint(f"checkpoint {os.path.join(directory(logdir), str(step))} cannot be "
-                            f"read: {_read_error(e)}") from e
+                            f"read: {integrity.read_error(e)}") from e
   finally:
     mngr.close()
