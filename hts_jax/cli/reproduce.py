@@ -3,6 +3,7 @@ block), resumable across sittings: a finished run is never run again.
 
   hts-reproduce gfootball [flags]    the paper's GFootball tables (Table 2 / A9 / A10)
   hts-reproduce minatar [flags]      the paper's Atari tables (1/A7, A8, A1) on MinAtar
+  hts-reproduce atari [flags]        HTS-A2C against A2C on full Atari Pong (envpool)
   hts-reproduce mujoco [flags]       HTS-PPO against synchronous PPO on MuJoCo
   hts-reproduce memory [flags]       recurrent HTS-PPO on CartPole without velocities
   hts-reproduce benchmarks [--check] README's throughput block from results/benchmarks/*.json
@@ -24,7 +25,8 @@ from absl import flags
 from hts_jax.cli import common as cli
 
 GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": "hts_jax.results.minatar",
-         "mujoco": "hts_jax.results.mujoco", "memory": "hts_jax.results.memory",
+         "atari": "hts_jax.results.atari", "mujoco": "hts_jax.results.mujoco",
+         "memory": "hts_jax.results.memory",
          "benchmarks": "hts_jax.results.benchmarks"}
 
 
@@ -41,7 +43,8 @@ def run(argv: Optional[List[str]] = None) -> None:
   module = importlib.import_module(GRIDS[argv[1]])
   module.define_flags()
   sys.modules["__main__"].__doc__ = module.__doc__  # what --help prints
-  for name in (module.__name__, "hts_jax.results.grid"):  # the grid's and the shared flags
+  # the grid's flags and the shared ones
+  for name in (module.__name__, "hts_jax.results.grid", "hts_jax.results.games"):
     for flag in flags.FLAGS.get_key_flags_for_module(name):
       flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 

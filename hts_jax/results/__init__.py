@@ -9,8 +9,10 @@
 - `provenance`: where a committed result came from (date, commit, machine, command) and each
   run's host record; `publish`: results.json, the rendered markdown, README's and docs' blocks
   between their markers, and the staleness check the tests make.
-- the grids: `gfootball` (the paper's Table 2 / A9 / A10), `mujoco`, `memory`, and `benchmarks`
-  (README's throughput block from the benchmark scripts' JSON).
+- the grids: `gfootball` (the paper's Table 2 / A9 / A10), `minatar` (its Atari Tables 1/A7, A8
+  and A1 at CPU scale), `atari` (full Atari Pong), `mujoco`, `memory`, and `benchmarks` (README's
+  throughput block from the benchmark scripts' JSON); `paper_report` computes the paper's metrics
+  for the first three.
 
 Nothing here is imported by the runtime; the benchmark scripts in `experiments/` use `launch` and
 `provenance` and import no other script.

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from hts_jax.results import publish
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
 from hts_jax.results.publish import fmt_ci, fmt_ratio
+
 
 def short(scenario: str) -> str:
   return scenario.replace("academy_", "").replace("_", " ").capitalize()
 
 
 def _source(report: Dict[str, Any]) -> str:
-  commit = report["commit"]
-  commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
-  hosts = report.get("hosts") or []
-  return (f"`results/gfootball/results.json`, {report['date']}, commit `{commit}`; runs on "
-          f"{'; '.join(hosts) or '-'}" + (" (MIXED host kinds: their minutes are never put side "
-                                          "by side)" if len(hosts) > 1 else ""))
+  return publish.source(report, "results/gfootball/results.json",
+                        "MIXED host kinds: their minutes are never put side by side")
 
 
 def render_markdown(report: Dict[str, Any]) -> str:

@@ -72,20 +72,13 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
 
 
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
-  runs = paper_report.load_runs(results, SPEC)
-  summary = paper_report.summarize(runs, SPEC, resamples)
-  throughput = paper_report.read_optional(results, THROUGHPUT, as_json=True)
+  body = paper_report.report_body(results, SPEC, resamples, {
+      "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})
+  runs = body.pop("runs")
   return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
-          "protocol": {"settings": PROTOCOL,
-                       "file": paper_report.read_optional(results, "PROTOCOL.md")},
-          "settings": settings, "targets": list(TARGETS), "paper": PAPER,
-          "summary": summary, "paired": paper_report.paired_ratios(runs, SPEC, resamples),
-          "throughput": throughput,
-          "throughput_minutes": paper_report.throughput_minutes(summary, throughput),
-          "hosts": list(dict.fromkeys(r["host"] for r in runs)),
+          "settings": settings, "targets": list(TARGETS), "paper": PAPER, **body,
           "validation": validation_report(results),
-          "identity": paper_report.identity_report(results),
-          "runs": runs}
+          "identity": paper_report.identity_report(results), "runs": runs}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,8 +94,9 @@ def write_report(results: str, resamples: int, settings: Dict[str, Any],
                  readme: Optional[str], docs: Optional[str] = None) -> Dict[str, Any]:
   """results.json (with its provenance), tables.md, the curves, README's summary block and
   docs/results.md's tables block (each where given)."""
-  blocks = [(readme, README_BLOCK, render_summary), (docs, DOCS_BLOCK, render_markdown)]
   report = publish.publish(results, build_report(results, resamples, settings), render_markdown,
-                           [(p, b, r) for p, b, r in blocks if p], table="tables.md")
+                           publish.targets((readme, README_BLOCK, render_summary),
+                                           (docs, DOCS_BLOCK, render_markdown)),
+                           table="tables.md")
   report["plots"] = plot_curves(report, results)
   return report

@@ -42,6 +42,21 @@ def check_methods(methods: Iterable[str], known: Iterable[str]) -> None:
     raise GridError(f"--methods: unknown {unknown}; expected some of {sorted(known)}")
 
 
+def check_tasks(flag: str, tasks: Iterable[str], known: Sequence[str], what: str) -> None:
+  """One line naming the unknown tasks (games, scenarios) of `flag` and the known ones."""
+  unknown = sorted(set(tasks) - set(known))
+  if unknown:
+    raise GridError(f"{flag}: unknown {unknown}; {what} are {list(known)}")
+
+
+def parse_seeds(values: Iterable[str]) -> List[int]:
+  """`--seeds` as integers (a bad one: one line)."""
+  try:
+    return [int(s) for s in values]
+  except ValueError as e:
+    raise GridError(f"--seeds: {e}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
   task: Optional[str]  # None: a one-task grid

@@ -32,25 +32,14 @@ SPEC = paper_report.Spec(methods=list(METHODS), reference="hts_a2c", limit_metho
 
 
 def build_report(results: str, resamples: int, deviations: Dict[str, Any]) -> Dict[str, Any]:
-  runs = paper_report.load_runs(results, SPEC)
-  summary = paper_report.summarize(runs, SPEC, resamples)
-  throughput = paper_report.read_optional(results, "throughput.json", as_json=True)
-  return {"title": "HTS-RL's Atari tables on MinAtar (Table 1/A7, A8, A1)",
-          "protocol": {"settings": PROTOCOL, "deviations": deviations,
-                       "file": paper_report.read_optional(results, "PROTOCOL.md")},
-          "paper": PAPER, "summary": summary,
-          "paired": paper_report.paired_ratios(runs, SPEC, resamples),
-          "throughput": throughput,
-          "throughput_minutes": paper_report.throughput_minutes(summary, throughput),
-          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs}
+  return {"title": "HTS-RL's Atari tables on MinAtar (Table 1/A7, A8, A1)", "paper": PAPER,
+          **paper_report.report_body(results, SPEC, resamples, {
+              "settings": PROTOCOL, "deviations": deviations,
+              "file": paper_report.read_optional(results, "PROTOCOL.md")})}
 
 
 def _source(report: Dict[str, Any]) -> str:
-  commit = report["commit"]
-  commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
-  hosts = report.get("hosts") or []
-  return (f"`results/minatar/results.json`, {report['date']}, commit `{commit}`; runs on "
-          f"{'; '.join(hosts) or '-'}" + (" (MIXED host kinds)" if len(hosts) > 1 else ""))
+  return publish.source(report, "results/minatar/results.json")
 
 
 def _table(lines: List[str], title: str, summ: Dict[str, Any], methods, cell) -> None:
@@ -143,9 +132,9 @@ def write_report(results: str, resamples: int, deviations: Dict[str, Any],
                  readme: Optional[str], docs: Optional[str] = None) -> Dict[str, Any]:
   """results.json (with its provenance), tables.md, the curves, README's summary block and
   docs/results.md's tables block (each where given)."""
-  blocks = [(readme, README_BLOCK, render_summary), (docs, DOCS_BLOCK, render_markdown)]
-  report = publish.publish(results, build_report(results, resamples, deviations),
-                           render_markdown, [(p, b, r) for p, b, r in blocks if p],
+  report = publish.publish(results, build_report(results, resamples, deviations), render_markdown,
+                           publish.targets((readme, README_BLOCK, render_summary),
+                                           (docs, DOCS_BLOCK, render_markdown)),
                            table="tables.md")
   report["plots"] = plot_curves(report, results)
   return report

@@ -64,6 +64,20 @@ def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
   return records
 
 
+def report_body(results: str, spec: Spec, resamples: int,
+                protocol: Dict[str, Any]) -> Dict[str, Any]:
+  """What every paper-style grid's results.json holds: its `protocol`, the runs, their summary,
+  the paired ratios, the throughput benchmark (`throughput.json`, None before it ran) and the
+  minutes from it, and the host kinds of the runs."""
+  runs = load_runs(results, spec)
+  summary = summarize(runs, spec, resamples)
+  throughput = read_optional(results, "throughput.json", as_json=True)
+  return {"protocol": protocol, "summary": summary,
+          "paired": paired_ratios(runs, spec, resamples), "throughput": throughput,
+          "throughput_minutes": throughput_minutes(summary, throughput),
+          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs}
+
+
 def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
   return metrics.bootstrap_ci(values, resamples=resamples) if values else None
 

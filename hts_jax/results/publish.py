@@ -54,6 +54,12 @@ def readme_path() -> str:
 Target = Tuple[str, Block, Callable[[Dict[str, Any]], str]]  # (markdown file, its block, render)
 
 
+def targets(*candidates: Tuple[Optional[str], Block, Callable[[Dict[str, Any]], str]]
+            ) -> List[Target]:
+  """The (file, block, render) targets whose file is given (None: that file is not written)."""
+  return [(path, block, render) for path, block, render in candidates if path]
+
+
 def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, Any]], str],
             targets: Sequence[Target] = (), table: str = "table.md") -> Dict[str, Any]:
   """A grid's report: `payload` with its provenance to `<results>/results.json`, `render(it)`
@@ -131,3 +137,13 @@ def host_note(out: Dict[str, Any]) -> str:
   hosts = out.get("hosts") or [out["machine"].get("cpu", "?")]
   return (f"runs on {'; '.join(hosts)}"
           + (" (MIXED hosts: SPS not comparable across them)" if len(hosts) > 1 else ""))
+
+
+def source(report: Dict[str, Any], name: str, mixed: str = "MIXED host kinds") -> str:
+  """A report's source line: `name` (its results.json), date, commit, the runs' host kinds
+  (`mixed` said where there are several)."""
+  commit = report["commit"]
+  commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+  hosts = report.get("hosts") or []
+  return (f"`{name}`, {report['date']}, commit `{commit}`; runs on {'; '.join(hosts) or '-'}"
+          + (f" ({mixed})" if len(hosts) > 1 else ""))

@@ -1,0 +1,101 @@
+"""`hts-reproduce atari` (hts_jax/results/atari*.py): every run is a valid launcher config at the
+protocol's budget (envpool Pong, only the mode differs), the targets are the protocol's fixed
+scores, and the tables render from the JSON (golden values by hand). The grid machinery it shares
+(paired blocks, resume, the launch path) is run for real by the MinAtar grid's tiny-grid test."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hts_jax.results import atari_report as ar
+from hts_jax.results import atari_spec as spec
+from hts_jax.results import grid, paper_report, publish
+from tests.support import ROOT
+from tests.support.cli import launcher_configs
+
+
+def test_every_method_is_a_valid_launcher_config_at_the_protocols_budget():
+  steps = spec.PROTOCOL["budget"]
+  hts, a2c = launcher_configs([spec.run_flags(m, "Pong", 1, steps) for m in ("hts_a2c", "a2c")])
+  for c in (hts, a2c):
+    assert c["env"] == "atari:Pong" and c["envpool"] and c["network"] == "cnn"
+    assert (c["num_envs"], c["num_actors"], c["num_executors"], c["alpha"]) == (16, 2, 2, 5)
+    assert (c["seed"], c["total_steps"], c["eval_every"], c["eval_episodes"]) == \
+        (1, steps, steps // 40, 10)
+    assert c["learner"]["lr_decay_updates"] == 0  # Kostrikov's constant rate
+  assert (hts["mode"], a2c["mode"]) == ("hts", "sync")
+  assert hts["learner"]["correction"] == "delayed"
+  # Only the runtime and the correction differ.
+  strip = lambda c: {k: v for k, v in c.items() if k not in ("mode", "learner")}  # noqa: E731
+  assert strip(hts) == strip(a2c)
+  assert {k: v for k, v in hts["learner"].items() if k != "correction"} == \
+      {k: v for k, v in a2c["learner"].items() if k != "correction"}
+
+
+def _fake(results, method, seed, scores, dt_s):
+  path = grid.run_dir(str(results), "Pong", method, seed)
+  os.makedirs(path)
+  evals = [{"env_steps": 1000 * (k + 1), "wall_time_s": dt_s * (k + 1), "mean_return": x,
+            "returns": [x] * 10} for k, x in enumerate(scores)]
+  with open(os.path.join(path, "summary.json"), "w") as f:
+    json.dump({"seed": seed, "env": "atari:Pong", "mode": "hts", "env_steps":
+               1000 * len(scores), "wall_time_s": dt_s * len(scores), "sps": 100.0,
+               "updates": 3, "param_sha256": f"{method}{seed}", "eval": evals,
+               "episode_returns": {}, "idle": {}}, f)
+
+
+def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
+  for seed in (0, 1):
+    _fake(tmp_path, "a2c", seed, [-21.0] * 2 + [18.0] * 10, 60)
+    _fake(tmp_path, "hts_a2c", seed, [-5.0] * 2 + [18.0] * 10, 30)
+  runs = paper_report.load_runs(str(tmp_path), ar.SPEC)
+  assert runs[0]["targets"] == {"0": 0.0, "15": 15.0}
+  summary = paper_report.summarize(runs, ar.SPEC, resamples=500)["Pong"]
+  # HTS-A2C's first full window (10 evaluations): (2 x -5 + 8 x 18) / 10 = 13.4 < 15; the next
+  # one, 15.7: at 11 evaluations, minute 5.5 (11 x 30 s), 11,000 env steps.
+  hts = summary["methods"]["hts_a2c"]
+  assert hts["required_min"]["15"]["mean"] == pytest.approx(5.5)
+  assert hts["required_steps"]["15"]["mean"] == pytest.approx(11_000)
+  # A2C: (2 x -21 + 8 x 18) / 10 = 10.2, then 14.1, then 18: minute 12 (12 x 60 s); ratio 12/5.5.
+  paired = paper_report.paired_ratios(runs, ar.SPEC, resamples=500)["Pong"]
+  assert paired["a2c"]["15"]["mean"] == pytest.approx(12 / 5.5)
+  # The final time metric's clock is A2C's wall time: HTS-A2C's final metric by then is its own.
+  assert hts["final_time"]["mean"] == pytest.approx(18.0)
+  readme, docs = tmp_path / "README.md", tmp_path / "results.md"
+  readme.write_text(f"{ar.README_BLOCK.begin}\n{ar.README_BLOCK.end}\n")
+  docs.write_text(f"{ar.DOCS_BLOCK.begin}\n{ar.DOCS_BLOCK.end}\n")
+  out = ar.write_report(str(tmp_path), 500, {}, str(readme), str(docs))
+  tables = (tmp_path / "tables.md").read_text()
+  # Score 0: both at the first full window (evaluation 10), minutes 5 and 10.
+  assert "| env steps to 0 / 15 | 10,000 [10,000, 10,000] / 11,000 [11,000, 11,000] | " \
+      "10,000 [10,000, 10,000] / 12,000 [12,000, 12,000] |" in tables
+  assert "| time to 0 / 15 over HTS-A2C's in the block | 1 (reference) | 2.00x [2.00, 2.00] " \
+      "(n=2) / 2.18x [2.18, 2.18] (n=2) |" in tables
+  assert "| Pong (12,000, 2) | 18.00 [18.00, 18.00]; 11,000 [11,000, 11,000] | 18.00 " \
+      "[18.00, 18.00]; 12,000 [12,000, 12,000] |" in readme.read_text()
+  assert publish.stale(str(tmp_path), ar.render_markdown,
+                       [(str(readme), ar.README_BLOCK, ar.render_summary),
+                        (str(docs), ar.DOCS_BLOCK, ar.render_markdown)], table="tables.md") == []
+  assert [os.path.basename(p) for p in out["plots"]] == ["return_vs_env_steps.png",
+                                                          "return_vs_wall_time.png"]
+
+
+def test_bad_options_are_one_line_errors():
+  for args, message in ((["--games=Breakout"], "error: --games: unknown ['Breakout']; the "
+                         "protocol's games are ['Pong']"),
+                        (["--seeds=x"], "error: --seeds: invalid literal for int() with base 10: "
+                         "'x'")):
+    proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "atari", *args,
+                           "--dry_run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [message]
+
+
+def test_readme_shows_the_committed_results():
+  results = os.path.join(ROOT, "results", "atari")
+  assert publish.stale(results, ar.render_markdown,
+                       [(publish.readme_path(), ar.README_BLOCK, ar.render_summary),
+                        (publish.docs_path(), ar.DOCS_BLOCK, ar.render_markdown)],
+                       table="tables.md") == []
