@@ -72,13 +72,12 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
 
 
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
-  body = paper_report.report_body(results, SPEC, resamples, {
-      "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})
-  runs = body.pop("runs")
   return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
-          "settings": settings, "targets": list(TARGETS), "paper": PAPER, **body,
+          "settings": settings, "targets": list(TARGETS), "paper": PAPER,
           "validation": validation_report(results),
-          "identity": paper_report.identity_report(results), "runs": runs}
+          "identity": paper_report.identity_report(results),
+          **paper_report.report_body(results, SPEC, resamples, {
+              "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})}
 
 
 # ---------------------------------------------------------------------------------------------
