@@ -3,7 +3,7 @@
 Wall times are only comparable on one host: 2-core machines of this project's kind have given ~3x
 different SPS for the same config (AMD EPYC vs Intel Xeon), and float reductions make
 `param_sha256` differ between CPU models. So every run records its CPU model, the cores the
-process may use, memory, the load average at its start and end, the library versions, and a
+process may use (its affinity mask capped by its cgroup's CPU quota, as in a container), memory, the load average at its start and end, the library versions, and a
 calibration: the time of a fixed, seeded CPU workload run before anything of the run starts
 (`calibrate`), so SPS from different hosts can be compared or normalised. Reports group wall-time
 figures by `hts_jax.analysis.metrics.host_kind` (CPU model and usable cores).
@@ -12,10 +12,11 @@ figures by `hts_jax.analysis.metrics.host_kind` (CPU model and usable cores).
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import os
 import platform
 import time
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -45,11 +46,44 @@ def _memory_gib() -> float:
     return float("nan")
 
 
-def _usable_cores() -> int:
+def cpu_quota_cores(root: str = "/sys/fs/cgroup") -> Optional[float]:
+  """The CPU time the process's cgroup may use, in cores (its quota over its period), or None
+  where no quota is set: cgroup v2's `cpu.max` ("200000 100000"; "max ..." is no quota), else
+  v1's `cpu/cpu.cfs_quota_us` over `cpu/cpu.cfs_period_us` (-1 is no quota). A container started
+  with `--cpus=4` on a 64-core host has 64 cores in its affinity mask and 4 in its quota."""
+  pairs = ((os.path.join(root, "cpu.max"), None),
+           (os.path.join(root, "cpu", "cpu.cfs_quota_us"),
+            os.path.join(root, "cpu", "cpu.cfs_period_us")))
+  for quota_path, period_path in pairs:
+    try:
+      with open(quota_path) as f:
+        fields = f.read().split()
+      if period_path is not None:
+        with open(period_path) as f:
+          fields.append(f.read().strip())
+      quota, period = fields[0], float(fields[1])
+    except (OSError, IndexError, ValueError):
+      continue
+    if quota in ("max", "-1") or period <= 0:
+      return None
+    try:
+      return float(quota) / period
+    except ValueError:
+      return None
+  return None
+
+
+def usable_cores(root: str = "/sys/fs/cgroup") -> int:
+  """The cores the process can keep busy: its affinity mask, capped by its cgroup's CPU quota
+  (rounded up: a quota of 1.5 cores keeps 2 busy part of the time)."""
   try:
-    return len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0))
   except AttributeError:
-    return os.cpu_count() or 1
+    cores = os.cpu_count() or 1
+  quota = cpu_quota_cores(root)
+  if quota is not None:
+    cores = min(cores, max(1, math.ceil(quota)))
+  return cores
 
 
 def versions() -> Dict[str, str]:
@@ -149,7 +183,8 @@ def start_record(calibration: bool = True) -> Dict[str, Any]:
   """The host block at start-up (before the run spawns or compiles anything: the calibration
   should have the machine to itself)."""
   record: Dict[str, Any] = {
-      "cpu_model": cpu_model(), "usable_cores": _usable_cores(),
+      "cpu_model": cpu_model(), "usable_cores": usable_cores(),
+      "cpu_quota_cores": cpu_quota_cores(),
       "logical_cpus": os.cpu_count(), "memory_gib": round(_memory_gib(), 2),
       "hostname": platform.node(), "platform": platform.platform(),
       "python": platform.python_version(), "load_start": list(os.getloadavg()),
