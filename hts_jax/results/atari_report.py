@@ -35,6 +35,20 @@ def _targets() -> str:
   return " / ".join(PROTOCOL["targets"])
 
 
+def _partial(report: Dict[str, Any]) -> str:
+  """A label for games with fewer finished seeds than the protocol's (the issue's "one seed each,
+  clearly labelled"), or ''."""
+  parts = []
+  for game, s in report["summary"].items():
+    seeds = max(len(r["seeds"]) for r in s["methods"].values())
+    wanted = len(PROTOCOL["games"].get(game, ()))
+    if seeds < wanted:
+      parts.append(f"{game} has {seeds} of the protocol's {wanted} seeds so far"
+                   + (" (one run per method: no interval, one block's time ratio)"
+                      if seeds == 1 else ""))
+  return f" **Partial:** {'; '.join(parts)}." if parts else ""
+
+
 def render_markdown(report: Dict[str, Any]) -> str:
   """Every table: results/atari/tables.md and docs/results.md's block."""
   summ, paired = report["summary"], report.get("paired") or {}
@@ -42,7 +56,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
            f"{_targets()} fixed before the runs). Source: {_source(report)}. Cells: mean over "
            "seeds [95% bootstrap interval]; '-' where a seed's budget ran out before the target "
            "(k/n: seeds that reached it). Full Atari at a 2-core CPU's budget, not the paper's "
-           "20M steps on a GPU desktop.", ""]
+           "20M steps on a GPU desktop." + (_partial(report) if summ else ""), ""]
   if not summ:
     return "\n".join(lines + ["No finished runs yet."]) + "\n"
   bench, minutes = report.get("throughput"), report.get("throughput_minutes") or {}
@@ -79,7 +93,7 @@ def render_summary(report: Dict[str, Any]) -> str:
   lines = [f"Source: {_source(report)}; the protocol is `results/atari/PROTOCOL.md`, every table "
            "in [docs/results.md](docs/results.md#atari). Cells: final metric (last 10 "
            f"evaluations, mean over seeds [95% interval]); env steps to a running-average score "
-           f"of {top}.", "",
+           f"of {top}." + _partial(report), "",
            "| game (budget, seeds) | " + " | ".join(LABELS[m] for m in METHODS) + " |",
            "|---" * (len(METHODS) + 1) + "|"]
   for game, s in summ.items():
@@ -101,9 +115,6 @@ def write_report(results: str, resamples: int, deviations: Dict[str, Any],
                  readme: Optional[str], docs: Optional[str] = None) -> Dict[str, Any]:
   """results.json (with its provenance), tables.md, the curves, README's summary block and
   docs/results.md's tables block (each where given)."""
-  report = publish.publish(results, build_report(results, resamples, deviations), render_markdown,
-                           publish.targets((readme, README_BLOCK, render_summary),
-                                           (docs, DOCS_BLOCK, render_markdown)),
-                           table="tables.md")
-  report["plots"] = plot_curves(report, results)
-  return report
+  return paper_report.write_report(results, build_report(results, resamples, deviations),
+                                   render_markdown, render_summary, (README_BLOCK, DOCS_BLOCK),
+                                   plot_curves, readme, docs)

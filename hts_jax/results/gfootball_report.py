@@ -93,9 +93,6 @@ def write_report(results: str, resamples: int, settings: Dict[str, Any],
                  readme: Optional[str], docs: Optional[str] = None) -> Dict[str, Any]:
   """results.json (with its provenance), tables.md, the curves, README's summary block and
   docs/results.md's tables block (each where given)."""
-  report = publish.publish(results, build_report(results, resamples, settings), render_markdown,
-                           publish.targets((readme, README_BLOCK, render_summary),
-                                           (docs, DOCS_BLOCK, render_markdown)),
-                           table="tables.md")
-  report["plots"] = plot_curves(report, results)
-  return report
+  return paper_report.write_report(results, build_report(results, resamples, settings),
+                                   render_markdown, render_summary, (README_BLOCK, DOCS_BLOCK),
+                                   plot_curves, readme, docs)

@@ -3,7 +3,8 @@ only, for any grid that names its methods, its reference method, the method whos
 the final time metric's clock, and its targets (`Spec`): required time and env steps to each
 target (Table 2 / A8 / A10), paired time ratios per block, minutes from env steps over a
 throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares and the
-actor-count identity (Tables 4/5). Used by the GFootball and MinAtar reports."""
+actor-count identity (Tables 4/5), and the writing of a report's files (`write_report`). Used
+by the GFootball, MinAtar and Atari reports."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import dataclasses
 import json
 import math
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hts_jax.analysis import metrics, plots
-from hts_jax.results import grid, launch
+from hts_jax.results import grid, launch, publish
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,3 +276,20 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
     paths.append(plots.band_figure(os.path.join(out_dir, f"{prefix}_vs_{name}.png"), panels,
                                    xlabel=xlabel, ylabel=ylabel, ylim=ylim, resamples=resamples))
   return paths
+
+
+def write_report(results: str, report: Dict[str, Any], render_markdown: Callable[[Dict], str],
+                 render_summary: Callable[[Dict], str],
+                 blocks: Tuple[publish.Block, publish.Block],
+                 plot: Callable[[Dict[str, Any], str], List[str]], readme: Optional[str],
+                 docs: Optional[str]) -> Dict[str, Any]:
+  """A grid's report written out: results.json (with its provenance) and tables.md
+  (`render_markdown`), README's summary block (`blocks[0]`, `render_summary`) and
+  docs/results.md's tables block (`blocks[1]`, `render_markdown`) where `readme` / `docs` are
+  given, then the curves (`plot`); the report with its plots' paths."""
+  report = publish.publish(results, report, render_markdown,
+                           publish.targets((readme, blocks[0], render_summary),
+                                           (docs, blocks[1], render_markdown)),
+                           table="tables.md")
+  report["plots"] = plot(report, results)
+  return report

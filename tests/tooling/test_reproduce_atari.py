@@ -81,6 +81,25 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
                         (str(docs), ar.DOCS_BLOCK, ar.render_markdown)], table="tables.md") == []
   assert [os.path.basename(p) for p in out["plots"]] == ["return_vs_env_steps.png",
                                                           "return_vs_wall_time.png"]
+  # 2 of the protocol's 3 seeds: both renderings say so.
+  assert "**Partial:** Pong has 2 of the protocol's 3 seeds so far." in tables
+  assert "**Partial:** Pong has 2 of the protocol's 3 seeds so far." in readme.read_text()
+
+
+def test_a_game_with_one_seed_is_labelled_as_such(tmp_path):
+  _fake(tmp_path, "a2c", 0, [0.0] * 12, 60)
+  _fake(tmp_path, "hts_a2c", 0, [0.0] * 12, 30)
+  readme = tmp_path / "README.md"
+  readme.write_text(f"{ar.README_BLOCK.begin}\n{ar.README_BLOCK.end}\n")
+  ar.write_report(str(tmp_path), 200, {}, str(readme))
+  label = ("**Partial:** Pong has 1 of the protocol's 3 seeds so far (one run per method: no "
+           "interval, one block's time ratio).")
+  assert label in readme.read_text() and label in (tmp_path / "tables.md").read_text()
+  for seed in (1, 2):
+    _fake(tmp_path, "a2c", seed, [0.0] * 12, 60)
+    _fake(tmp_path, "hts_a2c", seed, [0.0] * 12, 30)
+  ar.write_report(str(tmp_path), 200, {}, str(readme))
+  assert "Partial" not in readme.read_text() + (tmp_path / "tables.md").read_text()
 
 
 def test_bad_options_are_one_line_errors():
