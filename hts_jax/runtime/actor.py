@@ -51,13 +51,19 @@ class ActingParts:
     return self.storage.obs_dtype
 
   def act(self, params, obs, seeds, state=None) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
-    """One policy call: (actions, extras); extras hold the behaviour log-probs and values where
-    the mode acts with extras, and a recurrent policy's next `core` states (`state`: the rows'
-    current ones)."""
-    if self.with_extras:
-      return self.policy.run_fixed(params, obs, seeds, state)
-    actions, after = self.policy.run_step(params, obs, seeds, state)
-    return actions, {} if after is None else {"core": after}
+    """One policy call of the mode's kind (`policy_call`)."""
+    return policy_call(self.policy, self.with_extras, params, obs, seeds, state)
+
+
+def policy_call(policy, with_extras: bool, params, obs, seeds,
+                state=None) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
+  """One fixed-shape policy call: (actions, extras); extras hold the behaviour log-probs and
+  values where `with_extras` (a mode that learns from them), and a recurrent policy's next `core`
+  states (`state`: the rows' current ones)."""
+  if with_extras:
+    return policy.run_fixed(params, obs, seeds, state)
+  actions, after = policy.run_step(params, obs, seeds, state)
+  return actions, {} if after is None else {"core": after}
 
 
 @dataclasses.dataclass
@@ -135,11 +141,9 @@ class BlockBatcher:
         core[off:end] = st.core[t, lo:hi]
       placed.append((st, t, lo, hi, off, end))
       off = end
-    if log_probs is None:
-      actions, after = self.policy.run_step(params, obs, seeds, core)
-    else:
-      actions, extras = self.policy.run_fixed(params, obs, seeds, core)
-      after = extras.get("core")
+    actions, extras = policy_call(self.policy, log_probs is not None, params, obs, seeds, core)
+    after = extras.get("core")
+    if log_probs is not None:
       log_probs[:off] = extras["log_prob"][:off]
     for st, t, lo, hi, o, end in placed:
       st.actions[t, lo:hi] = actions[o:end]
