@@ -68,10 +68,33 @@ def policy_call(policy, with_extras: bool, params, obs, seeds,
 
 @dataclasses.dataclass
 class ActorStats:
-  """Per actor thread: policy calls, rows they carried that were ready, seconds spent waiting."""
+  """Per actor thread: policy calls, rows they carried that were ready, seconds spent waiting,
+  and when the policy call in flight began (`time.monotonic()`; None between calls), which the
+  supervisor's watchdog names beside an executor left waiting for its actions."""
   calls: int = 0
   ready_rows: int = 0
   idle_s: float = 0.0
+  calling_since: Optional[float] = None
+  name: str = "actor"
+
+  def act(self, batcher: "BlockBatcher", group: Sequence["Record"], version: int, params,
+          log_probs: Optional[np.ndarray] = None) -> int:
+    """`batcher.act` counted (a call, its ready rows) and timed for the watchdog."""
+    self.calling_since = time.monotonic()
+    try:
+      rows = batcher.act(group, version, params, log_probs)
+    finally:
+      self.calling_since = None
+    self.calls += 1
+    self.ready_rows += rows
+    return rows
+
+  def in_flight(self, now: float) -> Optional[Tuple[float, str]]:
+    """(seconds, description) of the policy call running now, or None."""
+    since = self.calling_since
+    if since is None:
+      return None
+    return now - since, f"{self.name}'s policy call has run for {now - since:.1f} s"
 
 
 class ParamsBox:
@@ -199,10 +222,8 @@ class LockstepSampler:
           sup.check()
         ready += len(self.reader.read())
       stats.idle_s += time.perf_counter() - t0
-      self.batcher.act([(b, segment, t) for b in self.blocks], version, params,
-                       logp[t] if acting.with_extras else None)
-      stats.calls += 1
-      stats.ready_rows += len(self.rows)
+      stats.act(self.batcher, [(b, segment, t) for b in self.blocks], version, params,
+                logp[t] if acting.with_extras else None)
       for k in self.executors:
         self.barrier.post_blocks(k, self.blocks_of[k])
     return logp
@@ -231,8 +252,7 @@ def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,
     if ready:
       version, p = params()
       for group in batcher.groups(ready):
-        stats.ready_rows += batcher.act(group, version, p)
-        stats.calls += 1
+        stats.act(batcher, group, version, p)
         batcher.post(group, inboxes)
     if stop:
       state_writer.post_stop()

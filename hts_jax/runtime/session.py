@@ -139,8 +139,9 @@ class Session:
 
   def new_actor_stats(self) -> ActorStats:
     """Counters for one actor (thread, sampler or envpool group) of this session."""
-    stats = ActorStats()
+    stats = ActorStats(name=f"actor {len(self.actor_stats)}")
     self.actor_stats.append(stats)
+    self.supervisor.watch_activity(stats.in_flight)
     return stats
 
   def book_totals(self, copy: bool = True) -> Book:

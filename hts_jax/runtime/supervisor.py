@@ -22,12 +22,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 from hts_jax.runtime.buffers import ControlChannel, Done, Failed
 from hts_jax.runtime.errors import Interrupted, RunError, failed_message
 from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
+from hts_jax.runtime.watchdog import Activity, PartCheck, Watchdog
 
 POLL_S = 0.05
-# The watchdog's automatic timeout: this many times the longest gap between two env steps of an
-# executor measured mid-segment so far, and at least WATCHDOG_MIN_S (`--watchdog_s` sets it).
-WATCHDOG_FACTOR = 50
-WATCHDOG_MIN_S = 10.0
 # A signal is acted on at the next segment boundary; if none comes within this (or 1.5 times the
 # longest segment so far, whichever is longer), the run stops without a new checkpoint.
 SIGNAL_GRACE_S = 5.0
@@ -55,12 +52,8 @@ class Supervisor:
 
   def __init__(self, env_ids_of_executor: Callable[[int], List[int]], watchdog_s: float = 0.0):
     self._env_ids = env_ids_of_executor
-    self.watchdog_s = watchdog_s
     self.beats: list = []  # executor k's [segment, step, steps so far] (shared memory)
-    self._watched: Dict[int, list] = {}  # executor -> [steps seen, when they last changed]
-    # Other parts' stall checks, `fn(now, watchdog_s) -> description or None` (the learner's).
-    self._parts: List[Callable[[float, float], Optional[str]]] = []
-    self._longest_gap = 0.0
+    self.watchdog = Watchdog(env_ids_of_executor, self.beats, watchdog_s)
     self._signal_at = 0.0
     self._boundary_at: Optional[float] = None
     self._longest_segment = 0.0
@@ -139,7 +132,7 @@ class Supervisor:
         if not isinstance(msg, kind):
           raise RuntimeError(f"executor {executor}: expected {kind.__name__}, got {msg!r}")
         if isinstance(msg, Done):
-          self._watched.pop(executor, None)  # at the barrier: not stepping, by design
+          self.watchdog.unwatch(executor)
         return msg
       self.check()
 
@@ -159,16 +152,14 @@ class Supervisor:
 
   # ------------------------------------------------------------ the watchdog
   def watch(self, executor: int) -> None:
-    """Executor `executor` has been sent GO: from now until its Done it must keep stepping."""
-    if executor < len(self.beats):
-      self._watched[executor] = [self.beats[executor][2], time.monotonic()]
+    """Executor `executor` has been sent GO: the watchdog expects it to step until its Done."""
+    self.watchdog.watch(executor)
 
-  def watch_part(self, stalled: Callable[[float, float], Optional[str]]) -> None:
-    """Adds a part's stall check to the watchdog (`LearnerWorker.stalled`)."""
-    self._parts.append(stalled)
+  def watch_part(self, stalled: PartCheck) -> None:
+    self.watchdog.watch_part(stalled)
 
-  def watchdog_timeout(self) -> float:
-    return self.watchdog_s or max(WATCHDOG_MIN_S, WATCHDOG_FACTOR * self._longest_gap)
+  def watch_activity(self, in_flight: Activity) -> None:
+    self.watchdog.watch_activity(in_flight)
 
   def boundary_passed(self) -> None:
     """The controller reached a segment boundary (the signal grace is measured in segments)."""
@@ -177,40 +168,13 @@ class Supervisor:
       self._longest_segment = max(self._longest_segment, now - self._boundary_at)
     self._boundary_at = now
 
-  def _stalled(self, now: float, after_s: float) -> Optional[str]:
-    """The watched executor that has not stepped for the longest, if longer than `after_s`."""
-    watched = dict(self._watched)  # actor threads of some modes watch and unwatch (go, Done)
-    if not watched:
-      return None
-    k = min(watched, key=lambda k: watched[k][1])
-    idle = now - watched[k][1]
-    if idle <= after_s:
-      return None
-    ids = self._env_ids(k)
-    segment, step, _ = self.beats[k]
-    last = f"segment {segment}, step {step}" if self.beats[k][2] else "none this run"
-    return (f"executor {k} (envs {ids[0]}-{ids[-1]}) has not stepped for {idle:.1f} s (its last "
-            f"step: {last})")
-
   def _watchdog(self) -> None:
     now = time.monotonic()
-    for k, seen in dict(self._watched).items():
-      steps = self.beats[k][2]
-      if steps != seen[0]:
-        self._longest_gap = max(self._longest_gap, now - seen[1])
-        seen[0], seen[1] = steps, now
-    stalled = self._stalled(now, self.watchdog_timeout())
-    if stalled:
-      raise RunError(f"{stalled}: stalled past the watchdog's {self.watchdog_timeout():.1f} s "
-                     "(--watchdog_s); the last checkpoint is kept")
-    for part in self._parts:
-      stalled = part(now, self.watchdog_s)
-      if stalled:
-        raise RunError(f"{stalled} (--watchdog_s); the last checkpoint is kept")
+    self.watchdog.check(now)
     if self.signal is not None:
       grace = max(SIGNAL_GRACE_S, 1.5 * self._longest_segment)
       if now - self._signal_at > grace:
-        stalled = self._stalled(now, 1.0)
+        stalled = self.watchdog.stalled(now, 1.0)
         raise Interrupted(
             f"interrupted by {signal.Signals(self.signal).name}: no segment boundary within "
             f"{grace:.1f} s" + (f" ({stalled})" if stalled else "") +

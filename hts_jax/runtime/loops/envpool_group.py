@@ -178,8 +178,7 @@ class EnvpoolGroup:
           version, params = self.params.current
           records = [(b, segment, t) for b in self.blocks]
           for group in self.batcher.groups(records):
-            self.stats.ready_rows += self.batcher.act(group, version, params)
-            self.stats.calls += 1
+            self.stats.act(self.batcher, group, version, params)
           t0 = time.perf_counter()
           actions = st.actions[t, rows]
           if self.bounds is not None:  # continuous: the env sees the clipped sample

@@ -70,8 +70,7 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
         waiting[g] = []
         if any(r[1] != seg or r[2] != t for r in records):
           raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records}")
-        stats.ready_rows += batcher.act(records, learner.version, params)
-        stats.calls += 1
+        stats.act(batcher, records, learner.version, params)
         batcher.post(records, inboxes)
     return barrier.wait_done(seg)
 

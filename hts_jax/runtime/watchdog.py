@@ -1,0 +1,91 @@
+"""The supervisor's watchdog (host side): an executor sent GO must keep stepping until its Done,
+a part's work in flight (the learner's update) must end within its limit. A stalled run stops
+with one line naming the stalled part and what it was waiting on, the last checkpoint kept.
+
+An executor's steps are read from its heartbeat (`beats[k]`: segment, step, steps so far, shared
+memory the executor writes). The automatic timeout is WATCHDOG_FACTOR times the longest gap
+between two env steps of an executor measured mid-segment so far, at least WATCHDOG_MIN_S
+(`--watchdog_s` sets it). An executor waits mid-segment on its actions, so a hung policy call
+shows first as an executor that has not stepped: the message names every activity (each actor's
+policy call, `ActorStats.in_flight`) that has been running about as long.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+from hts_jax.runtime.errors import RunError
+
+WATCHDOG_FACTOR = 50
+WATCHDOG_MIN_S = 10.0
+
+PartCheck = Callable[[float, float], Optional[str]]  # (now, watchdog_s) -> stall or None
+Activity = Callable[[float], Optional[Tuple[float, str]]]  # now -> (seconds, what) or None
+
+
+class Watchdog:
+  """The executors' heartbeats, the parts' stall checks and the activities in flight."""
+
+  def __init__(self, env_ids_of_executor: Callable[[int], List[int]], beats: list,
+               watchdog_s: float = 0.0):
+    self._env_ids, self.beats, self.watchdog_s = env_ids_of_executor, beats, watchdog_s
+    self._watched: Dict[int, list] = {}  # executor -> [steps seen, when they last changed]
+    self._parts: List[PartCheck] = []
+    self._activities: List[Activity] = []
+    self._longest_gap = 0.0
+
+  def watch(self, executor: int) -> None:
+    """Executor `executor` has been sent GO: from now until its Done it must keep stepping."""
+    if executor < len(self.beats):
+      self._watched[executor] = [self.beats[executor][2], time.monotonic()]
+
+  def unwatch(self, executor: int) -> None:
+    """Executor `executor` reported Done: at the barrier, not stepping, by design."""
+    self._watched.pop(executor, None)
+
+  def watch_part(self, stalled: PartCheck) -> None:
+    """Adds a part's stall check (`LearnerWorker.stalled`)."""
+    self._parts.append(stalled)
+
+  def watch_activity(self, in_flight: Activity) -> None:
+    """Adds work an executor may wait on (`ActorStats.in_flight`), named beside a stalled
+    executor that has waited about as long."""
+    self._activities.append(in_flight)
+
+  def timeout(self) -> float:
+    return self.watchdog_s or max(WATCHDOG_MIN_S, WATCHDOG_FACTOR * self._longest_gap)
+
+  def stalled(self, now: float, after_s: float) -> Optional[str]:
+    """The watched executor that has not stepped for the longest, if longer than `after_s`, with
+    the activities in flight for at least half as long."""
+    watched = dict(self._watched)  # actor threads of some modes watch and unwatch (go, Done)
+    if not watched:
+      return None
+    k = min(watched, key=lambda k: watched[k][1])
+    idle = now - watched[k][1]
+    if idle <= after_s:
+      return None
+    ids = self._env_ids(k)
+    segment, step, _ = self.beats[k]
+    last = f"segment {segment}, step {step}" if self.beats[k][2] else "none this run"
+    busy = sorted((a for a in (fn(now) for fn in list(self._activities))
+                   if a is not None and a[0] >= idle / 2), reverse=True)
+    return (f"executor {k} (envs {ids[0]}-{ids[-1]}) has not stepped for {idle:.1f} s (its last "
+            f"step: {last})" + "".join(f", while {what}" for _, what in busy))
+
+  def check(self, now: float) -> None:
+    """Records the executors' progress; raises RunError for a stalled executor or part."""
+    for k, seen in dict(self._watched).items():
+      steps = self.beats[k][2]
+      if steps != seen[0]:
+        self._longest_gap = max(self._longest_gap, now - seen[1])
+        seen[0], seen[1] = steps, now
+    stalled = self.stalled(now, self.timeout())
+    if stalled:
+      raise RunError(f"{stalled}: stalled past the watchdog's {self.timeout():.1f} s "
+                     "(--watchdog_s); the last checkpoint is kept")
+    for part in self._parts:
+      stalled = part(now, self.watchdog_s)
+      if stalled:
+        raise RunError(f"{stalled} (--watchdog_s); the last checkpoint is kept")
