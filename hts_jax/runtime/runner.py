@@ -120,20 +120,16 @@ class Runner:
     root = checkpoint.directory(cfg.outputs.logdir)
     if not checkpoint.steps(cfg.outputs.logdir):
       raise ConfigError(f"--resume: no checkpoint in {root}")
-    process = None
-    # The state is restored straight onto every process's devices.
     if cfg.distributed.num_processes > 1:
-      process = cfg.distributed.process_id
-      abstract_state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(
-          x.shape, x.dtype, sharding=placement.learner_state), abstract_state)
+      # The state is restored straight onto every process's devices.
+      return self._restore_agreed(jax.tree.map(lambda x: jax.ShapeDtypeStruct(
+          x.shape, x.dtype, sharding=placement.learner_state), abstract_state))
     problems = []
     for step in checkpoint.steps(cfg.outputs.logdir):
       try:
         self._check_resumable(checkpoint.saved_host(cfg.outputs.logdir, step))
-        ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, step, process=process)
+        ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, step)
       except checkpoint.CorruptCheckpoint as e:
-        if process is not None:  # the processes would have to agree on another: refuse
-          raise ConfigError(f"--resume: {e}") from None
         problems.append(f"{e}; set aside in {checkpoint.set_aside(cfg.outputs.logdir, step)}")
         continue
       if problems:
@@ -141,6 +137,63 @@ class Runner:
               f"{os.path.join(root, str(step))}", file=sys.stderr, flush=True)
       return ckpt
     raise ConfigError(f"--resume: no checkpoint in {root} can be restored: {problems[0]}")
+
+  def _restore_agreed(self, abstract_state) -> Dict[str, Any]:
+    """A multi-process resume. The restore is collective, and so is every orbax manager's
+    construction, so the processes agree at each stage: on the steps they all list; on the
+    config, checked against the newest readable shared host record; on the steps that none of
+    them found a problem in (`checkpoint.precheck`: the shared files and each process's own
+    part). They restore the newest of those, and fall back to the next if the shared state itself
+    does not verify (the same answer everywhere). Newer steps are set aside (process 0 the shared
+    folder, each process its own part) and process 0 names each in one line."""
+    logdir, process = self.config.outputs.logdir, self.config.distributed.process_id
+    listed = distributed.allgather_json(checkpoint.steps(logdir))
+    candidates = [s for s in listed[0] if all(s in theirs for theirs in listed)]
+    problems: Dict[int, str] = {}
+    for step in candidates:  # shared data: every process reads the same
+      try:
+        self._check_resumable(checkpoint.saved_host(logdir, step))
+        break
+      except checkpoint.CorruptCheckpoint as e:
+        problems[step] = str(e)
+    found = distributed.allgather_json({str(s): checkpoint.precheck(logdir, s, process)
+                                        for s in candidates if s not in problems})
+    for theirs in found:
+      for step, why in theirs.items():
+        if why:
+          problems.setdefault(int(step), why)
+    for step in candidates:
+      if step not in problems:
+        try:
+          ckpt = checkpoint.restore(logdir, abstract_state, step, process=process)
+        except checkpoint.CorruptCheckpoint as e:  # the shared state: the same everywhere
+          problems[step] = str(e)
+          continue
+        self._set_aside_agreed([s for s in candidates if s > step], problems, step)
+        return ckpt
+    why = (problems[candidates[0]] if candidates else
+           "the processes list different checkpoints")
+    raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(logdir)} can be "
+                      f"restored by every process: {why}")
+
+  def _set_aside_agreed(self, steps, problems: Dict[int, str], resumed: int) -> None:
+    """Moves the newer `steps` out of the way on every process and names them (process 0); a
+    move that fails on any process stops every process with one line."""
+    logdir, process = self.config.outputs.logdir, self.config.distributed.process_id
+    root, error = checkpoint.directory(logdir), None
+    for step in steps:
+      try:
+        checkpoint.set_aside_own(logdir, process, step)
+        if process == 0:
+          where = checkpoint.set_aside(logdir, step)
+          print(f"warning: {problems[step]}; set aside in {where}; resuming from the older "
+                f"checkpoint {os.path.join(root, str(resumed))}", file=sys.stderr, flush=True)
+      except OSError as e:
+        error = error or f"--resume: checkpoint {step} cannot be set aside: {e}"
+    # A collective: every move is done before any process goes on.
+    error = next((e for e in distributed.allgather_json(error) if e), None)
+    if error:
+      raise ConfigError(error)
 
   def _check_resumable(self, host: Dict[str, Any]) -> None:
     """Refuses a config that changes what the run computes, or a run already past its end."""

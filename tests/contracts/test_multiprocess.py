@@ -1,9 +1,11 @@
 """Multi-process HTS on `jax.distributed` (two local processes, CPU collectives over gloo), started
 by `experiments.launch` as a user would: one hash across actor/executor counts and against one
 process with two devices; a killed process stops every process; a signal checkpoints all of them
-at one boundary and `--resume` is bit-exact; no process, executor or shared-memory block is left
+at one boundary and `--resume` is bit-exact, also when one process's part of the newest checkpoint
+is damaged (all fall back to an older one); no process, executor or shared-memory block is left
 behind."""
 
+import glob
 import os
 import signal
 import subprocess
@@ -12,6 +14,7 @@ import time
 
 import pytest
 
+from hts_jax.runtime.outputs import checkpoint
 from tests.support import ROOT
 from tests.support import processes as mp
 from tests.support.cli import summary
@@ -132,6 +135,71 @@ def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
   assert resumed["resumed_from_update"] > 0
   assert resumed["param_sha256"] == want["param_sha256"]
   assert resumed["episode_returns"] == want["episode_returns"]
+
+
+def _flip_middle(path):
+  with open(path, "r+b") as f:
+    f.seek(os.path.getsize(path) // 2)
+    byte = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def _process_1s_part(logdir, step):
+  """Process 1's own part of `step` damaged; returns the folder the warning names."""
+  folder = os.path.join(checkpoint.process_directory(logdir, 1), str(step))
+  _flip_middle(os.path.join(folder, "storage.npz"))
+  return folder
+
+
+def _shared_state_unlisted(logdir, step):
+  """The shared state damaged, its files.json gone (an older checkpoint's, or a writer that died
+  before writing it): only the collective restore's digest check can see it."""
+  folder = os.path.join(checkpoint.directory(logdir), str(step))
+  os.remove(os.path.join(folder, "files.json"))
+  state = [f for f in glob.glob(os.path.join(folder, "state", "**", "*"), recursive=True)
+           if os.path.isfile(f) and "metadata" not in os.path.basename(f).lower()]
+  _flip_middle(max(state, key=os.path.getsize))
+  return folder
+
+
+@pytest.fixture(scope="module")
+def straight_6(tmp_path_factory):
+  logdir = str(tmp_path_factory.mktemp("straight"))
+  proc = mp.launch(logdir, "--total_steps=240", "--num_executors=2")
+  _, err = proc.communicate(timeout=600)
+  assert proc.returncode == 0, err[-2000:]
+  return summary(logdir)["param_sha256"]
+
+
+@pytest.mark.parametrize("damage", [_process_1s_part, _shared_state_unlisted])
+def test_a_corrupt_checkpoint_makes_every_process_resume_from_an_older_one(
+    tmp_path, straight_6, damage):
+  """The newest checkpoint is damaged in one process's own part, or in the shared state where
+  only the collective restore can see it. The processes agree: all resume from the older
+  checkpoint, process 0 names the damaged one in one line (set aside), and the run ends with the
+  straight run's bits. Multi-process resume used to refuse at any corrupt checkpoint."""
+  logdir = str(tmp_path)
+  proc = mp.launch(logdir, "--total_steps=160", "--checkpoint_every=1", "--num_executors=2")
+  _, err = proc.communicate(timeout=600)
+  assert proc.returncode == 0, err[-2000:]
+  mp.settle(logdir)
+  newest, older = checkpoint.steps(logdir)[:2]
+  named = damage(logdir, newest)
+  proc = mp.launch(logdir, "--total_steps=240", "--resume", "--num_executors=2")
+  _, err = proc.communicate(timeout=600)
+  assert proc.returncode == 0, err[-2000:]
+  assert "Traceback" not in err, err[-2000:]
+  (line,) = [l for l in err.splitlines() if l.startswith("warning:")]
+  assert line.startswith(f"warning: checkpoint {named}"), line
+  assert line.endswith("resuming from the older checkpoint "
+                       f"{checkpoint.directory(logdir)}/{older}"), line
+  resumed = summary(logdir)
+  assert resumed["resumed_from_update"] == older
+  assert resumed["param_sha256"] == straight_6
+  corrupt = os.path.join(logdir, "checkpoints-corrupt")
+  assert os.path.isdir(os.path.join(corrupt, str(newest)))
+  assert os.path.isdir(os.path.join(corrupt, "process-1", str(newest)))
 
 
 @pytest.mark.smoke

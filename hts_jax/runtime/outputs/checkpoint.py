@@ -89,6 +89,37 @@ def set_aside(logdir: str, step: int) -> str:
   return target
 
 
+def set_aside_own(logdir: str, process: int, step: int) -> Optional[str]:
+  """Moves `process`'s own part of checkpoint `step` (if there) into
+  `<logdir>/checkpoints-corrupt/process-<process>/`; returns where it went."""
+  source = os.path.join(process_directory(logdir, process), str(step))
+  if not os.path.isdir(source):
+    return None
+  root = os.path.join(os.path.abspath(logdir), "checkpoints-corrupt", f"process-{process}")
+  os.makedirs(root, exist_ok=True)
+  target = os.path.join(root, str(step))
+  shutil.rmtree(target, ignore_errors=True)
+  os.rename(source, target)
+  return target
+
+
+def precheck(logdir: str, step: int, process: int) -> Optional[str]:
+  """A multi-process resume's check of `step` by one process before the collective restore
+  (which every process must enter with the same step): the shared host record, the shared
+  folder's files against `files.json`, and this process's own part, read and digest-checked.
+  The problem in one line, or None."""
+  own = os.path.join(process_directory(logdir, process), str(step))
+  try:
+    saved_host(logdir, step)
+    integrity.check_files(os.path.join(directory(logdir), str(step)))
+    _restore_own(logdir, process, step)
+  except CorruptCheckpoint as e:
+    return str(e)
+  except Exception as e:  # pylint: disable=broad-except
+    return f"checkpoint {own} (process {process}'s part) cannot be read: {integrity.read_error(e)}"
+  return None
+
+
 # The host fields every process of a multi-process run shares (the rest is per process).
 SHARED_HOST = ("segment", "learned", "config")
 
@@ -124,7 +155,9 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
 
 def _save_own(logdir: str, process: int, step: int, storage, envs, host) -> None:
   """A process's own part, as plain files (orbax writes host-local arrays from process 0 only):
-  written to a temporary folder, then renamed; the two newest are kept."""
+  written to a temporary folder, then renamed; the three newest are kept (it is written before
+  the shared part: if the run dies between the two, the shared folder's two steps still have
+  theirs)."""
   root = process_directory(logdir, process)
   tmp = os.path.join(root, f".{step}.tmp")
   shutil.rmtree(tmp, ignore_errors=True)
@@ -139,7 +172,7 @@ def _save_own(logdir: str, process: int, step: int, storage, envs, host) -> None
   shutil.rmtree(final, ignore_errors=True)
   os.rename(tmp, final)
   steps = sorted(int(d) for d in os.listdir(root) if d.isdigit())
-  for old in steps[:-2]:
+  for old in steps[:-3]:
     shutil.rmtree(os.path.join(root, str(old)), ignore_errors=True)
 
 
