@@ -1,12 +1,13 @@
 """The host a run ran on (host side): summary.json's `host` block.
 
 Wall times are only comparable on one host: 2-core machines of this project's kind have given ~3x
-different SPS for the same config (AMD EPYC vs Intel Xeon), and float reductions make
-`param_sha256` differ between CPU models. So every run records its CPU model, the cores the
-process may use (its affinity mask capped by its cgroup's CPU quota, as in a container), memory, the load average at its start and end, the library versions, and a
-calibration: the time of a fixed, seeded CPU workload run before anything of the run starts
-(`calibrate`), so SPS from different hosts can be compared or normalised. Reports group wall-time
-figures by `hts_jax.analysis.metrics.host_kind` (CPU model and usable cores).
+different SPS for the same config (AMD EPYC vs Intel Xeon), and float reductions make `param_sha256`
+differ between CPU models. So every run records its CPU model, the cores the process may use (its
+affinity mask capped by its cgroup's CPU quota, as in a container), memory, the load average at its
+start and end, the library versions, and a calibration: the time of a fixed, seeded CPU workload run
+before anything of the run starts (`calibrate`), so SPS from different hosts can be compared or
+normalised. Reports group wall-time figures by `hts_jax.analysis.metrics.host_kind` (CPU model and
+usable cores).
 """
 
 from __future__ import annotations
