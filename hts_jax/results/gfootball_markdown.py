@@ -150,21 +150,22 @@ def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
 
 
 def render_summary(report: Dict[str, Any]) -> str:
-  """README's GFootball block: one table (env steps to 0.8, the paired time ratio to 0.8, the
-  final metric) and the validation's verdict; docs/results.md has every table."""
+  """README's GFootball block: one table (env steps to 0.8; time to 0.8 relative to HTS-PPO's,
+  both ways; the final and final time metrics), one line per scenario saying where HTS-PPO is
+  not ahead of a baseline, and the validation's verdict; docs/results.md has every table."""
   summ = report["summary"]
   methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
   t = str(TARGETS[-1])
   lines = [f"Source: {_source(report)}; the protocol is `results/gfootball/PROTOCOL.md`, every "
            "table in [docs/results.md](docs/results.md#gfootball). Cells: env steps to a "
            f"running-average score of {t} (mean over seeds; k/n where some seeds missed it); "
-           f"time to {t} relative to HTS-PPO's in the same block (mean over blocks); final "
-           "metric (last 10 evaluations).", ""]
+           f"time to {t} relative to HTS-PPO's, paired per block (mean over blocks) / from env "
+           "steps over the interleaved benchmark's SPS; final metric (last 10 evaluations) / "
+           "final time metric (by the block's IMPALA wall time, Table A9).", ""]
   if not summ:
     return "\n".join(lines + ["No finished runs yet."] + _verdict(report)) + "\n"
   lines += ["| scenario (budget, seeds) | " + " | ".join(LABELS[m] for m in methods) + " |",
             "|---" * (len(methods) + 1) + "|"]
-  paired = report.get("paired") or {}
   for scenario, s in summ.items():
     cells = []
     for m in methods:
@@ -172,13 +173,66 @@ def render_summary(report: Dict[str, Any]) -> str:
       if r is None:
         cells.append("")
         continue
-      ratio = "1" if m == REFERENCE else fmt_ratio(((paired.get(scenario) or {}).get(m) or
-                                                      {}).get(t))
-      cells.append(f"{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {ratio}; "
-                   f"{fmt_ci(r['final'], '{:.2f}')}")
+      paired = "1" if m == REFERENCE else fmt_ratio(_paired(report, scenario, m, t))
+      bench = _bench_ratio(report, scenario, m, t)
+      bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
+      cells.append(f"{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / {bench}; "
+                   f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
     seeds = max(len(r["seeds"]) for r in s["methods"].values())
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
+  lines += ["", f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
+  lines += [f"- {short(scenario)}: {_behind(report, scenario, t)}" for scenario in summ]
   return "\n".join(lines + [""] + _verdict(report)) + "\n"
+
+
+def _paired(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
+  return (((report.get("paired") or {}).get(scenario) or {}).get(method) or {}).get(t)
+
+
+def _bench_ratio(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
+  """The method's minutes to the target (env steps over its benchmark SPS) over HTS-PPO's."""
+  mins = (report.get("throughput_minutes") or {}).get(scenario) or {}
+  mine, ref = (mins.get(method) or {}).get(t), (mins.get(REFERENCE) or {}).get(t)
+  return mine / ref if mine is not None and ref else None
+
+
+def _mean(ci: Optional[Dict[str, Any]]) -> Optional[float]:
+  return None if not ci else ci.get("mean")
+
+
+def _behind(report: Dict[str, Any], scenario: str, t: str) -> str:
+  """Each baseline's cells where it is ahead of HTS-PPO: fewer env steps to the target (or
+  reached where HTS-PPO's seeds missed it), less time to it (either estimate), a higher final or
+  final time metric ('within the intervals' where the two intervals overlap)."""
+  ms = report["summary"][scenario]["methods"]
+  ref = ms.get(REFERENCE)
+  if ref is None:
+    return "no HTS-PPO runs yet."
+  parts = []
+  for m in (m for m in METHODS if m != REFERENCE and m in ms):
+    r, said = ms[m], []
+    mine, theirs = r["required_steps"][t], ref["required_steps"][t]
+    if _mean(mine) is not None and (_mean(theirs) is None or mine["mean"] < theirs["mean"]):
+      said.append(f"needs fewer env steps to {t} ({fmt_ci(mine, '{:,.0f}')} vs HTS-PPO's "
+                  f"{fmt_ci(theirs, '{:,.0f}')})")
+    paired, bench = _paired(report, scenario, m, t), _bench_ratio(report, scenario, m, t)
+    faster = [f"paired {fmt_ratio(paired)}"] if _mean(paired) is not None and paired["mean"] < 1 \
+        else []
+    faster += [f"steps over benchmark SPS {bench:.2f}x"] if bench is not None and bench < 1 else []
+    if faster:
+      said.append(f"takes less time to {t} ({'; '.join(faster)})")
+    higher = []
+    for key, name in (("final", "final metric"), ("final_time", "final time metric")):
+      a, b = r.get(key), ref.get(key)
+      if _mean(a) is not None and _mean(b) is not None and a["mean"] > b["mean"]:
+        overlap = a.get("lo", a["mean"]) <= b.get("hi", b["mean"])
+        higher.append(f"{name} {a['mean']:.2f} vs {b['mean']:.2f}"
+                      f"{', within the intervals' if overlap else ''}")
+    if higher:
+      said.append(f"ends higher ({'; '.join(higher)})")
+    if said:
+      parts.append(f"{LABELS[m]} " + ", ".join(said))
+  return ("; ".join(parts) + ".") if parts else "it is ahead of every baseline in every cell."
 
 
 def _verdict(report: Dict[str, Any]) -> List[str]:

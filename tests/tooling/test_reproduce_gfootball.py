@@ -175,10 +175,44 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   assert rg.render_markdown(saved) == md
   assert readme.read_text() == f"# x\n{rg.README_BLOCK.wrap(rg.render_summary(saved))}\ntail\n"
   summary = rg.render_summary(saved).splitlines()
-  assert summary[4] == ("| Empty goal close (12,000, 2) | 10,000 [10,000, 10,000]; 1; 1.00 "
-                        "[1.00, 1.00] | - (0/1); -; 0.10 |")
+  # No benchmark here: the ratio from its SPS is '-'; seed 1 has no IMPALA run to time it by.
+  assert summary[4] == ("| Empty goal close (12,000, 2) | 10,000 [10,000, 10,000]; 1 / -; 1.00 "
+                        "[1.00, 1.00] / 1.00 (1/2) | - (0/1); - / -; 0.10 / 0.10 |")
+  assert summary[7] == "- Empty goal close: it is ahead of every baseline in every cell."
   assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
   assert saved["identity"] is None
+
+
+def test_readme_says_where_hts_ppo_is_not_ahead():
+  """The issue's "say plainly where HTS-PPO is not faster or learns less than a baseline": every
+  cell a baseline wins is named, and a target only the baseline reached counts as fewer steps."""
+  def ci(mean, lo=None, hi=None, reached=2):
+    return {"mean": mean, "lo": mean if lo is None else lo, "hi": mean if hi is None else hi,
+            "n": 2, "reached": reached, "runs": 2}
+  sc = "academy_empty_goal"
+  report = {"summary": {sc: {"methods": {
+      "hts_ppo": {"required_steps": {"0.8": ci(200_000)}, "final": ci(0.9, 0.8, 0.95),
+                  "final_time": ci(0.8)},
+      "sync_ppo": {"required_steps": {"0.8": ci(100_000)}, "final": ci(0.92, 0.9, 0.94),
+                   "final_time": ci(0.7)},
+      "impala": {"required_steps": {"0.8": ci(300_000)}, "final": ci(0.5), "final_time": ci(0.5)}}}},
+      "paired": {sc: {"sync_ppo": {"0.8": {"mean": 0.5, "lo": 0.4, "hi": 0.6, "n": 2}},
+                      "impala": {"0.8": {"mean": 1.5, "lo": 1.4, "hi": 1.6, "n": 2}}}},
+      "throughput_minutes": {sc: {"hts_ppo": {"0.8": 4.0}, "sync_ppo": {"0.8": 3.0},
+                                  "impala": {"0.8": 2.0}}}}
+  assert md_._behind(report, sc, "0.8") == (
+      "PPO (sync) needs fewer env steps to 0.8 (100,000 [100,000, 100,000] vs HTS-PPO's 200,000 "
+      "[200,000, 200,000]), takes less time to 0.8 (paired 0.50x [0.40, 0.60] (n=2); steps over "
+      "benchmark SPS 0.75x), ends higher (final metric 0.92 vs 0.90, within the intervals); "
+      "IMPALA takes less time to 0.8 (steps over benchmark SPS 0.50x).")
+  report["summary"][sc]["methods"]["hts_ppo"]["required_steps"]["0.8"] = {
+      "mean": None, "reached": 1, "runs": 2}
+  report["summary"][sc]["methods"]["sync_ppo"].update(final=ci(0.5), final_time=ci(0.5))
+  report["throughput_minutes"] = {}
+  report["paired"] = {}
+  assert md_._behind(report, sc, "0.8") == (
+      "PPO (sync) needs fewer env steps to 0.8 (100,000 [100,000, 100,000] vs HTS-PPO's - (1/2)); "
+      "IMPALA needs fewer env steps to 0.8 (300,000 [300,000, 300,000] vs HTS-PPO's - (1/2)).")
 
 
 def test_readme_shows_the_committed_results():
