@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import time
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional
 
 import jax
 import numpy as np
@@ -55,6 +55,7 @@ def segment_of(storage) -> Segment:
 # longest update so far, and at least this many seconds.
 WATCHDOG_FACTOR = 50
 LEARNER_WATCHDOG_MIN_S = 120.0
+CHECK_EVERY_S = 0.05  # how often `result`'s caller checks liveness while it waits
 
 
 class LearnerWorker:
@@ -133,27 +134,36 @@ class LearnerWorker:
     """Seconds the learner waited for data outside `run` (async's unroll queue)."""
     self.idle_s += seconds
 
-  def learn_now(self, segment: int, storage) -> LearnResult:
-    """Synchronous update (the synchronous baseline: rollout waits)."""
-    return self.learn(segment, self.prepare(storage), behaviour_version(storage, segment))
+  def learn_now(self, segment: int, storage, check: Callable[[], None]) -> LearnResult:
+    """A synchronous update (sync, all-reduce: the rollout waits for it), run on the learner
+    thread (`run`, started with `count_idle=False`) so that the watchdog's `check` keeps running
+    while it does: an update that does not end stops the run as it does in HTS."""
+    self.submit(segment, storage)
+    return self.result(check)
 
-  def run(self) -> None:
-    """The learner thread's body."""
+  def run(self, count_idle: bool = True) -> None:
+    """The learner thread's body; `count_idle`: add its waits for a job to `idle_s` (not where
+    the loop books the learner's idle time itself, as sync does)."""
     first = True
     while True:
       t0 = time.perf_counter()
       job = self._jobs.get()
       if job is None:
         return
-      if not first:  # the wait for the very first segment is inherent
+      if count_idle and not first:  # the wait for the very first segment is inherent
         self.idle_s += time.perf_counter() - t0
       first = False
       self._out.put(self.learn(*job))
 
-  def result(self, wait) -> LearnResult:
-    """The oldest finished update; `wait(predicate)` is the supervisor's liveness-checking wait."""
-    wait(lambda: not self._out.empty())
-    return self._out.get()
+  def result(self, check: Callable[[], None]) -> LearnResult:
+    """The oldest finished update, as soon as it is put (a queue wait, not a poll: a poll's
+    interval is time the learner and, in HTS, the executors at the barrier would idle each
+    segment); `check()`, the supervisor's liveness check, runs every CHECK_EVERY_S meanwhile."""
+    while True:
+      try:
+        return self._out.get(timeout=CHECK_EVERY_S)
+      except queue.Empty:
+        check()
 
   def stop(self) -> None:
     self._jobs.put(None)

@@ -137,6 +137,13 @@ class Session:
     self.book.main_cpu_s += time.process_time() - self._cpu0
     self._cpu0 = time.process_time()
 
+  def start_learner(self, count_idle: bool = True) -> None:
+    """The learner thread (`LearnerWorker.run`), stopped at shutdown: HTS's, where updates
+    overlap the rollout, and sync's and all-reduce's, whose updates the rollout waits for but
+    the watchdog must still see (`LearnerWorker.learn_now`)."""
+    self.supervisor.start_thread(self.parts.learner.run, "learner", count_idle)
+    self.supervisor.on_shutdown(self.parts.learner.stop)
+
   def new_actor_stats(self) -> ActorStats:
     """Counters for one actor (thread, sampler or envpool group) of this session."""
     stats = ActorStats(name=f"actor {len(self.actor_stats)}")

@@ -423,12 +423,14 @@ def test_a_hanging_env_trips_the_watchdog_derived_from_step_times(tmp_path):
   assert not leftover_shm(tmp_path)
 
 
-def test_a_learner_update_that_does_not_end_trips_the_watchdog(tmp_path):
+@pytest.mark.parametrize("mode", ["hts", "sync", "allreduce --gala_agents=2"])
+def test_a_learner_update_that_does_not_end_trips_the_watchdog(tmp_path, mode):
   """Defect 1's learner part: an update stuck for 60 s (the testing delay) stops the run within
-  seconds of --watchdog_s, in one line naming the learner and its update."""
+  seconds of --watchdog_s, in one line naming the learner and its update; in sync and
+  all-reduce too, whose updates the rollout waits for (they froze the run silently)."""
   start = time.monotonic()
-  proc = run_cli(str(tmp_path), *S, "--total_steps=100000", "--watchdog_s=3",
-                 "--learner_delay_s=60", timeout=120)
+  proc = run_cli(str(tmp_path), *S, *f"--mode={mode}".split(), "--total_steps=100000",
+                 "--watchdog_s=3", "--learner_delay_s=60", timeout=120)
   assert time.monotonic() - start < 45
   assert proc.returncode == 1, proc.stderr
   lines = proc.stderr.strip().splitlines()

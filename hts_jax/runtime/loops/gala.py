@@ -173,6 +173,7 @@ def _run(parts: Parts, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
   n_seg, per_seg = cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   is_gala = isinstance(agents, _Gala)
   if not is_gala:
+    ctl.start_learner(count_idle=False)
     agents.publish(learner.version, learner.state.params)
   agents.start(agents.agent)
   dists_max, dists_mean, staleness, ages = [], [], [], []
@@ -199,7 +200,7 @@ def _run(parts: Parts, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
       extra = {"eps_max": dists_max[-1], "eps_mean": dists_mean[-1],
                "gossip_staleness": float(np.mean(st)) if st else None}
     else:  # one update on every agent's segment: the all-reduced gradient
-      result = learner.learn_now(k, ctl.storages.learning(k))
+      result = learner.learn_now(k, ctl.storages.learning(k), ctl.supervisor.check)
       if k + 1 < n_seg:
         agents.publish(learner.version, learner.state.params)
     ctl.record_update(result, recent, steps, extra=extra)

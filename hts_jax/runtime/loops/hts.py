@@ -52,8 +52,7 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   else:
     ctl.spawn_executors()
     start_actors(parts, ctl, params)
-  sup.start_thread(learner.run, "learner")
-  sup.on_shutdown(learner.stop)
+  ctl.start_learner()
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   barrier.wait_started()
   barrier.go(first)
@@ -67,7 +66,7 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   for seg in range(first, n_seg):
     recent.extend(ctl.record_rollout(barrier.wait_done(seg), time.perf_counter() - t_seg))
     if pending:
-      ctl.record_update(learner.result(sup.wait), recent, seg * per_seg)
+      ctl.record_update(learner.result(sup.check), recent, seg * per_seg)
       recent = []
     # The boundary: segment `seg` collected, the update on `seg - 1` done, nothing in flight.
     params.publish(learner.version, parts.actor_params(learner.state.params))
@@ -81,7 +80,7 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
     if stop:
       break
   steps = (last + 1) * per_seg
-  ctl.record_update(learner.result(sup.wait), recent, steps)
+  ctl.record_update(learner.result(sup.check), recent, steps)
   return ctl.finish(steps)
 
 

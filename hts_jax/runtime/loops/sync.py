@@ -95,6 +95,7 @@ def _envpool_rollout(parts: Parts, ctl: Controller) -> Rollout:
 def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   cfg, learner = parts.config, parts.learner
   rollout = (_envpool_rollout if cfg.rollout.envpool else _executor_rollout)(parts, ctl)
+  ctl.start_learner(count_idle=False)  # the rollout's time is the learner's idle time
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   ctl.barrier.wait_started()
   ctl.start_clock()
@@ -106,7 +107,8 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
     recent = ctl.record_rollout(reports, time.perf_counter() - t_roll, learner_waited=True)
     # Learning, while the envs wait (lag 0: the params that acted are the ones updated).
     steps = (seg + 1) * per_seg
-    ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg)), recent, steps)
+    ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check),
+                      recent, steps)
     if ctl.boundary(seg, steps, learner.state.params, learned=True):
       break
   return ctl.finish(steps)
