@@ -75,11 +75,12 @@ UNKNOWN_HOST = "host not recorded"
 def host_kind(record: Optional[Dict[str, Any]]) -> str:
   """What makes two runs' wall times comparable: the CPU model, the cores the process could use
   and the accelerators (summary.json's `host` block, `hts_jax.runtime.host`); UNKNOWN_HOST for a
-  run without one; "mixed (...)" for a resumed run whose sessions ran on different kinds."""
+  run without one; "mixed (...)" for a resumed run whose sessions ran on different kinds, or a
+  multi-process run whose processes did (`other_processes`)."""
   if not record:
     return UNKNOWN_HOST
-  kinds = list(dict.fromkeys(_one_host(r) for r in [*record.get("earlier_sessions", []),
-                                                     record]))
+  kinds = list(dict.fromkeys(_one_host(r) for r in [*record.get("earlier_sessions", []), record,
+                                                     *record.get("other_processes", [])]))
   return kinds[0] if len(kinds) == 1 else f"mixed ({'; '.join(kinds)})"
 
 

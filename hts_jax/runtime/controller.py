@@ -171,6 +171,8 @@ class Controller(Session):
                   parts.shape.num_agents)
     out["backend"] = backend.describe(parts.placement.learner, parts.placement.actor)
     out["host"] = host.finish_record(parts.host, book.hosts[:-1])
+    if cfg.distributed.num_processes > 1:  # every process's machine, process 0's first
+      out["host"] = dict(out["host"], other_processes=distributed.allgather_json(out["host"])[1:])
     out["eval"] = self.evaluator.summary()
     # XLA compilations inside the timed run (functions' names): none is expected.
     out["compiled_during_run"] = compiled

@@ -49,6 +49,11 @@ def test_two_processes_give_one_hash_across_counts_and_topologies(tmp_path):
   assert a["policy_lag"]["histogram"] == {"0": 1, "1": 19}
   assert a["compiled_during_run"] == []
   assert len(a["eval"]) == 1  # process 0 evaluates
+  # Each process's machine is recorded (here both on this one), process 0's first.
+  others = a["host"]["other_processes"]
+  assert len(others) == 1 and others[0]["hostname"] == a["host"]["hostname"]
+  assert others[0]["calibration"]["total_ms"] > 0 and "load_end" in others[0]
+  assert "other_processes" not in runs["one"]["host"]
 
 
 def test_two_processes_with_an_lstm_core_give_the_two_device_hash(tmp_path):

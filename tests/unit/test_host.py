@@ -1,10 +1,12 @@
-"""The host record's core count: the affinity mask capped by the cgroup's CPU quota."""
+"""The host record's core count: the affinity mask capped by the cgroup's CPU quota; the host kind
+that decides which wall times compare."""
 
 import math
 import os
 
 import pytest
 
+from hts_jax.analysis import metrics
 from hts_jax.runtime import host
 
 
@@ -44,3 +46,12 @@ def test_usable_cores_is_the_affinity_mask_capped_by_the_quota(tmp_path):
   odd = tmp_path / "odd"
   odd.mkdir()
   assert host.usable_cores(_cgroup(odd, v2="150000 100000")) == min(affinity, math.ceil(1.5))
+
+
+def test_a_run_over_machines_of_two_kinds_is_mixed():
+  """A multi-process run's processes on other machines (`other_processes`) count like a resumed
+  run's earlier sessions: one kind when they match, "mixed (...)" when they differ."""
+  amd = {"cpu_model": "AMD EPYC", "usable_cores": 2}
+  assert metrics.host_kind(dict(amd, other_processes=[dict(amd)])) == "AMD EPYC x2"
+  assert metrics.host_kind(dict(amd, other_processes=[dict(amd, cpu_model="Intel Xeon")])) == \
+      "mixed (AMD EPYC x2; Intel Xeon x2)"
