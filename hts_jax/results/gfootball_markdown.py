@@ -242,5 +242,16 @@ def _verdict(report: Dict[str, Any]) -> List[str]:
   seeds = ", ".join(f"seed {r['seed']} at "
                     + ("-" if r["reached_0.9_at_steps"] is None else
                        f"{r['reached_0.9_at_steps']:,.0f} steps") for r in val["runs"])
+  diag = []
+  for key, name, fmt in (("entropy", "entropy per step (uniform 2.94)", "{:.2f}"),
+                         ("rho_clipped_frac", "ρ clipped (share, mean over updates)", "{:.2f}"),
+                         ("value_loss", "value loss per step", "{:.3f}")):
+    per = [r["diagnostics"].get(key) for r in val["runs"]]
+    if all(per):
+      diag.append(name + " " + " / ".join(
+          fmt.format(d["mean"]) if key == "rho_clipped_frac" else
+          f"{fmt.format(d['first'])} → {fmt.format(d['last'])}" for d in per))
   return [f"IMPALA validation on academy_empty_goal_close (a running average of 0.9 within 1M "
-          f"steps, 2 seeds): {'passed' if val['passed'] else 'not passed'} ({seeds})."]
+          f"steps, 2 seeds): {'passed' if val['passed'] else 'not passed'} ({seeds})"
+          + (f"; its diagnostics, seed by seed (first → last update): {', '.join(diag)}"
+             if diag else "") + "."]

@@ -287,3 +287,10 @@ def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
   assert d["value_loss"]["first"] == pytest.approx(0.1)
   assert d["rho_clipped_frac"]["mean"] == pytest.approx(0.4)
   assert "**not passed**" in "\n".join(md_._validation_lines(val))
+  # README's line: the verdict, where each seed reached 0.9 and its diagnostics.
+  assert md_._verdict({"validation": val}) == [
+      "IMPALA validation on academy_empty_goal_close (a running average of 0.9 within 1M steps, "
+      "2 seeds): not passed (seed 0 at 1,300 steps, seed 1 at -); its diagnostics, seed by seed "
+      "(first → last update): entropy per step (uniform 2.94) 2.94 → 1.00 / 2.94 → 1.00, ρ "
+      "clipped (share, mean over updates) 0.40 / 0.40, value loss per step 0.100 → 0.010 / "
+      "0.100 → 0.010."]
