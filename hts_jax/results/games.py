@@ -27,7 +27,8 @@ def define_flags(protocol: Mapping[str, Any], methods: Sequence[str], results: s
                        "another is a deviation, recorded in results.json).")
   flags.DEFINE_string("results", results, "Results folder (runs, JSON, tables, PNGs).")
   flags.DEFINE_bool("report_only", False, "Write the report from the finished runs; run nothing.")
-  flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do; run nothing.")
+  flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do and the hours "
+                    "they would take (from the finished runs on this host kind); run nothing.")
   flags.DEFINE_bool("readme", True, f"Rewrite README.md's and docs/results.md's {family} blocks.")
   flags.DEFINE_bool("benchmark", False, benchmark_help)
   flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")

@@ -61,7 +61,8 @@ def define_flags() -> None:
                       "GFootball observations: simple115v2 (MLP) or extracted (the paper's CNN).")
   flags.DEFINE_list("extra", [], "More launcher flags for every run, e.g. learner_devices=0,1.")
   flags.DEFINE_bool("report_only", False, "Write the report from the finished runs; run nothing.")
-  flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do; run nothing.")
+  flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do and the hours "
+                    "they would take (from the finished runs on this host kind); run nothing.")
   flags.DEFINE_bool("readme", True, "Rewrite README.md's and docs/results.md's GFootball blocks.")
   flags.DEFINE_bool("benchmark", False, "Run the interleaved throughput benchmark of --methods on "
                     "each of --scenarios into <results>/throughput.json, instead of the grid.")

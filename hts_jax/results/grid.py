@@ -16,7 +16,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from absl import flags
 
+from hts_jax.analysis import metrics
 from hts_jax.results import launch, provenance
+from hts_jax.runtime import host
 
 
 class GridError(ValueError):
@@ -91,13 +93,40 @@ def paired_blocks(tasks: Sequence[Optional[str]], methods: Sequence[str], seeds:
 
 def run_all(runs: Sequence[Run], results: str, *, dry_run: bool = False) -> List[str]:
   """Launches each run not finished yet, one at a time, in order; returns the failed ones'
-  logdirs (their stderr.txt says why)."""
+  logdirs (their stderr.txt says why). `dry_run` prints the commands and, last, `estimate`."""
   failed = []
   for run in runs:
     logdir = run.logdir(results)
     if not launch.launch(run.flags, logdir, dry_run=dry_run) and not dry_run:
       failed.append(logdir)
+  if dry_run:
+    print(estimate(runs, results, metrics.host_kind(host.start_record(calibration=False))))
   return failed
+
+
+def estimate(runs: Sequence[Run], results: str, kind: str) -> str:
+  """How long the runs not finished yet would take on host kind `kind`: each its budget over
+  the median whole-run SPS (evaluations included) of the finished runs of its task and method
+  on that kind, else of its method; runs with neither are counted apart."""
+  done: Dict[tuple, List[float]] = {}
+  for f in finished_runs(results, tasks=any(r.task for r in runs)):
+    if metrics.host_kind(f.summary.get("host")) == kind and f.summary.get("sps"):
+      done.setdefault((f.task, f.method), []).append(f.summary["sps"])
+      done.setdefault((None, f.method), []).append(f.summary["sps"])
+  todo = [r for r in runs if not launch.finished(r.logdir(results))]
+  hours, unknown = 0.0, 0
+  for r in todo:
+    sps = done.get((r.task, r.method)) or done.get((None, r.method))
+    if sps and r.flags.get("total_steps"):
+      hours += r.flags["total_steps"] / statistics.median(sps) / 3600
+    else:
+      unknown += 1
+  if not todo:
+    return "nothing to run: every run has finished"
+  line = (f"{len(todo)} of {len(runs)} runs to do: about {hours:.1f} h on {kind} (each run's "
+          "budget over the whole-run SPS of the finished runs of its task and method there, "
+          "else of its method)")
+  return line + (f"; {unknown} with no finished run to go by" if unknown else "")
 
 
 def run_then_report(results: str, runs: Callable[[], Sequence[Run]], report_only: bool,

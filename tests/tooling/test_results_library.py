@@ -44,6 +44,28 @@ def test_finished_runs_skip_unfinished_ones_and_keep_the_methods_order(tmp_path)
   assert [(f.task, f.method, f.summary["seed"]) for f in found] == [("t", "b", 0), ("t", "a", 0)]
 
 
+def test_the_dry_run_estimates_the_hours_left_from_finished_runs_on_this_host_kind(tmp_path):
+  """Each run to do: its budget over the median SPS of its task and method's finished runs on
+  the host kind, else its method's; runs of another host kind are not used."""
+  amd, intel = {"cpu_model": "AMD", "usable_cores": 2}, {"cpu_model": "Intel", "usable_cores": 2}
+  for task, method, seed, sps, host in (("t", "a", 0, 100.0, amd), ("t", "b", 0, 50.0, amd),
+                                        ("t", "b", 1, 10.0, intel)):
+    d = grid.run_dir(str(tmp_path), task, method, seed)
+    os.makedirs(d)
+    with open(os.path.join(d, "summary.json"), "w") as f:
+      json.dump({"seed": seed, "sps": sps, "host": host}, f)
+  runs = grid.paired_blocks(["t", "u"], ["a", "b", "c"], [0, 1],
+                            lambda t, m, s: {"total_steps": 360_000})
+  # To do: t/a/1 (100 SPS: 1 h), u/a/0 and u/a/1 (a's 100: 1 h each), u/b/0 and u/b/1 (b's 50 on
+  # AMD: 2 h each; t/b/1 finished, on Intel); c has no finished run (4 runs).
+  assert grid.estimate(runs, str(tmp_path), "AMD x2") == (
+      "9 of 12 runs to do: about 7.0 h on AMD x2 (each run's budget over the whole-run SPS of "
+      "the finished runs of its task and method there, else of its method); 4 with no finished "
+      "run to go by")
+  done = [r for r in runs if (r.task, r.method) == ("t", "b")]
+  assert grid.estimate(done, str(tmp_path), "AMD x2") == "nothing to run: every run has finished"
+
+
 def test_a_failed_run_raises_its_last_error_line_and_keeps_its_stderr(tmp_path):
   logdir = tmp_path / "bad"
   with pytest.raises(launch.RunFailed, match=r"^exit 2: error: .*--algo"):
