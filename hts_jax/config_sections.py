@@ -249,7 +249,10 @@ class Testing:
   under variable envs)."""
   learner_delay_s: float = resumable(0.0)
   """Testing: sleep added to every learner update (tests of the concurrency)."""
+  policy_delay_s: float = resumable(0.0)
+  """Testing: sleep added to every actor's policy call on executors' observations (tests of the
+  watchdog)."""
 
   def __post_init__(self):
-    for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s"):
+    for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s", "policy_delay_s"):
       check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")

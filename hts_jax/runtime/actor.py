@@ -76,6 +76,7 @@ class ActorStats:
   idle_s: float = 0.0
   calling_since: Optional[float] = None
   name: str = "actor"
+  delay_s: float = 0.0  # testing: a sleep added to every call (`--policy_delay_s`)
 
   def act(self, batcher: "BlockBatcher", group: Sequence["Record"], version: int, params,
           log_probs: Optional[np.ndarray] = None) -> int:
@@ -83,6 +84,8 @@ class ActorStats:
     self.calling_since = time.monotonic()
     try:
       rows = batcher.act(group, version, params, log_probs)
+      if self.delay_s:
+        time.sleep(self.delay_s)
     finally:
       self.calling_since = None
     self.calls += 1

@@ -146,7 +146,8 @@ class Session:
 
   def new_actor_stats(self) -> ActorStats:
     """Counters for one actor (thread, sampler or envpool group) of this session."""
-    stats = ActorStats(name=f"actor {len(self.actor_stats)}")
+    stats = ActorStats(name=f"actor {len(self.actor_stats)}",
+                       delay_s=self.config.testing.policy_delay_s)
     self.actor_stats.append(stats)
     self.supervisor.watch_activity(stats.in_flight)
     return stats

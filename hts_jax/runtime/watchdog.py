@@ -12,8 +12,10 @@ policy call, `ActorStats.in_flight`) that has been running about as long.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from hts_jax.runtime.errors import RunError
 
@@ -89,3 +91,43 @@ class Watchdog:
       stalled = part(now, self.watchdog_s)
       if stalled:
         raise RunError(f"{stalled} (--watchdog_s); the last checkpoint is kept")
+
+
+class WatchedThread:
+  """Runs the calls it is given, one at a time, on a daemon thread of its own while the caller
+  waits, running `check` (the supervisor's) every `every_s`: work the main thread would do
+  itself (sync's rollout with its policy calls) stays in sight of the watchdog, which runs on the
+  main thread. A call's exception is raised in the caller, as if the call had run there."""
+
+  def __init__(self, name: str, check: Callable[[], None], every_s: float = 0.05):
+    self._check, self._every_s = check, every_s
+    self._jobs: "queue.Queue" = queue.Queue()
+    self._out: "queue.Queue" = queue.Queue()
+    threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+  def _loop(self) -> None:
+    while True:
+      job = self._jobs.get()
+      if job is None:
+        return
+      fn, args = job
+      try:
+        self._out.put((True, fn(*args)))
+      except BaseException as e:  # pylint: disable=broad-except  (raised in the caller)
+        self._out.put((False, e))
+
+  def call(self, fn: Callable[..., Any], *args) -> Any:
+    """`fn(*args)` on the thread; the caller's `check` runs while it does."""
+    self._jobs.put((fn, args))
+    while True:
+      try:
+        ok, value = self._out.get(timeout=self._every_s)
+      except queue.Empty:
+        self._check()
+        continue
+      if ok:
+        return value
+      raise value
+
+  def close(self) -> None:
+    self._jobs.put(None)

@@ -440,6 +440,26 @@ def test_a_learner_update_that_does_not_end_trips_the_watchdog(tmp_path, mode):
   assert leftover_shm(tmp_path) == set()
 
 
+@pytest.mark.parametrize("mode", ["hts", "sync"])
+def test_a_policy_call_that_does_not_end_trips_the_watchdog(tmp_path, mode):
+  """Defect 1's actor part: a policy call stuck for 60 s (the testing delay) leaves the executors
+  waiting for their actions; the run stops within seconds of --watchdog_s, in one line naming the
+  executor and the policy call. Sync's calls ran on the main thread, which also runs the
+  watchdog: the run froze silently."""
+  start = time.monotonic()
+  proc = run_cli(str(tmp_path), *S, f"--mode={mode}", "--total_steps=100000", "--watchdog_s=3",
+                 "--policy_delay_s=60", timeout=120)
+  assert time.monotonic() - start < 45
+  assert proc.returncode == 1, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and re.fullmatch(
+      r"error: executor [01] \(envs \d-\d\) has not stepped for \d+\.\d s \(its last step: "
+      r"(none this run|segment \d+, step \d+)\), while actor 0's policy call has run for "
+      r"\d+\.\d s: stalled past the watchdog's 3\.0 s \(--watchdog_s\); the last checkpoint "
+      r"is kept", lines[0]), proc.stderr
+  assert leftover_shm(tmp_path) == set()
+
+
 def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
   """Defect 1: with an executor stopped, one SIGINT did nothing for 60 s."""
   logdir = str(tmp_path)

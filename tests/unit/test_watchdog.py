@@ -1,5 +1,6 @@
 """The watchdog (hts_jax/runtime/watchdog.py) without processes: heartbeats as plain lists, time
-passed in. A stalled executor is named with the policy calls it may be waiting on."""
+passed in. A stalled executor is named with the policy calls it may be waiting on; a watched
+thread's caller keeps checking while the call runs."""
 
 import re
 import time
@@ -8,7 +9,7 @@ import pytest
 
 from hts_jax.runtime.actor import ActorStats
 from hts_jax.runtime.errors import RunError
-from hts_jax.runtime.watchdog import Watchdog
+from hts_jax.runtime.watchdog import WatchedThread, Watchdog
 
 
 def _dog(watchdog_s=1.0):
@@ -69,3 +70,19 @@ def test_a_part_check_stops_the_run_in_its_own_words():
   with pytest.raises(RunError, match=r"^learner: update 7 .* \(--watchdog_s\); the last "
                      r"checkpoint is kept$"):
     dog.check(time.monotonic())
+
+
+def test_a_watched_thread_returns_raises_and_keeps_its_caller_checking():
+  checks = []
+  worker = WatchedThread("w", lambda: checks.append(1), every_s=0.01)
+  assert worker.call(lambda a, b: a + b, 2, 3) == 5
+  with pytest.raises(ValueError, match="bad"):
+    worker.call(lambda: (_ for _ in ()).throw(ValueError("bad")))
+  assert worker.call(time.sleep, 0.2) is None and len(checks) >= 5  # checked while it slept
+
+  def stall():
+    raise RunError("stalled")
+  stuck = WatchedThread("s", stall, every_s=0.01)
+  with pytest.raises(RunError, match="stalled"):  # the check's error ends the wait
+    stuck.call(time.sleep, 60)
+  worker.close()

@@ -20,6 +20,7 @@ from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
 from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.parts import Parts, Shape
+from hts_jax.runtime.watchdog import WatchedThread
 
 Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports
 
@@ -74,7 +75,11 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
         batcher.post(records, inboxes)
     return barrier.wait_done(seg)
 
-  return rollout
+  # The rollout's policy calls run on a thread of their own, so that the main thread keeps
+  # running the watchdog while they do (one hand-over per segment, not per call).
+  actor = WatchedThread("actor-0", sup.check)
+  sup.on_shutdown(actor.close)
+  return lambda seg: actor.call(rollout, seg)
 
 
 def _envpool_rollout(parts: Parts, ctl: Controller) -> Rollout:
