@@ -14,6 +14,11 @@ def short(scenario: str) -> str:
   return scenario.replace("academy_", "").replace("_", " ").capitalize()
 
 
+def seeds_of(scenario_summary: Dict[str, Any]) -> int:
+  """The most seeds any method of the scenario has (a method with fewer is labelled)."""
+  return max(len(r["seeds"]) for r in scenario_summary["methods"].values())
+
+
 def _source(report: Dict[str, Any]) -> str:
   return publish.source(report, "results/gfootball/results.json",
                         "MIXED host kinds: their minutes are never put side by side")
@@ -52,6 +57,8 @@ def render_markdown(report: Dict[str, Any]) -> str:
       cells = []
       for m in methods:
         here = cell(scenario, m, s["methods"][m]) if m in s["methods"] else ""
+        if m in s["methods"] and len(s["methods"][m]["seeds"]) < seeds_of(s):
+          here = f"({len(s['methods'][m]['seeds'])} of {seeds_of(s)} seeds) {here}"
         if paper_cell and paper.get(scenario) and m in paper[scenario]["required_min"]:
           here += f" (paper: {paper_cell(paper[scenario], m)})"
         cells.append(here)
@@ -168,17 +175,18 @@ def render_summary(report: Dict[str, Any]) -> str:
             "|---" * (len(methods) + 1) + "|"]
   for scenario, s in summ.items():
     cells = []
+    seeds = seeds_of(s)
     for m in methods:
       r = s["methods"].get(m)
       if r is None:
         cells.append("")
         continue
+      partial = (f"({len(r['seeds'])} of {seeds} seeds) " if len(r["seeds"]) < seeds else "")
       paired = "1" if m == REFERENCE else fmt_ratio(_paired(report, scenario, m, t))
       bench = _bench_ratio(report, scenario, m, t)
       bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
-      cells.append(f"{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / {bench}; "
+      cells.append(f"{partial}{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / {bench}; "
                    f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
-    seeds = max(len(r["seeds"]) for r in s["methods"].values())
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
   lines += ["", f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
   lines += [f"- {short(scenario)}: {_behind(report, scenario, t)}" for scenario in summ]

@@ -165,7 +165,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   md = (tmp_path / "tables.md").read_text()
   row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 10.0" in l)
   assert row == ("| Empty goal close (12,000 steps) | 10.0 [10.0, 10.0] / 10.0 [10.0, 10.0] "
-                 "(paper: 1.0 / 2.0) | - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
+                 "(paper: 1.0 / 2.0) | (1 of 2 seeds) - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
   assert docs.read_text() == f"# y\n{rg.DOCS_BLOCK.wrap(md)}\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
       "score_vs_env_steps.png", "score_vs_wall_time.png"]
@@ -175,9 +175,10 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   assert rg.render_markdown(saved) == md
   assert readme.read_text() == f"# x\n{rg.README_BLOCK.wrap(rg.render_summary(saved))}\ntail\n"
   summary = rg.render_summary(saved).splitlines()
-  # No benchmark here: the ratio from its SPS is '-'; seed 1 has no IMPALA run to time it by.
+  # No benchmark here: the ratio from its SPS is '-'; seed 1 has no IMPALA run to time it by;
+  # IMPALA's cells say it has fewer seeds than the scenario.
   assert summary[4] == ("| Empty goal close (12,000, 2) | 10,000 [10,000, 10,000]; 1 / -; 1.00 "
-                        "[1.00, 1.00] / 1.00 (1/2) | - (0/1); - / -; 0.10 / 0.10 |")
+                        "[1.00, 1.00] / 1.00 (1/2) | (1 of 2 seeds) - (0/1); - / -; 0.10 / 0.10 |")
   assert summary[7] == "- Empty goal close: it is ahead of every baseline in every cell."
   assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
   assert saved["identity"] is None
@@ -195,7 +196,8 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
                   "final_time": ci(0.8)},
       "sync_ppo": {"required_steps": {"0.8": ci(100_000)}, "final": ci(0.92, 0.9, 0.94),
                    "final_time": ci(0.7)},
-      "impala": {"required_steps": {"0.8": ci(300_000)}, "final": ci(0.5), "final_time": ci(0.5)}}}},
+      "impala": {"required_steps": {"0.8": ci(300_000)}, "final": ci(0.5),
+                 "final_time": ci(0.5)}}}},
       "paired": {sc: {"sync_ppo": {"0.8": {"mean": 0.5, "lo": 0.4, "hi": 0.6, "n": 2}},
                       "impala": {"0.8": {"mean": 1.5, "lo": 1.4, "hi": 1.6, "n": 2}}}},
       "throughput_minutes": {sc: {"hts_ppo": {"0.8": 4.0}, "sync_ppo": {"0.8": 3.0},
