@@ -19,6 +19,12 @@ def seeds_of(scenario_summary: Dict[str, Any]) -> int:
   return max(len(r["seeds"]) for r in scenario_summary["methods"].values())
 
 
+def _partial(scenario_summary: Dict[str, Any], method: str) -> str:
+  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others, else ''."""
+  k, n = len(scenario_summary["methods"][method]["seeds"]), seeds_of(scenario_summary)
+  return f"({k} of {n} seeds) " if k < n else ""
+
+
 def _source(report: Dict[str, Any]) -> str:
   return publish.source(report, "results/gfootball/results.json",
                         "MIXED host kinds: their minutes are never put side by side")
@@ -56,9 +62,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
     for scenario, s in summ.items():
       cells = []
       for m in methods:
-        here = cell(scenario, m, s["methods"][m]) if m in s["methods"] else ""
-        if m in s["methods"] and len(s["methods"][m]["seeds"]) < seeds_of(s):
-          here = f"({len(s['methods'][m]['seeds'])} of {seeds_of(s)} seeds) {here}"
+        here = _partial(s, m) + cell(scenario, m, s["methods"][m]) if m in s["methods"] else ""
         if paper_cell and paper.get(scenario) and m in paper[scenario]["required_min"]:
           here += f" (paper: {paper_cell(paper[scenario], m)})"
         cells.append(here)
@@ -181,11 +185,11 @@ def render_summary(report: Dict[str, Any]) -> str:
       if r is None:
         cells.append("")
         continue
-      partial = (f"({len(r['seeds'])} of {seeds} seeds) " if len(r["seeds"]) < seeds else "")
       paired = "1" if m == REFERENCE else fmt_ratio(_paired(report, scenario, m, t))
       bench = _bench_ratio(report, scenario, m, t)
       bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
-      cells.append(f"{partial}{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / {bench}; "
+      cells.append(f"{_partial(s, m)}{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / "
+                   f"{bench}; "
                    f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
   lines += ["", f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional
 import jax
 import numpy as np
 
+from hts_jax.runtime.watchdog import get_checked
 from hts_jax.types import Segment
 
 
@@ -55,7 +56,6 @@ def segment_of(storage) -> Segment:
 # longest update so far, and at least this many seconds.
 WATCHDOG_FACTOR = 50
 LEARNER_WATCHDOG_MIN_S = 120.0
-CHECK_EVERY_S = 0.05  # how often `result`'s caller checks liveness while it waits
 
 
 class LearnerWorker:
@@ -156,14 +156,10 @@ class LearnerWorker:
       self._out.put(self.learn(*job))
 
   def result(self, check: Callable[[], None]) -> LearnResult:
-    """The oldest finished update, as soon as it is put (a queue wait, not a poll: a poll's
-    interval is time the learner and, in HTS, the executors at the barrier would idle each
-    segment); `check()`, the supervisor's liveness check, runs every CHECK_EVERY_S meanwhile."""
-    while True:
-      try:
-        return self._out.get(timeout=CHECK_EVERY_S)
-      except queue.Empty:
-        check()
+    """The oldest finished update, as soon as it is put (a poll's interval would be time the
+    learner and, in HTS, the executors at the barrier idle every segment); `check()`, the
+    supervisor's liveness check, runs while it waits (`watchdog.get_checked`)."""
+    return get_checked(self._out, check)
 
   def stop(self) -> None:
     self._jobs.put(None)

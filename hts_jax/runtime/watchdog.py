@@ -21,6 +21,7 @@ from hts_jax.runtime.errors import RunError
 
 WATCHDOG_FACTOR = 50
 WATCHDOG_MIN_S = 10.0
+CHECK_EVERY_S = 0.05  # how often a caller waiting on another thread's result checks liveness
 
 PartCheck = Callable[[float, float], Optional[str]]  # (now, watchdog_s) -> stall or None
 Activity = Callable[[float], Optional[Tuple[float, str]]]  # now -> (seconds, what) or None
@@ -93,13 +94,24 @@ class Watchdog:
         raise RunError(f"{stalled} (--watchdog_s); the last checkpoint is kept")
 
 
+def get_checked(results: "queue.Queue", check: Callable[[], None],
+                every_s: float = CHECK_EVERY_S) -> Any:
+  """The next item of `results` as soon as another thread puts it (a queue wait, not a poll: a
+  poll's interval would be idle time every call), running `check()` every `every_s` meanwhile."""
+  while True:
+    try:
+      return results.get(timeout=every_s)
+    except queue.Empty:
+      check()
+
+
 class WatchedThread:
   """Runs the calls it is given, one at a time, on a daemon thread of its own while the caller
   waits, running `check` (the supervisor's) every `every_s`: work the main thread would do
   itself (sync's rollout with its policy calls) stays in sight of the watchdog, which runs on the
   main thread. A call's exception is raised in the caller, as if the call had run there."""
 
-  def __init__(self, name: str, check: Callable[[], None], every_s: float = 0.05):
+  def __init__(self, name: str, check: Callable[[], None], every_s: float = CHECK_EVERY_S):
     self._check, self._every_s = check, every_s
     self._jobs: "queue.Queue" = queue.Queue()
     self._out: "queue.Queue" = queue.Queue()
@@ -119,15 +131,10 @@ class WatchedThread:
   def call(self, fn: Callable[..., Any], *args) -> Any:
     """`fn(*args)` on the thread; the caller's `check` runs while it does."""
     self._jobs.put((fn, args))
-    while True:
-      try:
-        ok, value = self._out.get(timeout=self._every_s)
-      except queue.Empty:
-        self._check()
-        continue
-      if ok:
-        return value
-      raise value
+    ok, value = get_checked(self._out, self._check, self._every_s)
+    if ok:
+      return value
+    raise value
 
   def close(self) -> None:
     self._jobs.put(None)
