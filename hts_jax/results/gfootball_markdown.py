@@ -115,6 +115,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
     table("Wall time of the whole budget (minutes); share of it each part waited (executors and "
           "actors: mean over them)", lambda sc, m, r: fmt_ci(r["wall_time_min"]) + "; " + ", ".join(
               f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
+  lines.extend(_update_lines(report))
   lines.extend(_validation_lines(report.get("validation")))
   ident = report.get("identity")
   if ident:
@@ -133,6 +134,67 @@ def render_markdown(report: Dict[str, Any]) -> str:
 def _bench_sps(bench: Dict[str, Any], scenario: str, method: str) -> str:
   sps = (((bench.get("scenarios") or {}).get(scenario) or {}).get(method) or {}).get("median_sps")
   return f" ({sps:,.0f} SPS)" if sps else ""
+
+
+UPDATE_INTRO = ("HTS-PPO's ratio (`--correction=behaviour`, the released code's) is taken against "
+                "the behaviour policy, one update behind the params its epochs start from")
+
+
+def _diag_methods(report: Dict[str, Any]) -> List[str]:
+  diag = report.get("update_diagnostics") or {}
+  return [m for m in METHODS if any(m in d["methods"] for d in diag.values())]
+
+
+def _update_lines(report: Dict[str, Any]) -> List[str]:
+  """docs' table of the PPO update's diagnostics over the first quarter of each budget."""
+  diag = report.get("update_diagnostics") or {}
+  methods = _diag_methods(report)
+  if not diag:
+    return []
+  out = ["**The PPO update over the first quarter of each budget** (each run's metrics.csv: the "
+         "mean over its updates, then over seeds [95% bootstrap interval]): the share of samples "
+         "whose ratio lies outside 1 ± clip; the mean of \\|ρ - 1\\|; the approximate KL; the policy's entropy "
+         "over the quarter's last fifth (uniform over 19 actions: 2.94). " + UPDATE_INTRO + ".",
+         "", "| scenario (first env steps, clip) | " + " | ".join(LABELS[m] for m in methods)
+         + " |", "|---" * (len(methods) + 1) + "|"]
+  for scenario, d in diag.items():
+    cells = []
+    for m in methods:
+      r = d["methods"].get(m)
+      cells.append("" if r is None else
+                   f"clipped {fmt_ci(r['clip_frac'], '{:.3f}')}; \\|ρ - 1\\| "
+                   f"{fmt_ci(r['ratio_abs_dev'], '{:.3f}')}; KL "
+                   f"{fmt_ci(r['approx_kl'], '{:.4f}')}; entropy "
+                   f"{fmt_ci(r.get('entropy'), '{:.2f}')}")
+    lines_clip = "-" if d["clip_eps"] is None else f"{d['clip_eps']:g}"
+    out.append(f"| {short(scenario)} ({d['window_steps']:,}, {lines_clip}) | "
+               + " | ".join(cells) + " |")
+  return out + [""]
+
+
+def _update_summary(report: Dict[str, Any]) -> List[str]:
+  """README's line: the clipped share and the entropy per scenario, the methods side by side."""
+  diag = report.get("update_diagnostics") or {}
+  methods = [m for m in _diag_methods(report) if m in (REFERENCE, "sync_ppo", "hts_ppo_delayed")]
+  if not diag or REFERENCE not in methods:
+    return []
+
+  def figs(d, key, fmt):
+    return " / ".join("-" if m not in d["methods"] or not d["methods"][m].get(key)
+                      else fmt.format(d["methods"][m][key]["mean"]) for m in methods)
+  per = [f"{short(sc)}: samples with a clipped ratio {figs(d, 'clip_frac', '{:.2f}')}, policy "
+         f"entropy over steps {int(0.8 * d['window_steps']):,}-{d['window_steps']:,} "
+         f"{figs(d, 'entropy', '{:.2f}')}"
+         for sc, d in diag.items()]
+  return [f"Why, in the runs' metrics.csv (the first quarter of each budget, mean over seeds; "
+          f"{' / '.join(LABELS[m] for m in methods)}): " + "; ".join(per) + ". " + UPDATE_INTRO
+          + f", and more of its samples lie outside 1 ± {_clip(diag)} (docs/results.md has the "
+          "table).", ""]
+
+
+def _clip(diag: Dict[str, Any]) -> str:
+  clips = sorted({d["clip_eps"] for d in diag.values() if d["clip_eps"] is not None})
+  return "/".join(f"{c:g}" for c in clips) or "clip"
 
 
 def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
@@ -194,7 +256,7 @@ def render_summary(report: Dict[str, Any]) -> str:
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
   lines += ["", f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
   lines += [f"- {short(scenario)}: {_behind(report, scenario, t)}" for scenario in summ]
-  return "\n".join(lines + [""] + _verdict(report)) + "\n"
+  return "\n".join(lines + [""] + _update_summary(report) + _verdict(report)) + "\n"
 
 
 def _paired(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:

@@ -23,6 +23,11 @@ THROUGHPUT = "throughput.json"  # `hts-reproduce gfootball --benchmark` writes i
 VALIDATION = "impala_validation"  # the IMPALA validation's runs: <results>/impala_validation/seed<k>
 
 DIAGNOSTICS = ("entropy", "rho_clipped_frac", "mean_rho", "value_loss", "learning_rate")
+# The PPO update's diagnostics (metrics.csv), over the first WINDOW of each run's budget: the
+# share of samples whose ratio lies outside 1 ± clip, E|ρ - 1|, the approximate KL, and the
+# policy's entropy over the window's last fifth.
+UPDATE_DIAGNOSTICS = ("clip_frac", "ratio_abs_dev", "approx_kl")
+WINDOW = 0.25
 
 
 def validation_report(results: str) -> Optional[Dict[str, Any]]:
@@ -39,25 +44,19 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
     s = run.summary
     reached = metrics.required_time_metric(run, 0.9)
     diag = {}
-    csv_path = os.path.join(path, "metrics.csv")
-    if os.path.exists(csv_path):
-      import csv  # pylint: disable=import-outside-toplevel
-      with open(csv_path) as f:
-        table = [row for row in csv.DictReader(f)]
-      cfg = s.get("config") or {}
-      # With the loss summed over the batch (TorchBeast's), entropy and value loss are sums over
-      # its env steps: per step, they compare across batch sizes (entropy ln 19 = 2.94 uniform).
-      per = 1.0
-      if (cfg.get("learner") or {}).get("loss_reduction") == "sum":
-        per = cfg["alpha"] * cfg["num_envs"] // cfg["num_actors"] * cfg["async_batch_unrolls"]
-      for key in DIAGNOSTICS:
-        vals = [float(row[key]) for row in table if row.get(key) not in (None, "")]
-        if key in ("entropy", "value_loss"):
-          vals = [v / per for v in vals]
-        if vals:
-          diag[key] = {"first": vals[0], "last": vals[-1],
-                       "mean": sum(vals) / len(vals)}
+    table = run.train_curve()
     cfg = s.get("config") or {}
+    # With the loss summed over the batch (TorchBeast's), entropy and value loss are sums over
+    # its env steps: per step, they compare across batch sizes (entropy ln 19 = 2.94 uniform).
+    per = 1.0
+    if table and (cfg.get("learner") or {}).get("loss_reduction") == "sum":
+      per = cfg["alpha"] * cfg["num_envs"] // cfg["num_actors"] * cfg["async_batch_unrolls"]
+    for key in DIAGNOSTICS:
+      vals = [row[key] for row in table if key in row]
+      if key in ("entropy", "value_loss"):
+        vals = [v / per for v in vals]
+      if vals:
+        diag[key] = {"first": vals[0], "last": vals[-1], "mean": sum(vals) / len(vals)}
     rows.append({"seed": run.seed, "env": s.get("env"), "budget": cfg.get("total_steps"),
                  "env_steps": s["env_steps"], "updates": s["updates"],
                  "reached_0.9_at_steps": (reached["env_steps"]
@@ -71,13 +70,47 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
                                                          for r in rows)}
 
 
+def update_diagnostics(results: str, runs: List[Dict[str, Any]],
+                       resamples: int) -> Dict[str, Any]:
+  """Why the PPO methods learn at different rates, in the runs' own metrics.csv: per scenario and
+  PPO method (the runs whose rows carry `clip_frac`), over the updates of the first WINDOW of the
+  budget, the mean share of samples with a clipped ratio, of |ρ - 1| and of the approximate KL,
+  and the policy's entropy over the window's last fifth; each a mean over seeds [95% interval].
+  Under `--correction=behaviour` the ratio's denominator is the behaviour policy, one update
+  behind the params the epochs start from, so more samples start outside 1 ± clip."""
+  per: Dict[str, Dict[str, Dict[str, List[float]]]] = {}
+  window: Dict[str, int] = {}
+  clip: Dict[str, Any] = {}
+  for r in runs:
+    run = metrics.load_run(os.path.join(results, r["path"]))
+    end = int(r["total_steps"] * WINDOW)
+    rows = [row for row in run.train_curve() if row.get("env_steps", 0) <= end]
+    if not rows or "clip_frac" not in rows[0]:
+      continue
+    late = [row["entropy"] for row in rows if row["env_steps"] > 0.8 * end and "entropy" in row]
+    got = per.setdefault(r["scenario"], {}).setdefault(r["method"], {})
+    got.setdefault("seeds", []).append(r["seed"])
+    for key in UPDATE_DIAGNOSTICS:
+      got.setdefault(key, []).append(sum(row[key] for row in rows) / len(rows))
+    got.setdefault("entropy", []).extend([sum(late) / len(late)] if late else [])
+    window[r["scenario"]] = end
+    clip[r["scenario"]] = ((run.summary.get("config") or {}).get("learner") or {}).get("clip_eps")
+  return {sc: {"window_steps": window[sc], "clip_eps": clip[sc],
+               "methods": {m: {"seeds": v.pop("seeds"),
+                               **{k: metrics.bootstrap_ci(x, resamples=resamples)
+                                  for k, x in v.items() if x}}
+                           for m, v in sorted(ms.items(), key=lambda kv: list(METHODS).index(kv[0]))}}
+          for sc, ms in per.items()}
+
+
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
+  body = paper_report.report_body(results, SPEC, resamples, {
+      "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})
   return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
           "settings": settings, "targets": list(TARGETS), "paper": PAPER,
           "validation": validation_report(results),
           "identity": paper_report.identity_report(results),
-          **paper_report.report_body(results, SPEC, resamples, {
-              "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})}
+          "update_diagnostics": update_diagnostics(results, body["runs"], resamples), **body}
 
 
 # ---------------------------------------------------------------------------------------------

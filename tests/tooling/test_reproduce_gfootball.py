@@ -264,6 +264,46 @@ def test_a_tiny_real_grid_resumes(tmp_path):
     assert json.load(f)["runs"][0]["param_sha256"] == sha  # HTS is deterministic
 
 
+def test_the_ppo_update_diagnostics_golden_values(tmp_path):
+  """Why HTS-PPO learns slower (README's line and docs' table): per PPO run, the means over the
+  updates of the budget's first quarter, and the entropy over that quarter's last fifth; IMPALA's
+  rows carry no clip_frac and are left out."""
+  sc = "academy_empty_goal_close"
+  for method, seed, clip in (("hts_ppo", 0, 0.2), ("hts_ppo", 1, 0.4), ("sync_ppo", 0, 0.1),
+                             ("impala", 0, None)):
+    _fake_run(tmp_path, sc, method, seed, [0.5] * 12, 60)  # a budget of 12,000 env steps
+    path = grid.run_dir(str(tmp_path), sc, method, seed)
+    head = "env_steps,entropy" + (",clip_frac,ratio_abs_dev,approx_kl" if clip else "")
+    rows = [f"{1000 * k},{3.0 - 0.1 * k}" + (f",{clip * k},0.05,0.001" if clip else "")
+            for k in range(1, 13)]
+    with open(os.path.join(path, "metrics.csv"), "w") as f:
+      f.write("\n".join([head] + rows) + "\n")
+    with open(os.path.join(path, "summary.json")) as f:
+      summary = json.load(f)
+    summary["config"] = {"learner": {"clip_eps": 0.08}}
+    with open(os.path.join(path, "summary.json"), "w") as f:
+      json.dump(summary, f)
+  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  d = rg.update_diagnostics(str(tmp_path), runs, 2_000)[sc]
+  assert (d["window_steps"], d["clip_eps"]) == (3_000, 0.08)
+  assert list(d["methods"]) == ["hts_ppo", "sync_ppo"]
+  hts, sync = d["methods"]["hts_ppo"], d["methods"]["sync_ppo"]
+  # The rows at 1,000, 2,000 and 3,000 steps: mean clip (1 + 2 + 3) / 3 x clip = 2 x clip.
+  assert hts["clip_frac"]["mean"] == pytest.approx((0.4 + 0.8) / 2)
+  assert sync["clip_frac"]["mean"] == pytest.approx(0.2)
+  assert hts["ratio_abs_dev"]["mean"] == pytest.approx(0.05) and hts["seeds"] == [0, 1]
+  # Entropy over steps 2,400-3,000: the row at 3,000 only.
+  assert sync["entropy"]["mean"] == pytest.approx(2.7) and sync["entropy"]["n"] == 1
+  line, _ = md_._update_summary({"update_diagnostics": {sc: d}})
+  assert line.startswith(
+      "Why, in the runs' metrics.csv (the first quarter of each budget, mean over seeds; HTS-PPO "
+      "/ PPO (sync)): Empty goal close: samples with a clipped ratio 0.60 / 0.20, policy entropy "
+      "over steps 2,400-3,000 2.70 / 2.70. HTS-PPO's ratio")
+  table = md_._update_lines({"update_diagnostics": {sc: d}})
+  assert table[4].startswith("| Empty goal close (3,000, 0.08) | clipped 0.600 [0.400, 0.800]; "
+                             "\\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
+
+
 def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
   """PROTOCOL.md's IMPALA validation: where each seed's running average first reached 0.9, and
   the diagnostics per env step when the loss is summed over the batch (TorchBeast's)."""
