@@ -69,6 +69,33 @@ class Run:
     return rows
 
 
+# The PPO update's diagnostics (metrics.csv): the share of samples whose ratio lies outside
+# 1 ± clip, E|ρ - 1| and the approximate KL.
+PPO_UPDATE_KEYS = ("clip_frac", "ratio_abs_dev", "approx_kl")
+
+
+def early_update(run: Run, fraction: float = 0.25,
+                 keys: Sequence[str] = PPO_UPDATE_KEYS) -> Optional[Dict[str, float]]:
+  """The run's update early on, from metrics.csv: over the updates of the first `fraction` of its
+  budget (config's total_steps, else its env steps), the mean of each of `keys` its rows carry,
+  and `entropy` over that window's last fifth; `window_steps` is the window's end. None when the
+  rows lack `keys[0]` (not that kind of update) or there are none in the window."""
+  budget = (run.summary.get("config") or {}).get("total_steps") or run.summary.get("env_steps", 0)
+  end = int(budget * fraction)
+  rows = [row for row in run.train_curve() if row.get("env_steps", 0) <= end]
+  if not rows or keys[0] not in rows[0]:
+    return None
+  out: Dict[str, float] = {"window_steps": end}
+  for key in keys:
+    vals = [row[key] for row in rows if key in row]
+    if vals:
+      out[key] = sum(vals) / len(vals)
+  late = [row["entropy"] for row in rows if row["env_steps"] > 0.8 * end and "entropy" in row]
+  if late:
+    out["entropy"] = sum(late) / len(late)
+  return out
+
+
 UNKNOWN_HOST = "host not recorded"
 
 

@@ -23,11 +23,7 @@ THROUGHPUT = "throughput.json"  # `hts-reproduce gfootball --benchmark` writes i
 VALIDATION = "impala_validation"  # the IMPALA validation's runs: <results>/impala_validation/seed<k>
 
 DIAGNOSTICS = ("entropy", "rho_clipped_frac", "mean_rho", "value_loss", "learning_rate")
-# The PPO update's diagnostics (metrics.csv), over the first WINDOW of each run's budget: the
-# share of samples whose ratio lies outside 1 ± clip, E|ρ - 1|, the approximate KL, and the
-# policy's entropy over the window's last fifth.
-UPDATE_DIAGNOSTICS = ("clip_frac", "ratio_abs_dev", "approx_kl")
-WINDOW = 0.25
+WINDOW = 0.25  # the PPO update's diagnostics: over the first quarter of each budget
 
 
 def validation_report(results: str) -> Optional[Dict[str, Any]]:
@@ -83,23 +79,21 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
   clip: Dict[str, Any] = {}
   for r in runs:
     run = metrics.load_run(os.path.join(results, r["path"]))
-    end = int(r["total_steps"] * WINDOW)
-    rows = [row for row in run.train_curve() if row.get("env_steps", 0) <= end]
-    if not rows or "clip_frac" not in rows[0]:
+    early = metrics.early_update(run, WINDOW)
+    if early is None:
       continue
-    late = [row["entropy"] for row in rows if row["env_steps"] > 0.8 * end and "entropy" in row]
     got = per.setdefault(r["scenario"], {}).setdefault(r["method"], {})
     got.setdefault("seeds", []).append(r["seed"])
-    for key in UPDATE_DIAGNOSTICS:
-      got.setdefault(key, []).append(sum(row[key] for row in rows) / len(rows))
-    got.setdefault("entropy", []).extend([sum(late) / len(late)] if late else [])
-    window[r["scenario"]] = end
+    for key in (*metrics.PPO_UPDATE_KEYS, "entropy"):
+      got.setdefault(key, []).extend([early[key]] if key in early else [])
+    window[r["scenario"]] = early["window_steps"]
     clip[r["scenario"]] = ((run.summary.get("config") or {}).get("learner") or {}).get("clip_eps")
   return {sc: {"window_steps": window[sc], "clip_eps": clip[sc],
                "methods": {m: {"seeds": v.pop("seeds"),
                                **{k: metrics.bootstrap_ci(x, resamples=resamples)
                                   for k, x in v.items() if x}}
-                           for m, v in sorted(ms.items(), key=lambda kv: list(METHODS).index(kv[0]))}}
+                           for m, v in sorted(ms.items(),
+                                             key=lambda kv: list(METHODS).index(kv[0]))}}
           for sc, ms in per.items()}
 
 

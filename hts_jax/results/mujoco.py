@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional
 
 from absl import flags
 
-from hts_jax.analysis import plots
+from hts_jax.analysis import metrics, plots
 from hts_jax.results import grid, provenance, publish
 from hts_jax.results.publish import cell, spread
 
@@ -95,6 +95,7 @@ def report(results: str, readme: Optional[str] = None, mixed_hosts: bool = False
                  "final_metric": final_metric(s),
                  "sps": s["sps"], "wall_time_s": s["wall_time_s"],
                  "param_sha256": s["param_sha256"][:16], **provenance.run_host(s),
+                 "early_update": metrics.early_update(metrics.Run(f.logdir, s, ())),
                  "curve": curve(f.logdir)})
   hosts = provenance.check_hosts(runs, mixed_hosts)
   for task in sorted({r["task"] for r in runs}):
@@ -107,12 +108,33 @@ def report(results: str, readme: Optional[str] = None, mixed_hosts: bool = False
                              "final_eval": spread(evals) if evals else None,
                              "final_metric": spread(finals) if finals else None,
                              "sps": spread([r["sps"] for r in mine]),
-                             "env_steps": spread([r["env_steps"] for r in mine])}
+                             "env_steps": spread([r["env_steps"] for r in mine]),
+                             "early_update": _early(mine)}
   _plot(results, runs)
   return publish.publish(results, {"runs": runs, "table": table, "cleanrl": CLEANRL,
                                    "hosts": hosts}, render_markdown,
                          [(p, b, r) for p, b, r in ((readme, BLOCK, render_summary),
                                                     (docs, DOCS_BLOCK, render_markdown)) if p])
+
+
+UPDATE_KEYS = (("clip_frac", "clipped", "{:.3f}"), ("approx_kl", "KL", "{:.4f}"),
+               ("entropy", "entropy", "{:.2f}"))
+
+
+def _early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+  """The PPO update over the first quarter of the budget (`metrics.early_update`), mean [min,
+  max] over the seeds that logged it; None where none did."""
+  early = [r["early_update"] for r in runs if r.get("early_update")]
+  if not early:
+    return None
+  return {"window_steps": early[0]["window_steps"],
+          **{k: spread([e[k] for e in early]) for k, _, _ in UPDATE_KEYS
+             if all(k in e for e in early)}}
+
+
+def _update_cell(t: Dict[str, Any], keys=UPDATE_KEYS) -> str:
+  e = t.get("early_update") or {}
+  return "; ".join(f"{name} {cell(e[k], fmt)}" for k, name, fmt in keys if k in e)
 
 
 def render_markdown(out: Dict[str, Any]) -> str:
@@ -144,6 +166,19 @@ def render_markdown(out: Dict[str, Any]) -> str:
                    f"{cell(t.get('final_eval'))} | {cell(t.get('final_metric'))} | "
                    f"{cell(t['sps'])} | "
                    f"{CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
+  if any((t.get("early_update") for ms in table.values() for t in ms.values())):
+    lines += ["", "**The PPO update over the first quarter of the budget** (each run's "
+              "metrics.csv: the mean over its updates of the share of samples whose ratio lies "
+              "outside 1 ± clip (0.2) and of the approximate KL, the policy's entropy over the "
+              "quarter's last fifth; mean [min, max] over seeds). `behaviour` takes its ratio "
+              "against the behaviour policy, one update behind the params its epochs start from; "
+              "`delayed` and `none` against the params the epochs start from, as sync PPO does.",
+              "", "| task | method | first env steps | the update |", "|---|---|---|---|"]
+    for task, methods in table.items():
+      for method, t in methods.items():
+        if t.get("early_update"):
+          lines.append(f"| {task} | {method} | {t['early_update']['window_steps']:,} | "
+                       f"{_update_cell(t)} |")
   return "\n".join(lines) + "\n"
 
 
@@ -161,6 +196,13 @@ def render_summary(out: Dict[str, Any]) -> str:
     lines.append(f"| {task} | " + " | ".join(cell((t.get(m) or {}).get("final_eval"))
                                              for m in methods)
                  + f" | {CLEANRL['returns'].get(task.replace('-v5', '-v4'), '')} |")
+  def clip(t, m):
+    return ((t.get(m) or {}).get("early_update") or {}).get("clip_frac")
+  clipped = [f"{task} " + " / ".join("-" if not clip(t, m) else f"{clip(t, m)['mean']:.2f}"
+                                     for m in methods) for task, t in out["table"].items()]
+  if any(clip(t, m) for t in out["table"].values() for m in methods):
+    lines += ["", "Share of samples with a clipped ratio over the first quarter of the budget "
+              f"(mean over seeds; {' / '.join(methods)}): " + "; ".join(clipped) + "."]
   return "\n".join(lines) + "\n"
 
 

@@ -100,11 +100,12 @@ def spread(xs: Sequence[float]) -> Dict[str, Any]:
   return {"mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def cell(s: Optional[Dict[str, Any]]) -> str:
-  """A `spread` as `mean [min, max]` with thousands separators; empty for none."""
+def cell(s: Optional[Dict[str, Any]], fmt: str = "{:,.0f}") -> str:
+  """A `spread` as `mean [min, max]` (each as `fmt`: thousands separators by default); empty for
+  none."""
   if not s:
     return ""
-  return f"{s['mean']:,.0f} [{s['min']:,.0f}, {s['max']:,.0f}]"
+  return f"{fmt.format(s['mean'])} [{fmt.format(s['min'])}, {fmt.format(s['max'])}]"
 
 
 def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:

@@ -181,3 +181,19 @@ def test_eq7_with_gamma_steps_matches_simulation():
       runtime_model.expected_runtime(100, 4, 4, 2.0)
   gains = [runtime_model.predicted_speedup(16, 160, k / 4e-3, step_shape=k) for k in (10, 1, 0.1)]
   assert 1.3 < gains[0] < gains[1] < gains[2] and gains[2] > 5
+
+
+def test_early_update_golden_values(tmp_path):
+  """The PPO update over the first quarter of the budget (the GFootball and MuJoCo reports' why):
+  means over the window's rows, entropy over its last fifth; None for an update without a
+  clipped ratio (IMPALA's) or without metrics.csv."""
+  rows = "\n".join(f"{1000 * k},{0.1 * k},{0.01 * k},{4.0 - 0.1 * k}" for k in range(1, 21))
+  (tmp_path / "metrics.csv").write_text("env_steps,clip_frac,approx_kl,entropy\n" + rows + "\n")
+  run = metrics.Run(str(tmp_path), {"config": {"total_steps": 20_000}, "env_steps": 20_480}, ())
+  got = metrics.early_update(run)
+  # Rows at 1,000-5,000 steps: means 0.3 and 0.03; entropy over 4,000-5,000: the row at 5,000.
+  assert got == pytest.approx({"window_steps": 5_000, "clip_frac": 0.3, "approx_kl": 0.03,
+                               "entropy": 3.5})
+  assert metrics.early_update(run, 0.5)["window_steps"] == 10_000
+  assert metrics.early_update(run, keys=("rho_clipped_frac",)) is None
+  assert metrics.early_update(metrics.Run(str(tmp_path / "none"), {}, ())) is None
