@@ -77,14 +77,16 @@ def cpu_quota_cores(root: str = "/sys/fs/cgroup") -> Optional[float]:
 def usable_cores(root: str = "/sys/fs/cgroup") -> int:
   """The cores the process can keep busy: its affinity mask, capped by its cgroup's CPU quota
   (rounded up: a quota of 1.5 cores keeps 2 busy part of the time)."""
+  return _capped(cpu_quota_cores(root))
+
+
+def _capped(quota: Optional[float]) -> int:
+  """The affinity mask's cores, capped by `quota` (cores; None: no quota)."""
   try:
     cores = len(os.sched_getaffinity(0))
   except AttributeError:
     cores = os.cpu_count() or 1
-  quota = cpu_quota_cores(root)
-  if quota is not None:
-    cores = min(cores, max(1, math.ceil(quota)))
-  return cores
+  return cores if quota is None else min(cores, max(1, math.ceil(quota)))
 
 
 def versions() -> Dict[str, str]:
@@ -183,9 +185,9 @@ def accelerators() -> Dict[str, int]:
 def start_record(calibration: bool = True) -> Dict[str, Any]:
   """The host block at start-up (before the run spawns or compiles anything: the calibration
   should have the machine to itself)."""
+  quota = cpu_quota_cores()
   record: Dict[str, Any] = {
-      "cpu_model": cpu_model(), "usable_cores": usable_cores(),
-      "cpu_quota_cores": cpu_quota_cores(),
+      "cpu_model": cpu_model(), "usable_cores": _capped(quota), "cpu_quota_cores": quota,
       "logical_cpus": os.cpu_count(), "memory_gib": round(_memory_gib(), 2),
       "hostname": platform.node(), "platform": platform.platform(),
       "python": platform.python_version(), "load_start": list(os.getloadavg()),
