@@ -83,14 +83,15 @@ def early_update(run: Run, fraction: float = 0.25,
   budget = (run.summary.get("config") or {}).get("total_steps") or run.summary.get("env_steps", 0)
   end = int(budget * fraction)
   rows = [row for row in run.train_curve() if row.get("env_steps", 0) <= end]
-  if not rows or keys[0] not in rows[0]:
+  if not any(keys[0] in row for row in rows):
     return None
   out: Dict[str, float] = {"window_steps": end}
   for key in keys:
     vals = [row[key] for row in rows if key in row]
     if vals:
       out[key] = sum(vals) / len(vals)
-  late = [row["entropy"] for row in rows if row["env_steps"] > 0.8 * end and "entropy" in row]
+  late = [row["entropy"] for row in rows
+          if row.get("env_steps", 0) > 0.8 * end and "entropy" in row]
   if late:
     out["entropy"] = sum(late) / len(late)
   return out

@@ -145,6 +145,17 @@ def _diag_methods(report: Dict[str, Any]) -> List[str]:
   return [m for m in METHODS if any(m in d["methods"] for d in diag.values())]
 
 
+def _listed(values: List[Any], fmt: str = "{:,}") -> str:
+  return "/".join(fmt.format(v) for v in values) or "-"
+
+
+def _seeds_label(d: Dict[str, Any], method: str) -> str:
+  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others here, else ''."""
+  k = len(d["methods"][method]["seeds"])
+  n = max(len(r["seeds"]) for r in d["methods"].values())
+  return f"({k} of {n} seeds) " if k < n else ""
+
+
 def _update_lines(report: Dict[str, Any]) -> List[str]:
   """docs' table of the PPO update's diagnostics over the first quarter of each budget."""
   diag = report.get("update_diagnostics") or {}
@@ -153,48 +164,52 @@ def _update_lines(report: Dict[str, Any]) -> List[str]:
     return []
   out = ["**The PPO update over the first quarter of each budget** (each run's metrics.csv: the "
          "mean over its updates, then over seeds [95% bootstrap interval]): the share of samples "
-         "whose ratio lies outside 1 ± clip; the mean of \\|ρ - 1\\|; the approximate KL; the policy's entropy "
-         "over the quarter's last fifth (uniform over 19 actions: 2.94). " + UPDATE_INTRO + ".",
-         "", "| scenario (first env steps, clip) | " + " | ".join(LABELS[m] for m in methods)
-         + " |", "|---" * (len(methods) + 1) + "|"]
+         "whose ratio lies outside 1 ± clip; the mean of \\|ρ - 1\\|; the approximate KL; the "
+         "policy's entropy over the quarter's last fifth (uniform over 19 actions: 2.94). "
+         + UPDATE_INTRO + ".", "",
+         "| scenario (first env steps, clip) | " + " | ".join(LABELS[m] for m in methods) + " |",
+         "|---" * (len(methods) + 1) + "|"]
   for scenario, d in diag.items():
     cells = []
     for m in methods:
       r = d["methods"].get(m)
-      cells.append("" if r is None else
-                   f"clipped {fmt_ci(r['clip_frac'], '{:.3f}')}; \\|ρ - 1\\| "
-                   f"{fmt_ci(r['ratio_abs_dev'], '{:.3f}')}; KL "
-                   f"{fmt_ci(r['approx_kl'], '{:.4f}')}; entropy "
-                   f"{fmt_ci(r.get('entropy'), '{:.2f}')}")
-    lines_clip = "-" if d["clip_eps"] is None else f"{d['clip_eps']:g}"
-    out.append(f"| {short(scenario)} ({d['window_steps']:,}, {lines_clip}) | "
-               + " | ".join(cells) + " |")
+      cells.append("" if r is None else _seeds_label(d, m) + "; ".join(
+          f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in (
+              ("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
+              ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))))
+    out.append(f"| {short(scenario)} ({_listed(d['window_steps'])}, "
+               f"{_listed(d['clip_eps'], '{:g}')}) | " + " | ".join(cells) + " |")
   return out + [""]
 
 
 def _update_summary(report: Dict[str, Any]) -> List[str]:
-  """README's line: the clipped share and the entropy per scenario, the methods side by side."""
+  """README's line: the clipped share and the entropy per scenario, the methods side by side,
+  and whether HTS-PPO clips more samples than every other method in every scenario."""
   diag = report.get("update_diagnostics") or {}
   methods = [m for m in _diag_methods(report) if m in (REFERENCE, "sync_ppo", "hts_ppo_delayed")]
   if not diag or REFERENCE not in methods:
     return []
 
+  def mean(d, m, key):
+    return ((d["methods"].get(m) or {}).get(key) or {}).get("mean")
+
   def figs(d, key, fmt):
-    return " / ".join("-" if m not in d["methods"] or not d["methods"][m].get(key)
-                      else fmt.format(d["methods"][m][key]["mean"]) for m in methods)
+    return " / ".join("-" if mean(d, m, key) is None else
+                      f"{fmt.format(mean(d, m, key))} {_seeds_label(d, m)}".rstrip()
+                      for m in methods)
   per = [f"{short(sc)}: samples with a clipped ratio {figs(d, 'clip_frac', '{:.2f}')}, policy "
-         f"entropy over steps {int(0.8 * d['window_steps']):,}-{d['window_steps']:,} "
-         f"{figs(d, 'entropy', '{:.2f}')}"
+         f"entropy over steps {_listed([int(0.8 * w) for w in d['window_steps']])}-"
+         f"{_listed(d['window_steps'])} {figs(d, 'entropy', '{:.2f}')}"
          for sc, d in diag.items()]
-  return [f"Why, in the runs' metrics.csv (the first quarter of each budget, mean over seeds; "
-          f"{' / '.join(LABELS[m] for m in methods)}): " + "; ".join(per) + ". " + UPDATE_INTRO
-          + f", and more of its samples lie outside 1 ± {_clip(diag)} (docs/results.md has the "
-          "table).", ""]
-
-
-def _clip(diag: Dict[str, Any]) -> str:
-  clips = sorted({d["clip_eps"] for d in diag.values() if d["clip_eps"] is not None})
-  return "/".join(f"{c:g}" for c in clips) or "clip"
+  more = all(mean(d, REFERENCE, "clip_frac") is not None and all(
+      mean(d, m, "clip_frac") is None or mean(d, m, "clip_frac") < mean(d, REFERENCE, "clip_frac")
+      for m in methods if m != REFERENCE) for d in diag.values())
+  clips = _listed(sorted({c for d in diag.values() for c in d["clip_eps"]}), "{:g}")
+  return [f"Beside it, in the runs' metrics.csv (the first quarter of each budget, mean over "
+          f"seeds; {' / '.join(LABELS[m] for m in methods)}): " + "; ".join(per) + ". "
+          + UPDATE_INTRO + (f"; it clips more samples (outside 1 ± {clips}) than each other "
+                            "method in every scenario" if more else "")
+          + " (docs/results.md has the table).", ""]
 
 
 def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:

@@ -75,8 +75,8 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
   Under `--correction=behaviour` the ratio's denominator is the behaviour policy, one update
   behind the params the epochs start from, so more samples start outside 1 ± clip."""
   per: Dict[str, Dict[str, Dict[str, List[float]]]] = {}
-  window: Dict[str, int] = {}
-  clip: Dict[str, Any] = {}
+  window: Dict[str, set] = {}
+  clip: Dict[str, set] = {}
   for r in runs:
     run = metrics.load_run(os.path.join(results, r["path"]))
     early = metrics.early_update(run, WINDOW)
@@ -86,9 +86,11 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
     got.setdefault("seeds", []).append(r["seed"])
     for key in (*metrics.PPO_UPDATE_KEYS, "entropy"):
       got.setdefault(key, []).extend([early[key]] if key in early else [])
-    window[r["scenario"]] = early["window_steps"]
-    clip[r["scenario"]] = ((run.summary.get("config") or {}).get("learner") or {}).get("clip_eps")
-  return {sc: {"window_steps": window[sc], "clip_eps": clip[sc],
+    window.setdefault(r["scenario"], set()).add(early["window_steps"])
+    clip.setdefault(r["scenario"], set()).add(
+        ((run.summary.get("config") or {}).get("learner") or {}).get("clip_eps"))
+  # One budget and one clip per scenario under the protocol; a grid that mixes them says so.
+  return {sc: {"window_steps": sorted(window[sc]), "clip_eps": sorted(clip[sc] - {None}),
                "methods": {m: {"seeds": v.pop("seeds"),
                                **{k: metrics.bootstrap_ci(x, resamples=resamples)
                                   for k, x in v.items() if x}}

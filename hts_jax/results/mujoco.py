@@ -127,7 +127,8 @@ def _early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
   early = [r["early_update"] for r in runs if r.get("early_update")]
   if not early:
     return None
-  return {"window_steps": early[0]["window_steps"],
+  windows = sorted({e["window_steps"] for e in early})
+  return {"window_steps": windows[0] if len(windows) == 1 else windows,
           **{k: spread([e[k] for e in early]) for k, _, _ in UPDATE_KEYS
              if all(k in e for e in early)}}
 
@@ -173,11 +174,14 @@ def render_markdown(out: Dict[str, Any]) -> str:
               "quarter's last fifth; mean [min, max] over seeds). `behaviour` takes its ratio "
               "against the behaviour policy, one update behind the params its epochs start from; "
               "`delayed` and `none` against the params the epochs start from, as sync PPO does.",
-              "", "| task | method | first env steps | the update |", "|---|---|---|---|"]
+              "", "| task | method | seeds | first env steps | the update |",
+              "|---|---|---|---|---|"]
     for task, methods in table.items():
       for method, t in methods.items():
         if t.get("early_update"):
-          lines.append(f"| {task} | {method} | {t['early_update']['window_steps']:,} | "
+          w = t["early_update"]["window_steps"]
+          n = t["early_update"]["clip_frac"]["n"] if "clip_frac" in t["early_update"] else "-"
+          lines.append(f"| {task} | {method} | {n} | {w if isinstance(w, list) else f'{w:,}'} | "
                        f"{_update_cell(t)} |")
   return "\n".join(lines) + "\n"
 

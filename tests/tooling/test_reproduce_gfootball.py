@@ -269,6 +269,7 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
   updates of the budget's first quarter, and the entropy over that quarter's last fifth; IMPALA's
   rows carry no clip_frac and are left out."""
   sc = "academy_empty_goal_close"
+  _fake_run(tmp_path, sc, "sync_ppo", 1, [0.5] * 12, 60)  # no metrics.csv: not counted
   for method, seed, clip in (("hts_ppo", 0, 0.2), ("hts_ppo", 1, 0.4), ("sync_ppo", 0, 0.1),
                              ("impala", 0, None)):
     _fake_run(tmp_path, sc, method, seed, [0.5] * 12, 60)  # a budget of 12,000 env steps
@@ -285,8 +286,9 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
       json.dump(summary, f)
   runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
   d = rg.update_diagnostics(str(tmp_path), runs, 2_000)[sc]
-  assert (d["window_steps"], d["clip_eps"]) == (3_000, 0.08)
+  assert (d["window_steps"], d["clip_eps"]) == ([3_000], [0.08])
   assert list(d["methods"]) == ["hts_ppo", "sync_ppo"]
+  assert d["methods"]["sync_ppo"]["seeds"] == [0]
   hts, sync = d["methods"]["hts_ppo"], d["methods"]["sync_ppo"]
   # The rows at 1,000, 2,000 and 3,000 steps: mean clip (1 + 2 + 3) / 3 x clip = 2 x clip.
   assert hts["clip_frac"]["mean"] == pytest.approx((0.4 + 0.8) / 2)
@@ -296,12 +298,20 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
   assert sync["entropy"]["mean"] == pytest.approx(2.7) and sync["entropy"]["n"] == 1
   line, _ = md_._update_summary({"update_diagnostics": {sc: d}})
   assert line.startswith(
-      "Why, in the runs' metrics.csv (the first quarter of each budget, mean over seeds; HTS-PPO "
-      "/ PPO (sync)): Empty goal close: samples with a clipped ratio 0.60 / 0.20, policy entropy "
-      "over steps 2,400-3,000 2.70 / 2.70. HTS-PPO's ratio")
+      "Beside it, in the runs' metrics.csv (the first quarter of each budget, mean over seeds; "
+      "HTS-PPO / PPO (sync)): Empty goal close: samples with a clipped ratio 0.60 / 0.20 (1 of 2 "
+      "seeds), policy entropy over steps 2,400-3,000 2.70 / 2.70 (1 of 2 seeds). HTS-PPO's ratio")
+  assert line.endswith("; it clips more samples (outside 1 ± 0.08) than each other method in "
+                       "every scenario (docs/results.md has the table).")
   table = md_._update_lines({"update_diagnostics": {sc: d}})
   assert table[4].startswith("| Empty goal close (3,000, 0.08) | clipped 0.600 [0.400, 0.800]; "
                              "\\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
+  assert table[4].endswith(
+      "| (1 of 2 seeds) clipped 0.200; \\|ρ - 1\\| 0.050; KL 0.0010; entropy 2.70 |")
+  # The clause is said only where the figures say it: here sync PPO clips more.
+  d["methods"]["sync_ppo"]["clip_frac"]["mean"] = 0.7
+  line, _ = md_._update_summary({"update_diagnostics": {sc: d}})
+  assert "clips more" not in line and line.endswith("start from (docs/results.md has the table).")
 
 
 def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
