@@ -16,7 +16,8 @@ from hts_jax.results.gfootball_markdown import short, render_markdown, render_su
 from hts_jax.results.gfootball_spec import LABELS, METHODS, PAPER, PROTOCOL, REFERENCE, TARGETS
 
 SPEC = paper_report.Spec(methods=list(METHODS), reference=REFERENCE, limit_method="impala",
-                         targets=lambda scenario, runs: {str(t): t for t in TARGETS})
+                         targets=lambda scenario, runs: {str(t): t for t in TARGETS},
+                         scenarios=tuple(PROTOCOL["budgets"]))
 README_BLOCK = publish.Block("gfootball-results", "gfootball")
 DOCS_BLOCK = publish.Block("gfootball-tables", "gfootball")
 THROUGHPUT = "throughput.json"  # `hts-reproduce gfootball --benchmark` writes it

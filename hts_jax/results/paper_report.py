@@ -26,6 +26,8 @@ class Spec:
   # Each scenario's targets, name -> score, from its finished runs' records (fixed scores, or
   # fractions of a reference score the runs give).
   targets: Callable[[str, List[Dict[str, Any]]], Dict[str, float]]
+  # The tables' scenario order (the protocol's); scenarios not named follow, by name.
+  scenarios: Tuple[str, ...] = ()
 
 
 def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> Dict[str, Any]:
@@ -48,11 +50,14 @@ def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> D
 
 
 def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
-  """Every finished run under `<results>/runs/<scenario>/<method>/seed<k>`, in a fixed order,
+  """Every finished run under `<results>/runs/<scenario>/<method>/seed<k>`, in a fixed order
+  (`spec.scenarios` first, then by name; methods and seeds as `grid.finished_runs` gives them),
   with its required time and env steps to each of its scenario's targets (`spec.targets`, which
   may depend on the scenario's runs)."""
-  loaded = [(metrics.load_run(f.logdir), f) for f in grid.finished_runs(results,
-                                                                        methods=spec.methods)]
+  finished = sorted(grid.finished_runs(results, methods=spec.methods),
+                    key=lambda f: list(spec.scenarios).index(f.task) if f.task in spec.scenarios
+                    else len(spec.scenarios))  # stable: within a scenario, finished_runs' order
+  loaded = [(metrics.load_run(f.logdir), f) for f in finished]
   records = [_run_record(run, results, f.task, f.method) for run, f in loaded]
   targets = {sc: spec.targets(sc, [r for r in records if r["scenario"] == sc])
              for sc in dict.fromkeys(r["scenario"] for r in records)}

@@ -117,6 +117,19 @@ def test_metrics_golden_values(tmp_path):
   assert impala["idle_share"] == pytest.approx({"actors": 0.5, "learner": 0.25})
 
 
+def test_scenarios_come_in_the_protocols_order(tmp_path):
+  """The tables list scenarios as PROTOCOL.md does (close, empty goal, run to score), not by
+  name; a scenario outside the protocol comes last."""
+  for sc in ("academy_run_to_score", "academy_corner", "academy_empty_goal",
+             "academy_empty_goal_close"):
+    _fake_run(tmp_path, sc, "hts_ppo", 0, [0.5] * 10, 60)
+  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  assert [r["scenario"] for r in runs] == ["academy_empty_goal_close", "academy_empty_goal",
+                                           "academy_run_to_score", "academy_corner"]
+  assert list(paper_report.summarize(runs, rg.SPEC, resamples=100)) == \
+      [r["scenario"] for r in runs]
+
+
 def test_a_target_some_seeds_miss_has_no_mean():
   """The paper's '-': a mean over only the seeds that reached the target would flatter."""
   got = paper_report._reached([2.0, float("inf"), 4.0], 100)
