@@ -315,13 +315,21 @@ def _behind(report: Dict[str, Any], scenario: str, t: str) -> str:
       a, b = r.get(key), ref.get(key)
       if _mean(a) is not None and _mean(b) is not None and a["mean"] > b["mean"]:
         overlap = a.get("lo", a["mean"]) <= b.get("hi", b["mean"])
-        higher.append(f"{name} {a['mean']:.2f} vs {b['mean']:.2f}"
+        higher.append(f"{name} {_apart(a['mean'], b['mean'])}"
                       f"{', within the intervals' if overlap else ''}")
     if higher:
       said.append(f"ends higher ({'; '.join(higher)})")
     if said:
       parts.append(f"{LABELS[m]} " + ", ".join(said))
   return ("; ".join(parts) + ".") if parts else "it is ahead of every baseline in every cell."
+
+
+def _apart(a: float, b: float) -> str:
+  """'a vs b' with 2 decimals, or as many more (up to 4) as it takes to show them apart."""
+  d = 2
+  while d < 4 and f"{a:.{d}f}" == f"{b:.{d}f}":
+    d += 1
+  return f"{a:.{d}f} vs {b:.{d}f}"
 
 
 def _verdict(report: Dict[str, Any]) -> List[str]:

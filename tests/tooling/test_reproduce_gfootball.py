@@ -230,6 +230,14 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
       "IMPALA needs fewer env steps to 0.8 (300,000 [300,000, 300,000] vs HTS-PPO's - (1/2)).")
 
 
+def test_a_higher_final_metric_is_shown_apart_from_the_other():
+  """'ends higher (final metric 0.79 vs 0.79)' said nothing: the figures get the decimals that
+  tell them apart."""
+  assert md_._apart(0.7925, 0.7905) == "0.792 vs 0.790"
+  assert md_._apart(0.92, 0.9) == "0.92 vs 0.90"
+  assert md_._apart(0.50004, 0.50001) == "0.5000 vs 0.5000"  # 4 decimals at most
+
+
 def test_readme_shows_the_committed_results():
   """README's Results block is results/gfootball/results.json rendered (regenerate with
   `python -m experiments.reproduce gfootball --report_only`)."""
