@@ -236,6 +236,14 @@ def test_a_higher_final_metric_is_shown_apart_from_the_other():
   assert md_._apart(0.7925, 0.7905) == "0.792 vs 0.790"
   assert md_._apart(0.92, 0.9) == "0.92 vs 0.90"
   assert md_._apart(0.50004, 0.50001) == "0.5000 vs 0.5000"  # 4 decimals at most
+  # Equal but for float sums (two means of 0.79): not 'higher' at all.
+  ci = lambda m: {"mean": m, "n": 1}  # pylint: disable=unnecessary-lambda-assignment
+  sc, t = "academy_empty_goal", "0.8"
+  steps = {t: {"mean": 5.0, "reached": 1, "runs": 1}}
+  report = {"summary": {sc: {"methods": {
+      "hts_ppo": {"required_steps": steps, "final": ci(0.79)},
+      "sync_ppo": {"required_steps": steps, "final": ci(0.79 + 1e-12)}}}}}
+  assert md_._behind(report, sc, t) == "it is ahead of every baseline in every cell."
 
 
 def test_readme_shows_the_committed_results():
