@@ -7,11 +7,8 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.results import publish
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
+from hts_jax.results.gfootball_update import short, update_lines, update_summary
 from hts_jax.results.publish import fmt_ci, fmt_ratio
-
-
-def short(scenario: str) -> str:
-  return scenario.replace("academy_", "").replace("_", " ").capitalize()
 
 
 def seeds_of(scenario_summary: Dict[str, Any]) -> int:
@@ -115,7 +112,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
     table("Wall time of the whole budget (minutes); share of it each part waited (executors and "
           "actors: mean over them)", lambda sc, m, r: fmt_ci(r["wall_time_min"]) + "; " + ", ".join(
               f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
-  lines.extend(_update_lines(report))
+  lines.extend(update_lines(report))
   lines.extend(_validation_lines(report.get("validation")))
   ident = report.get("identity")
   if ident:
@@ -134,82 +131,6 @@ def render_markdown(report: Dict[str, Any]) -> str:
 def _bench_sps(bench: Dict[str, Any], scenario: str, method: str) -> str:
   sps = (((bench.get("scenarios") or {}).get(scenario) or {}).get(method) or {}).get("median_sps")
   return f" ({sps:,.0f} SPS)" if sps else ""
-
-
-UPDATE_INTRO = ("HTS-PPO's ratio (`--correction=behaviour`, the released code's) is taken against "
-                "the behaviour policy, one update behind the params its epochs start from")
-
-
-def _diag_methods(report: Dict[str, Any]) -> List[str]:
-  diag = report.get("update_diagnostics") or {}
-  return [m for m in METHODS if any(m in d["methods"] for d in diag.values())]
-
-
-def _listed(values: List[Any], fmt: str = "{:,}") -> str:
-  return "/".join(fmt.format(v) for v in values) or "-"
-
-
-def _seeds_label(d: Dict[str, Any], method: str) -> str:
-  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others here, else ''."""
-  k = len(d["methods"][method]["seeds"])
-  n = max(len(r["seeds"]) for r in d["methods"].values())
-  return f"({k} of {n} seeds) " if k < n else ""
-
-
-def _update_lines(report: Dict[str, Any]) -> List[str]:
-  """docs' table of the PPO update's diagnostics over the first quarter of each budget."""
-  diag = report.get("update_diagnostics") or {}
-  methods = _diag_methods(report)
-  if not diag:
-    return []
-  out = ["**The PPO update over the first quarter of each budget** (each run's metrics.csv: the "
-         "mean over its updates, then over seeds [95% bootstrap interval]): the share of samples "
-         "whose ratio lies outside 1 ± clip; the mean of \\|ρ - 1\\|; the approximate KL; the "
-         "policy's entropy over the quarter's last fifth (uniform over 19 actions: 2.94). "
-         + UPDATE_INTRO + ".", "",
-         "| scenario (first env steps, clip) | " + " | ".join(LABELS[m] for m in methods) + " |",
-         "|---" * (len(methods) + 1) + "|"]
-  for scenario, d in diag.items():
-    cells = []
-    for m in methods:
-      r = d["methods"].get(m)
-      cells.append("" if r is None else _seeds_label(d, m) + "; ".join(
-          f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in (
-              ("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
-              ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))))
-    out.append(f"| {short(scenario)} ({_listed(d['window_steps'])}, "
-               f"{_listed(d['clip_eps'], '{:g}')}) | " + " | ".join(cells) + " |")
-  return out + [""]
-
-
-def _update_summary(report: Dict[str, Any]) -> List[str]:
-  """README's line: the clipped share and the entropy per scenario, the methods side by side,
-  and whether HTS-PPO clips more samples than every other method in every scenario."""
-  diag = report.get("update_diagnostics") or {}
-  methods = [m for m in _diag_methods(report) if m in (REFERENCE, "sync_ppo", "hts_ppo_delayed")]
-  if not diag or REFERENCE not in methods:
-    return []
-
-  def mean(d, m, key):
-    return ((d["methods"].get(m) or {}).get(key) or {}).get("mean")
-
-  def figs(d, key, fmt):
-    return " / ".join("-" if mean(d, m, key) is None else
-                      f"{fmt.format(mean(d, m, key))} {_seeds_label(d, m)}".rstrip()
-                      for m in methods)
-  per = [f"{short(sc)}: samples with a clipped ratio {figs(d, 'clip_frac', '{:.2f}')}, policy "
-         f"entropy over steps {_listed([int(0.8 * w) for w in d['window_steps']])}-"
-         f"{_listed(d['window_steps'])} {figs(d, 'entropy', '{:.2f}')}"
-         for sc, d in diag.items()]
-  more = all(mean(d, REFERENCE, "clip_frac") is not None and all(
-      mean(d, m, "clip_frac") is None or mean(d, m, "clip_frac") < mean(d, REFERENCE, "clip_frac")
-      for m in methods if m != REFERENCE) for d in diag.values())
-  clips = _listed(sorted({c for d in diag.values() for c in d["clip_eps"]}), "{:g}")
-  return [f"Beside it, in the runs' metrics.csv (the first quarter of each budget, mean over "
-          f"seeds; {' / '.join(LABELS[m] for m in methods)}): " + "; ".join(per) + ". "
-          + UPDATE_INTRO + (f"; it clips more samples (outside 1 ± {clips}) than each other "
-                            "method in every scenario" if more else "")
-          + " (docs/results.md has the table).", ""]
 
 
 def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
@@ -271,7 +192,7 @@ def render_summary(report: Dict[str, Any]) -> str:
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
   lines += ["", f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
   lines += [f"- {short(scenario)}: {_behind(report, scenario, t)}" for scenario in summ]
-  return "\n".join(lines + [""] + _update_summary(report) + _verdict(report)) + "\n"
+  return "\n".join(lines + [""] + update_summary(report) + _verdict(report)) + "\n"
 
 
 def _paired(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from hts_jax.results import gfootball_markdown as md_
+from hts_jax.results import gfootball_update as gu
 from hts_jax.results import gfootball_report as rg
 from hts_jax.results import gfootball_spec as spec
 from hts_jax.results import grid, launch, paper_report, publish
@@ -325,21 +326,21 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
   assert hts["ratio_abs_dev"]["mean"] == pytest.approx(0.05) and hts["seeds"] == [0, 1]
   # Entropy over steps 2,400-3,000: the row at 3,000 only.
   assert sync["entropy"]["mean"] == pytest.approx(2.7) and sync["entropy"]["n"] == 1
-  line, _ = md_._update_summary({"update_diagnostics": {sc: d}})
+  line, _ = gu.update_summary({"update_diagnostics": {sc: d}})
   assert line.startswith(
       "Beside it, in the runs' metrics.csv (the first quarter of each budget, mean over seeds; "
       "HTS-PPO / PPO (sync)): Empty goal close: samples with a clipped ratio 0.60 / 0.20 (1 of 2 "
       "seeds), policy entropy over steps 2,400-3,000 2.70 / 2.70 (1 of 2 seeds). HTS-PPO's ratio")
   assert line.endswith("; it clips more samples (outside 1 ± 0.08) than each other method in "
                        "every scenario (docs/results.md has the table).")
-  table = md_._update_lines({"update_diagnostics": {sc: d}})
+  table = gu.update_lines({"update_diagnostics": {sc: d}})
   assert table[4].startswith("| Empty goal close (3,000, 0.08) | clipped 0.600 [0.400, 0.800]; "
                              "\\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
   assert table[4].endswith(
       "| (1 of 2 seeds) clipped 0.200; \\|ρ - 1\\| 0.050; KL 0.0010; entropy 2.70 |")
   # The clause is said only where the figures say it: here sync PPO clips more.
   d["methods"]["sync_ppo"]["clip_frac"]["mean"] = 0.7
-  line, _ = md_._update_summary({"update_diagnostics": {sc: d}})
+  line, _ = gu.update_summary({"update_diagnostics": {sc: d}})
   assert "clips more" not in line and line.endswith("start from (docs/results.md has the table).")
 
 
