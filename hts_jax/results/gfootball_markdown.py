@@ -7,19 +7,9 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.results import publish
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
-from hts_jax.results.gfootball_update import short, update_lines, update_summary
+from hts_jax.results.gfootball_update import (partial, seeds_of, short, update_lines,
+                                              update_summary)
 from hts_jax.results.publish import fmt_ci, fmt_ratio
-
-
-def seeds_of(scenario_summary: Dict[str, Any]) -> int:
-  """The most seeds any method of the scenario has (a method with fewer is labelled)."""
-  return max(len(r["seeds"]) for r in scenario_summary["methods"].values())
-
-
-def _partial(scenario_summary: Dict[str, Any], method: str) -> str:
-  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others, else ''."""
-  k, n = len(scenario_summary["methods"][method]["seeds"]), seeds_of(scenario_summary)
-  return f"({k} of {n} seeds) " if k < n else ""
 
 
 def _source(report: Dict[str, Any]) -> str:
@@ -59,7 +49,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
     for scenario, s in summ.items():
       cells = []
       for m in methods:
-        here = _partial(s, m) + cell(scenario, m, s["methods"][m]) if m in s["methods"] else ""
+        here = partial(s, m) + cell(scenario, m, s["methods"][m]) if m in s["methods"] else ""
         if paper_cell and paper.get(scenario) and m in paper[scenario]["required_min"]:
           here += f" (paper: {paper_cell(paper[scenario], m)})"
         cells.append(here)
@@ -186,7 +176,7 @@ def render_summary(report: Dict[str, Any]) -> str:
       paired = "1" if m == REFERENCE else fmt_ratio(_paired(report, scenario, m, t))
       bench = _bench_ratio(report, scenario, m, t)
       bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
-      cells.append(f"{_partial(s, m)}{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / "
+      cells.append(f"{partial(s, m)}{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / "
                    f"{bench}; "
                    f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")

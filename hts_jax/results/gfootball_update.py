@@ -27,10 +27,15 @@ def _listed(values: List[Any], fmt: str = "{:,}") -> str:
   return "/".join(fmt.format(v) for v in values) or "-"
 
 
-def _seeds_label(d: Dict[str, Any], method: str) -> str:
-  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others here, else ''."""
-  k = len(d["methods"][method]["seeds"])
-  n = max(len(r["seeds"]) for r in d["methods"].values())
+def seeds_of(scenario_summary: Dict[str, Any]) -> int:
+  """The most seeds any method of the scenario has (a method with fewer is labelled)."""
+  return max(len(r["seeds"]) for r in scenario_summary["methods"].values())
+
+
+def partial(scenario_summary: Dict[str, Any], method: str) -> str:
+  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others, else ''
+  (a summary's or the update statistics' scenario: both hold `methods` with their `seeds`)."""
+  k, n = len(scenario_summary["methods"][method]["seeds"]), seeds_of(scenario_summary)
   return f"({k} of {n} seeds) " if k < n else ""
 
 
@@ -51,7 +56,7 @@ def update_lines(report: Dict[str, Any]) -> List[str]:
     cells = []
     for m in methods:
       r = d["methods"].get(m)
-      cells.append("" if r is None else _seeds_label(d, m) + "; ".join(
+      cells.append("" if r is None else partial(d, m) + "; ".join(
           f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in (
               ("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
               ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))))
@@ -73,7 +78,7 @@ def update_summary(report: Dict[str, Any]) -> List[str]:
 
   def figs(d, key, fmt):
     return " / ".join("-" if mean(d, m, key) is None else
-                      f"{fmt.format(mean(d, m, key))} {_seeds_label(d, m)}".rstrip()
+                      f"{fmt.format(mean(d, m, key))} {partial(d, m)}".rstrip()
                       for m in methods)
   per = [f"{short(sc)}: samples with a clipped ratio {figs(d, 'clip_frac', '{:.2f}')}, policy "
          f"entropy over steps {_listed([int(0.8 * w) for w in d['window_steps']])}-"
