@@ -174,6 +174,7 @@ class Controller(Session):
     if cfg.distributed.num_processes > 1:  # every process's machine, process 0's first
       out["host"] = dict(out["host"], other_processes=distributed.allgather_json(out["host"])[1:])
     out["eval"] = self.evaluator.summary()
+    out["timing"].update(self.evaluator.timing())
     # XLA compilations inside the timed run (functions' names): none is expected.
     out["compiled_during_run"] = compiled
     if self.evaluator.videos:

@@ -76,7 +76,8 @@ def test_videos_do_not_change_training(runs):
   assert recorded["param_sha256"] == plain["param_sha256"]
   assert recorded["episode_returns"] == plain["episode_returns"]
   assert len(recorded["eval"]) == len(plain["eval"]) == 3
-  assert recorded["eval"] == [dict(e, wall_time_s=r["wall_time_s"])
+  timed = ("wall_time_s", "eval_s", "eval_cpu_s")
+  assert recorded["eval"] == [dict(e, **{k: r[k] for k in timed})
                               for e, r in zip(plain["eval"], recorded["eval"])]
 
 

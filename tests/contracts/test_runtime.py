@@ -98,6 +98,10 @@ def test_evaluation_does_not_perturb_training(tmp_path, reference):
   s = modes.run(_cfg(tmp_path, "eval", eval_every=8 * 16 * 2))
   assert s["param_sha256"] == reference["param_sha256"]
   assert [e["env_steps"] for e in s["eval"]] == [256, 512, 768]
+  # Each evaluation's cost is recorded, and summed into timing.
+  assert all(e["eval_s"] > 0 and e["eval_cpu_s"] > 0 for e in s["eval"])
+  assert s["timing"]["eval_s"] == pytest.approx(sum(e["eval_s"] for e in s["eval"]))
+  assert s["timing"]["eval_cpu_s"] == pytest.approx(sum(e["eval_cpu_s"] for e in s["eval"]))
 
 
 @pytest.mark.smoke

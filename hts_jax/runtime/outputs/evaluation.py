@@ -130,9 +130,19 @@ class Evaluator:
     self._thread.join()
 
   def summary(self) -> List[Dict[str, Any]]:
-    """summary.json's `eval`: every evaluation's steps, wall time, mean return and returns."""
-    return [{k: r[k] for k in ("env_steps", "wall_time_s", "mean_return", "returns") if k in r}
-            for r in self.results]
+    """summary.json's `eval`: every evaluation's steps, wall time (at its submission), mean return,
+    returns, and its cost: seconds it took (`eval_s`) and the evaluator thread's CPU seconds in it
+    (`eval_cpu_s`, env construction and stepping included)."""
+    keys = ("env_steps", "wall_time_s", "mean_return", "returns", "eval_s", "eval_cpu_s")
+    return [{k: r[k] for k in keys if k in r} for r in self.results]
+
+  def timing(self) -> Dict[str, float]:
+    """summary.json's `timing` entries for evaluation: the seconds and evaluator-thread CPU
+    seconds of every evaluation (those restored by a resume included, where recorded). On a
+    machine with few cores they come out of training's share: a run's SPS is below a benchmark's
+    without evaluation by about that much."""
+    return {"eval_s": float(sum(r.get("eval_s", 0.0) for r in self.results)),
+            "eval_cpu_s": float(sum(r.get("eval_cpu_s", 0.0) for r in self.results))}
 
   def latest(self) -> Optional[float]:
     return self.results[-1]["mean_return"] if self.results else None
@@ -159,11 +169,13 @@ class Evaluator:
 
   def _evaluate(self, env_steps: int, wall: float, params, index: int) -> None:
     label = f"evaluation at {env_steps:,} env steps"
+    start, start_cpu = time.perf_counter(), time.thread_time()
     returns = self.evaluate(params, index=index, label=label)
     if self._cancel.is_set():
       return  # abandoned part-way: not a result
     result = {"env_steps": int(env_steps), "wall_time_s": float(wall),
-              "mean_return": float(np.mean(returns)), "returns": [float(r) for r in returns]}
+              "mean_return": float(np.mean(returns)), "returns": [float(r) for r in returns],
+              "eval_s": time.perf_counter() - start, "eval_cpu_s": time.thread_time() - start_cpu}
     if self.last_cut:
       result["cut"] = self.last_cut
       print(f"{label}: cut {self.last_cut} of {len(returns)} episodes at {self.max_steps:,} "
@@ -172,7 +184,8 @@ class Evaluator:
     if self.tracker is not None:
       self.tracker.scalars({"eval/mean_return": result["mean_return"],
                             "eval/min_return": min(returns), "eval/max_return": max(returns),
-                            "eval/wall_time_s": wall}, env_steps)
+                            "eval/wall_time_s": wall, "eval/eval_s": result["eval_s"]},
+                           env_steps)
 
   def _record(self, env_steps: int, final: bool, params, index: int) -> None:
     entry: Dict[str, Any] = {"env_steps": int(env_steps), "final": final}
