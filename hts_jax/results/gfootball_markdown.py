@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.results import publish
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
-from hts_jax.results.gfootball_update import (partial, seeds_of, short, update_lines,
-                                              update_summary)
+from hts_jax.results.gfootball_update import (partial, seeds_of, short, throughput_lines,
+                                              update_lines, update_summary)
 from hts_jax.results.publish import fmt_ci, fmt_ratio
 
 
@@ -103,6 +103,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
           "actors: mean over them)", lambda sc, m, r: fmt_ci(r["wall_time_min"]) + "; " + ", ".join(
               f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
   lines.extend(update_lines(report))
+  lines.extend(throughput_lines(report))
   lines.extend(_validation_lines(report.get("validation")))
   ident = report.get("identity")
   if ident:

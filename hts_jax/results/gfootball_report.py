@@ -21,6 +21,7 @@ SPEC = paper_report.Spec(methods=list(METHODS), reference=REFERENCE, limit_metho
 README_BLOCK = publish.Block("gfootball-results", "gfootball")
 DOCS_BLOCK = publish.Block("gfootball-tables", "gfootball")
 THROUGHPUT = "throughput.json"  # `hts-reproduce gfootball --benchmark` writes it
+ENV_COSTS = "env_costs.json"  # `python -m experiments.bench_env_costs --save=...` writes it
 VALIDATION = "impala_validation"  # the IMPALA validation's runs: <results>/impala_validation/seed<k>
 
 DIAGNOSTICS = ("entropy", "rho_clipped_frac", "mean_rho", "value_loss", "learning_rate")
@@ -100,6 +101,45 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
           for sc, ms in per.items()}
 
 
+def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, Any]],
+                   env_costs: Optional[Dict[str, Any]], resamples: int) -> Dict[str, Any]:
+  """Why whole runs step slower than the throughput benchmark: per scenario and method, the runs'
+  SPS (evaluations included) against the benchmark's median (30,000 steps of a barely trained
+  policy, no evaluation), and the runs' mean training episode length (env steps over finished
+  episodes). With env_costs.json (a reset's cost in steps, `reset_in_steps`, and a random
+  policy's episode length), `reset_share` is what resets add to a step's env time at the runs'
+  episode length (reset_in_steps / length), beside the random policy's: a policy that scores
+  sooner plays shorter episodes, so more of its env time goes to resets."""
+  per: Dict[str, Dict[str, Dict[str, List[float]]]] = {}
+  for r in runs:
+    got = per.setdefault(r["scenario"], {}).setdefault(
+        r["method"], {"seeds": [], "sps": [], "episode_length": []})
+    got["seeds"].append(r["seed"])
+    got["sps"].append(r["sps"])
+    if r.get("episodes"):
+      got["episode_length"].append(r["env_steps"] / r["episodes"])
+  bench = (throughput or {}).get("scenarios") or {}
+  costs = (env_costs or {}).get("envs") or {}
+  out = {}
+  for sc, ms in per.items():
+    cost = costs.get(f"gfootball:{sc}") or {}
+    reset, random_len = cost.get("reset_in_steps"), cost.get("random_episode_length")
+    out[sc] = {"reset_in_steps": reset, "random_episode_length": random_len,
+               "random_reset_share": reset / random_len if reset and random_len else None,
+               "methods": {}}
+    for m in sorted(ms, key=list(METHODS).index):
+      v = ms[m]
+      b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
+      length = metrics.bootstrap_ci(v["episode_length"], resamples=resamples) \
+          if v["episode_length"] else None
+      sps = metrics.bootstrap_ci(v["sps"], resamples=resamples)
+      out[sc]["methods"][m] = {
+          "seeds": v["seeds"], "sps": sps, "benchmark_sps": b,
+          "sps_to_benchmark": sps["mean"] / b if b else None, "episode_length": length,
+          "reset_share": reset / length["mean"] if reset and length else None}
+  return out
+
+
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
   body = paper_report.report_body(results, SPEC, resamples, {
       "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})
@@ -107,7 +147,10 @@ def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict
           "settings": settings, "targets": list(TARGETS), "paper": PAPER,
           "validation": validation_report(results),
           "identity": paper_report.identity_report(results),
-          "update_diagnostics": update_diagnostics(results, body["runs"], resamples), **body}
+          "update_diagnostics": update_diagnostics(results, body["runs"], resamples),
+          "run_throughput": run_throughput(
+              body["runs"], body["throughput"],
+              paper_report.read_optional(results, ENV_COSTS, as_json=True), resamples), **body}
 
 
 # ---------------------------------------------------------------------------------------------

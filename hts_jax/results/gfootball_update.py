@@ -1,10 +1,12 @@
-"""The GFootball report's update statistics (`update_diagnostics` in results.json, from the runs'
-metrics.csv): docs' table and README's line, which say how the policy-lag corrections change
-PPO's update (the share of clipped ratios, |ρ - 1|, the approximate KL, the entropy)."""
+"""What the GFootball runs' own records say beside the result tables: the update statistics
+(`update_diagnostics` in results.json, from the runs' metrics.csv; docs' table and README's line),
+which say how the policy-lag corrections change PPO's update (the share of clipped ratios,
+|ρ - 1|, the approximate KL, the entropy), and the runs' throughput against the benchmark's
+(`run_throughput`: docs' table), which says why whole runs step slower."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE
 from hts_jax.results.publish import fmt_ci
@@ -39,30 +41,37 @@ def partial(scenario_summary: Dict[str, Any], method: str) -> str:
   return f"({k} of {n} seeds) " if k < n else ""
 
 
+def _per_scenario_table(intro: str, head: str, per: Dict[str, Any],
+                        first: Callable[[str, Dict[str, Any]], str],
+                        cell: Callable[[Dict[str, Any]], str]) -> List[str]:
+  """docs' table of `per` ({scenario: {"methods": {m: r}}}): `intro`, then a row per scenario,
+  its first column (headed `head`) `first(scenario, d)`, a method's cell `cell(r)` after its
+  '(k of n seeds)' label, empty where the method has no entry."""
+  methods = [m for m in METHODS if any(m in d["methods"] for d in per.values())]
+  out = [intro, "", f"| {head} | " + " | ".join(LABELS[m] for m in methods) + " |",
+         "|---" * (len(methods) + 1) + "|"]
+  for sc, d in per.items():
+    cells = ["" if d["methods"].get(m) is None else partial(d, m) + cell(d["methods"][m])
+             for m in methods]
+    out.append(f"| {first(sc, d)} | " + " | ".join(cells) + " |")
+  return out + [""]
+
+
 def update_lines(report: Dict[str, Any]) -> List[str]:
   """docs' table of the PPO update's diagnostics over the first quarter of each budget."""
   diag = report.get("update_diagnostics") or {}
-  methods = _diag_methods(report)
   if not diag:
     return []
-  out = ["**The PPO update over the first quarter of each budget** (each run's metrics.csv: the "
-         "mean over its updates, then over seeds [95% bootstrap interval]): the share of samples "
-         "whose ratio lies outside 1 ± clip; the mean of \\|ρ - 1\\|; the approximate KL; the "
-         "policy's entropy over the quarter's last fifth (uniform over 19 actions: 2.94). "
-         + UPDATE_INTRO + ".", "",
-         "| scenario (first env steps, clip) | " + " | ".join(LABELS[m] for m in methods) + " |",
-         "|---" * (len(methods) + 1) + "|"]
-  for scenario, d in diag.items():
-    cells = []
-    for m in methods:
-      r = d["methods"].get(m)
-      cells.append("" if r is None else partial(d, m) + "; ".join(
-          f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in (
-              ("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
-              ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))))
-    out.append(f"| {short(scenario)} ({_listed(d['window_steps'])}, "
-               f"{_listed(d['clip_eps'], '{:g}')}) | " + " | ".join(cells) + " |")
-  return out + [""]
+  return _per_scenario_table(
+      "**The PPO update over the first quarter of each budget** (each run's metrics.csv: the "
+      "mean over its updates, then over seeds [95% bootstrap interval]): the share of samples "
+      "whose ratio lies outside 1 ± clip; the mean of \\|ρ - 1\\|; the approximate KL; the "
+      "policy's entropy over the quarter's last fifth (uniform over 19 actions: 2.94). "
+      + UPDATE_INTRO + ".", "scenario (first env steps, clip)", diag,
+      lambda sc, d: f"{short(sc)} ({_listed(d['window_steps'])}, {_listed(d['clip_eps'], '{:g}')})",
+      lambda r: "; ".join(f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in (
+          ("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
+          ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))))
 
 
 def update_summary(report: Dict[str, Any]) -> List[str]:
@@ -93,3 +102,30 @@ def update_summary(report: Dict[str, Any]) -> List[str]:
           + UPDATE_INTRO + (f"; it clips more samples (outside 1 ± {clips}) than each other "
                             "method in every scenario" if more else "")
           + " (docs/results.md has the table).", ""]
+
+
+def throughput_lines(report: Dict[str, Any]) -> List[str]:
+  """docs' table: whole runs' SPS against the benchmark's, and the runs' episode lengths, which
+  set how much of the env time goes to resets."""
+  per = report.get("run_throughput") or {}
+  if not per:
+    return []
+  costs = [f"{short(sc)} {d['reset_in_steps']:.1f} steps (a random policy's episodes: "
+           f"{d['random_episode_length']:.0f} steps, so resets add {d['random_reset_share']:.0%} "
+           "to a step's env time)" for sc, d in per.items() if d.get("random_reset_share")]
+
+  def cell(r):
+    share = ("" if r["sps_to_benchmark"] is None else
+             f" = {r['sps_to_benchmark']:.2f} of {r['benchmark_sps']:,.0f}")
+    length = ("" if r["episode_length"] is None else
+              f"; episodes {fmt_ci(r['episode_length'], '{:.1f}')} steps")
+    resets = "" if r["reset_share"] is None else f"; resets +{r['reset_share']:.0%}"
+    return f"{fmt_ci(r['sps'], '{:,.0f}')} SPS{share}{length}{resets}"
+  return _per_scenario_table(
+      "**Whole runs against the benchmark.** A run's SPS (its evaluations included, mean over "
+      "seeds [95% interval]) as a share of the throughput benchmark's median (the first 30,000 "
+      "steps, no evaluation); the runs' mean training episode length (env steps over finished "
+      "episodes); and what resets add to a step's env time at that length"
+      + (": a reset costs " + "; ".join(costs) + ", results/gfootball/env_costs.json"
+         if costs else "") + ". A policy that scores sooner plays shorter episodes and resets "
+      "more often per step.", "scenario", per, lambda sc, d: short(sc), cell)

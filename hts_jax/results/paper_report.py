@@ -38,12 +38,12 @@ def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> D
       "path": os.path.relpath(run.path, results), "network": s.get("network"),
       "total_steps": (s.get("config") or {}).get("total_steps", s["env_steps"]),
       "env_steps": s["env_steps"], "wall_time_s": s["wall_time_s"], "sps": s["sps"],
+      "episodes": sum(map(len, s.get("episode_returns") or [])),  # training's finished ones
       "updates": s["updates"], "param_sha256": s["param_sha256"],
       "num_envs": s.get("num_envs"), "num_actors": s.get("num_actors"),
       "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
       "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
-      "host": run.host, "host_recorded": bool(s.get("host")),
-      "final": metrics.final_metric(run),
+      "host": run.host, "host_recorded": bool(s.get("host")), "final": metrics.final_metric(run),
       "evals": [{"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
                  "score": e["mean_return"]} for e in run.evals],
   }

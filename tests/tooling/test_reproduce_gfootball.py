@@ -376,3 +376,41 @@ def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
       "(first → last update): entropy per step (uniform 2.94) 2.94 → 1.00 / 2.94 → 1.00, ρ "
       "clipped (share, mean over updates) 0.40 / 0.40, value loss per step 0.100 → 0.010 / "
       "0.100 → 0.010."]
+
+
+def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
+  """docs' table of why whole runs step slower than the benchmark: the runs' SPS over the
+  benchmark's median, their mean episode length (env steps over finished training episodes),
+  and what resets add to a step's env time at that length (env_costs.json's reset in steps)."""
+  sc = "academy_empty_goal_close"
+  for method, seed, sps, episodes in (("hts_ppo", 0, 60.0, 100), ("hts_ppo", 1, 80.0, 50),
+                                      ("sync_ppo", 0, 45.0, 200)):
+    _fake_run(tmp_path, sc, method, seed, [0.5] * 12, 60, sps=sps)  # 12,000 env steps
+    path = grid.run_dir(str(tmp_path), sc, method, seed)
+    with open(os.path.join(path, "summary.json")) as f:
+      summary = json.load(f)
+    summary["episode_returns"] = [[1.0] * (episodes // 2), [0.0] * (episodes - episodes // 2)]
+    with open(os.path.join(path, "summary.json"), "w") as f:
+      json.dump(summary, f)
+  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  assert [r["episodes"] for r in runs] == [100, 50, 200]
+  bench = {"scenarios": {sc: {"hts_ppo": {"median_sps": 100.0}}}}
+  costs = {"envs": {f"gfootball:{sc}": {"reset_in_steps": 6.0, "random_episode_length": 120.0}}}
+  d = rg.run_throughput(runs, bench, costs, 2_000)[sc]
+  assert d["random_reset_share"] == pytest.approx(0.05)
+  hts, sync = d["methods"]["hts_ppo"], d["methods"]["sync_ppo"]
+  assert hts["seeds"] == [0, 1] and hts["sps_to_benchmark"] == pytest.approx(0.7)
+  assert hts["episode_length"]["mean"] == pytest.approx((120 + 240) / 2)  # 12,000 / 100, / 50
+  assert hts["reset_share"] == pytest.approx(6.0 / 180)
+  assert sync["sps_to_benchmark"] is None and sync["episode_length"]["mean"] == 60
+  assert sync["reset_share"] == pytest.approx(0.1)
+  table = gu.throughput_lines({"run_throughput": {sc: d}})
+  assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
+         "resets add 5% to a step's env time), results/gfootball/env_costs.json" in table[0]
+  assert table[4] == ("| Empty goal close | 70 [60, 80] SPS = 0.70 of 100; episodes 180.0 "
+                      "[120.0, 240.0] steps; resets +3% | (1 of 2 seeds) 45 SPS; episodes 60.0 "
+                      "steps; resets +10% |")
+  # Without env_costs.json the table says nothing of resets.
+  d = rg.run_throughput(runs, bench, None, 2_000)[sc]
+  assert d["methods"]["hts_ppo"]["reset_share"] is None
+  assert "a reset costs" not in gu.throughput_lines({"run_throughput": {sc: d}})[0]
