@@ -1,15 +1,16 @@
-"""`experiments/bench_env_costs.py`: a step's and a reset's cost on a real env, and its JSON."""
+"""`hts_jax.envs.costs` and `experiments/bench_env_costs.py`: a step's and a reset's cost on a
+real env, and the script's JSON (run as a subprocess: the script defines absl flags)."""
 
 import json
 import subprocess
 import sys
 
-from experiments import bench_env_costs
+from hts_jax.envs import costs
 from tests.support import ROOT
 
 
 def test_costs_of_steps_and_resets_on_cartpole():
-  out = bench_env_costs.measure("CartPole-v1", {}, 500, 0)
+  out = costs.measure("CartPole-v1", {}, 500, 0)
   assert out["steps"] == 500 and out["resets"] >= 5  # a random CartPole episode: ~22 steps
   assert 0 < out["step_ms"]["median"] <= out["step_ms"]["mean"] * 10
   assert out["reset_ms"]["mean"] > 0
