@@ -209,6 +209,8 @@ def _behind(report: Dict[str, Any], scenario: str, t: str) -> str:
   ref = ms.get(REFERENCE)
   if ref is None:
     return "no HTS-PPO runs yet."
+  if not any(m in ms for m in METHODS if m != REFERENCE):
+    return "no baseline has a run yet."
   parts = []
   for m in (m for m in METHODS if m != REFERENCE and m in ms):
     r, said = ms[m], []

@@ -245,6 +245,9 @@ def test_a_higher_final_metric_is_shown_apart_from_the_other():
       "hts_ppo": {"required_steps": steps, "final": ci(0.79)},
       "sync_ppo": {"required_steps": steps, "final": ci(0.79 + 1e-12)}}}}}
   assert md_._behind(report, sc, t) == "it is ahead of every baseline in every cell."
+  # A scenario with HTS-PPO's runs only (a block begun) is not 'ahead of every baseline'.
+  del report["summary"][sc]["methods"]["sync_ppo"]
+  assert md_._behind(report, sc, t) == "no baseline has a run yet."
 
 
 def test_readme_shows_the_committed_results():
