@@ -68,6 +68,14 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
                                                          for r in rows)}
 
 
+def by_cell(runs: List[Dict[str, Any]]) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
+  """The runs as {scenario: {method: [runs, in the report's order]}}, methods in METHODS' order."""
+  cells: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
+  for r in runs:
+    cells.setdefault(r["scenario"], {}).setdefault(r["method"], []).append(r)
+  return {sc: {m: ms[m] for m in sorted(ms, key=list(METHODS).index)} for sc, ms in cells.items()}
+
+
 def update_diagnostics(results: str, runs: List[Dict[str, Any]],
                        resamples: int) -> Dict[str, Any]:
   """Why the PPO methods learn at different rates, in the runs' own metrics.csv: per scenario and
@@ -76,29 +84,29 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
   and the policy's entropy over the window's last fifth; each a mean over seeds [95% interval].
   Under `--correction=behaviour` the ratio's denominator is the behaviour policy, one update
   behind the params the epochs start from, so more samples start outside 1 ± clip."""
-  per: Dict[str, Dict[str, Dict[str, List[float]]]] = {}
-  window: Dict[str, set] = {}
-  clip: Dict[str, set] = {}
-  for r in runs:
-    run = metrics.load_run(os.path.join(results, r["path"]))
-    early = metrics.early_update(run, WINDOW)
-    if early is None:
-      continue
-    got = per.setdefault(r["scenario"], {}).setdefault(r["method"], {})
-    got.setdefault("seeds", []).append(r["seed"])
-    for key in (*metrics.PPO_UPDATE_KEYS, "entropy"):
-      got.setdefault(key, []).extend([early[key]] if key in early else [])
-    window.setdefault(r["scenario"], set()).add(early["window_steps"])
-    clip.setdefault(r["scenario"], set()).add(
-        ((run.summary.get("config") or {}).get("learner") or {}).get("clip_eps"))
-  # One budget and one clip per scenario under the protocol; a grid that mixes them says so.
-  return {sc: {"window_steps": sorted(window[sc]), "clip_eps": sorted(clip[sc] - {None}),
-               "methods": {m: {"seeds": v.pop("seeds"),
-                               **{k: metrics.bootstrap_ci(x, resamples=resamples)
-                                  for k, x in v.items() if x}}
-                           for m, v in sorted(ms.items(),
-                                             key=lambda kv: list(METHODS).index(kv[0]))}}
-          for sc, ms in per.items()}
+  out = {}
+  for sc, cells in by_cell(runs).items():
+    per: Dict[str, Dict[str, List[float]]] = {}
+    window, clip = set(), set()
+    for m, cell in cells.items():
+      for r in cell:
+        run = metrics.load_run(os.path.join(results, r["path"]))
+        early = metrics.early_update(run, WINDOW)
+        if early is None:
+          continue
+        got = per.setdefault(m, {"seeds": []})
+        got["seeds"].append(r["seed"])
+        for key in (*metrics.PPO_UPDATE_KEYS, "entropy"):
+          got.setdefault(key, []).extend([early[key]] if key in early else [])
+        window.add(early["window_steps"])
+        clip.add(((run.summary.get("config") or {}).get("learner") or {}).get("clip_eps"))
+    # One budget and one clip per scenario under the protocol; a grid that mixes them says so.
+    if per:
+      out[sc] = {"window_steps": sorted(window), "clip_eps": sorted(clip - {None}),
+                 "methods": {m: {"seeds": v.pop("seeds"),
+                                 **{k: metrics.bootstrap_ci(x, resamples=resamples)
+                                    for k, x in v.items() if x}} for m, v in per.items()}}
+  return out
 
 
 def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, Any]],
@@ -110,31 +118,22 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   policy's episode length), `reset_share` is what resets add to a step's env time at the runs'
   episode length (reset_in_steps / length), beside the random policy's: a policy that scores
   sooner plays shorter episodes, so more of its env time goes to resets."""
-  per: Dict[str, Dict[str, Dict[str, List[float]]]] = {}
-  for r in runs:
-    got = per.setdefault(r["scenario"], {}).setdefault(
-        r["method"], {"seeds": [], "sps": [], "episode_length": []})
-    got["seeds"].append(r["seed"])
-    got["sps"].append(r["sps"])
-    if r.get("episodes"):
-      got["episode_length"].append(r["env_steps"] / r["episodes"])
   bench = (throughput or {}).get("scenarios") or {}
   costs = (env_costs or {}).get("envs") or {}
   out = {}
-  for sc, ms in per.items():
+  for sc, cells in by_cell(runs).items():
     cost = costs.get(f"gfootball:{sc}") or {}
     reset, random_len = cost.get("reset_in_steps"), cost.get("random_episode_length")
     out[sc] = {"reset_in_steps": reset, "random_episode_length": random_len,
                "random_reset_share": reset / random_len if reset and random_len else None,
                "methods": {}}
-    for m in sorted(ms, key=list(METHODS).index):
-      v = ms[m]
+    for m, cell in cells.items():
+      lengths = [r["env_steps"] / r["episodes"] for r in cell if r.get("episodes")]
       b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
-      length = metrics.bootstrap_ci(v["episode_length"], resamples=resamples) \
-          if v["episode_length"] else None
-      sps = metrics.bootstrap_ci(v["sps"], resamples=resamples)
+      length = metrics.bootstrap_ci(lengths, resamples=resamples) if lengths else None
+      sps = metrics.bootstrap_ci([r["sps"] for r in cell], resamples=resamples)
       out[sc]["methods"][m] = {
-          "seeds": v["seeds"], "sps": sps, "benchmark_sps": b,
+          "seeds": [r["seed"] for r in cell], "sps": sps, "benchmark_sps": b,
           "sps_to_benchmark": sps["mean"] / b if b else None, "episode_length": length,
           "reset_share": reset / length["mean"] if reset and length else None}
   return out
