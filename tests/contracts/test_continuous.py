@@ -1,7 +1,7 @@
-"""Continuous control: the Gaussian head (keyed per-row sampling, log-probabilities and entropies
-against closed forms), the observation normaliser in the learner's state (exact running moments,
-determinism, checkpoints), MuJoCo through gymnasium (action clipping at the env), and the HTS
-contracts on a MuJoCo task: the same bits for any actor and executor count, and on resume."""
+"""Continuous control through the HTS runtime on MuJoCo: the same bits for any actor and executor
+count (gymnasium's and envpool's ports), a bit-exact resume with the normalisers, the sync and
+async modes, the MuJoCo report and videos. The Gaussian head, the normalisers' moments and the
+env's action clipping are unit-tested in tests/unit/test_gaussian_head.py."""
 
 import functools
 import os
@@ -99,7 +99,7 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
 def test_envpool_mujoco_is_deterministic_across_actor_counts_and_runs_sync_too(tmp_path):
   """envpool's MuJoCo port on the --envpool path: the same bits with 1 and 2 actor groups (each
   env's seed is base + env id whatever the grouping), sync runs on it, and its episodes score."""
-  pytest.importorskip("envpool")
+  pytest.importorskip("envpool", reason="installed by .ci/setup.sh")
   a = modes.run(_cfg(tmp_path, "e1", envpool=True, num_actors=1))
   b = modes.run(_cfg(tmp_path, "e2", envpool=True, num_actors=2))
   assert a["param_sha256"] == b["param_sha256"]

@@ -1,8 +1,9 @@
 """GALA-A2C, its all-reduce A2C baseline and Stooke & Abbeel's alternating env groups.
 
-The gossip algebra by golden values (learning off: the ring's mixing alone), the deterministic
-GALA variant's bits across executor counts and step-time jitter, the alternating groups' bits
-against plain sync, and (slow) learning: GALA-A2C and sync with alternating groups solve CartPole.
+The deterministic GALA variant's bits across executor counts and step-time jitter, the
+alternating groups' bits against plain sync, no checkpoints in GALA, and (slow) sync with
+alternating groups solving CartPole. The gossip algebra's golden values are in
+tests/unit/test_gossip.py, GALA-A2C's learning check in tests/learning/test_learning.py.
 """
 
 

@@ -1,4 +1,6 @@
-"""GFootball through the HTS runtime: extracted maps, several controlled players, raw pixels."""
+"""GFootball through the HTS runtime: HTS-PPO on extracted maps, several controlled players sharing
+the policy, and the LSTM on them (the env's raw pixels and configs are in
+tests/unit/test_gfootball_envs.py)."""
 
 
 import pytest

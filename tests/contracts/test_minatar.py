@@ -1,6 +1,7 @@
-"""MinAtar as an env family (`minatar:<Game>`): the env against MinAtar's own `Environment`, seeded
-resets, pickling, frames, the network, and whole HTS-A2C runs (determinism across actor and
-executor counts, a bit-exact resume, evaluations and a video, a learning check)."""
+"""MinAtar as an env family (`minatar:<Game>`) in whole HTS-A2C runs: determinism across actor and
+executor counts with evaluations and a video, and a bit-exact resume. The env against MinAtar's
+own `Environment`, seeded resets, pickling, frames and the network are in
+tests/unit/test_minatar_env.py, the learning check in tests/learning/."""
 
 import functools
 

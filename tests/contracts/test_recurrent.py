@@ -1,7 +1,8 @@
-"""Recurrent policies (`--core=lstm`): the LSTM core's unroll and resets, the actors' per-row
-state against the learner's unroll from the stored initial state, PPO's whole-sequence
-minibatches, and the runtime's contracts with the core on: the same bits for any actor and
-executor count, and on resume."""
+"""Recurrent policies (`--core=lstm`) through the runtime: the same bits for any actor and
+executor count, sync and PPO, a bit-exact resume, data-parallel and the async, GALA and all-reduce
+modes, envpool's Atari, the memory report. The core's unroll and resets, the actors' per-row
+state against the learner's unroll and PPO's whole-sequence minibatches are unit-tested in
+tests/unit/test_lstm_core.py."""
 
 import functools
 
@@ -74,7 +75,7 @@ def test_lstm_runs_in_the_async_gala_and_allreduce_modes(tmp_path):
 
 def test_lstm_envpool_atari_is_deterministic_across_actor_groups(tmp_path):
   """The CNN torso + LSTM on envpool's Atari (its reset steps, `valid` 0, restart the state)."""
-  pytest.importorskip("envpool")
+  pytest.importorskip("envpool", reason="installed by .ci/setup.sh")
   kw = dict(env="atari:Pong", envpool=True, num_envs=4, num_executors=2, alpha=8,
             total_steps=4 * 8 * 3, eval_every=0, eval_episodes=1, eval_max_steps=50)
   a = modes.run(_cfg(tmp_path, "e1", num_actors=1, **kw))

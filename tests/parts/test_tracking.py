@@ -1,5 +1,6 @@
-"""Run outputs around training: TensorBoard event files, evaluation videos, offline W&B, the
-installable package."""
+"""Run outputs around training: evaluation videos (the emulator's screen, GIF without an encoder,
+previews), the tracker's sinks (a failing one is dropped), its options' one-line errors and
+their freedom to change on resume."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""The two analysis command lines (the runtime model, the report) on real run directories."""
+"""The two analysis command lines (the runtime model, the report) on run directories written by
+tests/support/runs.py (summary.json files in the runs' layout; no training)."""
 
 import json
 import os
