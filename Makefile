@@ -12,11 +12,15 @@ setup:
 train: setup
 	$(PY) -m experiments.train --preset=cartpole_ppo --logdir=$(LOGDIR)
 
+# HTS_JAX_REQUIRE_SETUP=1: a test skipped for want of what setup installs fails (tests/conftest.py);
+# a module that fails so at collection does not stop the other tests.
 test: setup
-	$(PY) -m pytest tests -q -ra $(XDIST) --durations=30
+	HTS_JAX_REQUIRE_SETUP=1 $(PY) -m pytest tests -q -ra $(XDIST) --continue-on-collection-errors \
+	  --durations=30
 
 test-fast: setup
-	$(PY) -m pytest tests -q -ra $(XDIST) -m "not slow" --durations=10
+	HTS_JAX_REQUIRE_SETUP=1 $(PY) -m pytest tests -q -ra $(XDIST) -m "not slow" \
+	  --continue-on-collection-errors --durations=10
 
 # The documentation site (docs/, mkdocs.yml) into build/site; tests/tooling/test_docs.py builds it too.
 docs: setup

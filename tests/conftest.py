@@ -16,6 +16,8 @@ import shutil
 import sys
 import tempfile
 
+import pytest
+
 # Must happen before JAX initialises its backends.
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                            " --xla_force_host_platform_device_count=2").strip()
@@ -71,6 +73,34 @@ def pytest_collection_modifyitems(items):
       item.add_marker(level)
     if level in SLOW_LEVELS and item.get_closest_marker("smoke") is None:
       item.add_marker("slow")
+
+
+# `make test` and `make test-fast` run .ci/setup.sh first and set HTS_JAX_REQUIRE_SETUP=1: a test
+# skipped for want of what that setup installs (its skip reason names .ci/setup.sh: GFootball,
+# envpool, MinAtar, Xvfb) then fails, so a broken install cannot turn real-env tests into skips.
+SETUP_SKIP = ".ci/setup.sh"
+
+
+def _require_setup(report) -> None:
+  if not (report.skipped and os.environ.get("HTS_JAX_REQUIRE_SETUP") == "1"):
+    return
+  reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+  if SETUP_SKIP in reason:
+    report.outcome = "failed"
+    report.longrepr = (f"skipped ({reason}), but HTS_JAX_REQUIRE_SETUP=1: `make test` ran "
+                       f"{SETUP_SKIP}, which should have installed it; check its output")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+  outcome = yield
+  _require_setup(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+  outcome = yield
+  _require_setup(outcome.get_result())
 
 
 def pytest_unconfigure(config):

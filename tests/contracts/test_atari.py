@@ -21,7 +21,7 @@ def test_hts_a2c_on_breakout_is_deterministic_across_actor_counts(tmp_path):
 
 
 def test_envpool_path_is_deterministic_across_actor_counts(tmp_path):
-  pytest.importorskip("envpool")
+  pytest.importorskip("envpool", reason="installed by .ci/setup.sh")
 
   def run(actors, threads):
     cfg = RunConfig.make(env="atari:Breakout", envpool=True, alpha=5, num_envs=4,
@@ -43,7 +43,7 @@ def test_envpool_path_is_deterministic_across_actor_counts(tmp_path):
 def test_sync_baseline_runs_on_envpool_too(tmp_path):
   """HTS-with-envpool can be compared with sync on the same env engine (it used to be refused with
   '--envpool is for --mode=hts'). Lockstep A2C: lag 0 everywhere; actor groups change no bit."""
-  pytest.importorskip("envpool")
+  pytest.importorskip("envpool", reason="installed by .ci/setup.sh")
 
   def run(actors):
     cfg = RunConfig.make(env="atari:Breakout", envpool=True, mode="sync", alpha=5, num_envs=4,

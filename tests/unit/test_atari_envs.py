@@ -143,7 +143,7 @@ def test_envpool_fake_steps_are_masked_like_the_ale_py_path():
   learner exactly L transitions and 5 episodes (one per life), and its recorded length is L
   (envpool's own `elapsed_step` at the game's end). (The ale-py path's recorded lengths also
   count the wrappers' own FIRE and no-op steps, which are not transitions.)"""
-  pytest.importorskip("envpool")
+  pytest.importorskip("envpool", reason="installed by .ci/setup.sh")
   from hts_jax.envs.blocks import make_block
   from hts_jax.runtime import storage
   from hts_jax.runtime.loops.envpool_group import StepRecorder, make_pool

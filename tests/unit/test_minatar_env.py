@@ -58,7 +58,7 @@ def test_spaces_and_seeded_resets_are_deterministic(game):
 def test_steps_are_minatars_own_environment(game):
   """The same observations, rewards and ends as `minatar.Environment` (sticky actions 0.1,
   difficulty ramping) seeded alike; our env clears the previous action at every reset."""
-  minatar = pytest.importorskip("minatar")
+  minatar = pytest.importorskip("minatar", reason="installed by .ci/setup.sh")
   ours = envs.make_env(f"minatar:{game}", {})
   ref = minatar.Environment(GAMES[game])
   ref.seed(5)
