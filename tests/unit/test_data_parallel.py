@@ -70,15 +70,21 @@ def test_sharded_learner_step_equals_single_device(algo, correction, kind, reduc
 
 
 def test_sharded_policy_step_matches_rows():
-  """The data-parallel policy step returns per-row outputs in the original row order."""
+  """The data-parallel policy step returns per-row outputs in the original row order, greedy and
+  sampled (each row's action keyed by its own seed, whichever device computed it)."""
   net = networks.make_network("mlp", 4)
   params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 5)))
   rng = np.random.default_rng(0)
   obs = rng.normal(size=(8, 5)).astype(np.float32)
   seeds = np.stack([np.arange(8), np.arange(8) * 3], -1).astype(np.uint32)
-  greedy_1 = make_policy_step(net.apply, 8, greedy=True)
-  greedy_2 = make_policy_step(net.apply, 8, greedy=True, devices=jax.devices())
-  a1, e1 = greedy_1(params, obs, seeds)
-  a2, e2 = greedy_2(params, obs, seeds)
-  np.testing.assert_array_equal(a1, a2)
-  np.testing.assert_allclose(e1["value"], e2["value"], atol=1e-5)
+  for greedy in (True, False):
+    one = make_policy_step(net.apply, 8, greedy=greedy)
+    two = make_policy_step(net.apply, 8, greedy=greedy, devices=jax.devices())
+    a1, e1 = one(params, obs, seeds)
+    a2, e2 = two(params, obs, seeds)
+    np.testing.assert_array_equal(a1, a2)
+    for k in e1:
+      np.testing.assert_allclose(e1[k], e2[k], atol=1e-5)
+    if not greedy:  # the rows reversed: each row's action follows its seed and its observation
+      a3, _ = two(params, obs[::-1], seeds[::-1])
+      np.testing.assert_array_equal(a3, a1[::-1])
