@@ -7,9 +7,10 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.results import publish
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
-from hts_jax.results.gfootball_update import (partial, seeds_of, short, throughput_lines,
-                                              update_lines, update_summary)
-from hts_jax.results.publish import fmt_ci, fmt_ratio
+from hts_jax.results.gfootball_update import (paired_ci, partial, per_host, ratio_cell, seeds_of,
+                                              short, throughput_lines, update_lines,
+                                              update_summary)
+from hts_jax.results.publish import fmt_ci
 
 
 def _source(report: Dict[str, Any]) -> str:
@@ -54,7 +55,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
           here += f" (paper: {paper_cell(paper[scenario], m)})"
         cells.append(here)
       limit = f"; IMPALA {s['time_limit_s'] / 60:.1f} min" if final_time and \
-          s["time_limit_s"] else ""
+          s["time_limit_s"] and len(s.get("hosts", ())) < 2 else ""
       lines.append(f"| {short(scenario)} ({s['budget']:,} steps{limit}) | " +
                    " | ".join(cells) + " |")
     lines.append("")
@@ -70,13 +71,10 @@ def render_markdown(report: Dict[str, Any]) -> str:
     table(f"Env steps to a running-average score of {targets}, over full windows of 10 "
           "evaluations (host-independent; data efficiency, Appendix H)",
           both(lambda c: fmt_ci(c, "{:,.0f}"), lambda sc, m, r, t: r["required_steps"][t]))
-    paired = report.get("paired") or {}
     table(f"Required time relative to HTS-PPO's, to {targets}: per block (one seed, one host) "
           "the method's minutes over HTS-PPO's; mean over blocks [95% bootstrap interval] "
           "(n: blocks where both reached the target)",
-          both(lambda c: "1 (reference)" if c == "ref" else fmt_ratio(c),
-               lambda sc, m, r, t: "ref" if m == REFERENCE else
-               ((paired.get(sc) or {}).get(m) or {}).get(t)))
+          both(lambda c: c, lambda sc, m, r, t: ratio_cell(report, sc, m, t, "1 (reference)")))
     bench = report.get("throughput")
     if bench:
       bm = report.get("throughput_minutes") or {}
@@ -95,12 +93,15 @@ def render_markdown(report: Dict[str, Any]) -> str:
             "block's IMPALA run; IMPALA's own: its final metric; Table A9)",
             lambda sc, m, r: fmt_ci(r.get("final_time"), "{:.2f}"),
             lambda p, m: "{:.2f} ± {:.2f}".format(*p["final_time"][m]), final_time=True)
-    table("Final metric (last 10 evaluations x 10 episodes) and SPS",
-          lambda sc, m, r: f"{fmt_ci(r['final'], '{:.2f}')}; {fmt_ci(r['sps'], '{:,.0f}')} SPS")
+    table("Final metric (last 10 evaluations x 10 episodes) and SPS (per host kind where a "
+          "scenario's runs ran on several)",
+          lambda sc, m, r: f"{fmt_ci(r['final'], '{:.2f}')}; " + per_host(r, "sps", "{:,.0f}",
+                                                                           " SPS"))
     names = {"executors_waiting_for_actions": "executors wait for actions",
              "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
-    table("Wall time of the whole budget (minutes); share of it each part waited (executors and "
-          "actors: mean over them)", lambda sc, m, r: fmt_ci(r["wall_time_min"]) + "; " + ", ".join(
+    table("Wall time of the whole budget (minutes, per host kind where a scenario's runs ran on "
+          "several); share of it each part waited (executors and actors: mean over them)",
+          lambda sc, m, r: per_host(r, "wall_time_min", "{:.1f}", "") + "; " + ", ".join(
               f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
   lines.extend(update_lines(report))
   lines.extend(throughput_lines(report))
@@ -174,8 +175,8 @@ def render_summary(report: Dict[str, Any]) -> str:
       if r is None:
         cells.append("")
         continue
-      paired = "1" if m == REFERENCE else fmt_ratio(_paired(report, scenario, m, t))
-      bench = _bench_ratio(report, scenario, m, t)
+      paired = ratio_cell(report, scenario, m, t, "1")
+      bench = _benchratio_cell(report, scenario, m, t)
       bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
       cells.append(f"{partial(s, m)}{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / "
                    f"{bench}; "
@@ -186,11 +187,7 @@ def render_summary(report: Dict[str, Any]) -> str:
   return "\n".join(lines + [""] + update_summary(report) + _verdict(report)) + "\n"
 
 
-def _paired(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
-  return (((report.get("paired") or {}).get(scenario) or {}).get(method) or {}).get(t)
-
-
-def _bench_ratio(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
+def _benchratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
   """The method's minutes to the target (env steps over its benchmark SPS) over HTS-PPO's."""
   mins = (report.get("throughput_minutes") or {}).get(scenario) or {}
   mine, ref = (mins.get(method) or {}).get(t), (mins.get(REFERENCE) or {}).get(t)
@@ -223,9 +220,9 @@ def _behind(report: Dict[str, Any], scenario: str, t: str) -> str:
       said.append(f"reaches {t} in more seeds ({mine['reached']}/{mine['runs']}"
                   + (f", at {mine['mean']:,.0f} env steps" if _mean(mine) is not None else "")
                   + f"; HTS-PPO {theirs['reached']}/{theirs['runs']})")
-    paired, bench = _paired(report, scenario, m, t), _bench_ratio(report, scenario, m, t)
-    faster = [f"paired {fmt_ratio(paired)}"] if _mean(paired) is not None and paired["mean"] < 1 \
-        else []
+    paired, bench = paired_ci(report, scenario, m, t), _benchratio_cell(report, scenario, m, t)
+    faster = [f"paired {ratio_cell(report, scenario, m, t, '1')}"] \
+        if _mean(paired) is not None and paired["mean"] < 1 else []
     faster += [f"steps over benchmark SPS {bench:.2f}x"] if bench is not None and bench < 1 else []
     if faster:
       said.append(f"takes less time to {t} ({'; '.join(faster)})")
@@ -236,8 +233,9 @@ def _behind(report: Dict[str, Any], scenario: str, t: str) -> str:
       if _mean(a) is not None and _mean(b) is not None and \
           round(a["mean"], 4) > round(b["mean"], 4):
         overlap = a.get("lo", a["mean"]) <= b.get("hi", b["mean"])
-        higher.append(f"{name} {_apart(a['mean'], b['mean'])}"
-                      f"{', within the intervals' if overlap else ''}")
+        hedge = (", one seed: no interval" if min(a.get("n", 1), b.get("n", 1)) < 2 else
+                 ", within the intervals" if overlap else "")
+        higher.append(f"{name} {_apart(a['mean'], b['mean'])}{hedge}")
     if higher:
       said.append(f"ends higher ({'; '.join(higher)})")
     if said:

@@ -111,14 +111,15 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
 
 def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, Any]],
                    env_costs: Optional[Dict[str, Any]], resamples: int) -> Dict[str, Any]:
-  """Why whole runs step slower than the throughput benchmark: per scenario and method, the runs'
-  SPS (evaluations included) against the benchmark's median (30,000 steps of a barely trained
-  policy, no evaluation), and the runs' mean training episode length (env steps over finished
-  episodes). With env_costs.json (a reset's cost in steps, `reset_in_steps`, and a random
-  policy's episode length), `reset_share` is what resets add to a step's env time at the runs'
-  episode length (reset_in_steps / length), beside the random policy's: a policy that scores
-  sooner plays shorter episodes, so more of its env time goes to resets."""
+  """Why whole runs step slower than the throughput benchmark: per scenario and method, the SPS
+  (evaluations included) of the runs on the benchmark's host kind against the benchmark's median
+  (30,000 steps of a barely trained policy, no evaluation), and the runs' mean training episode
+  length (env steps over finished episodes, any host). With env_costs.json (a reset's cost in steps,
+  `reset_in_steps`, and a random policy's episode length), `reset_share` is what resets add to a
+  step's env time at the runs' episode length (reset_in_steps / length), beside the random policy's:
+  a policy that scores sooner plays shorter episodes, so more of its env time goes to resets."""
   bench = (throughput or {}).get("scenarios") or {}
+  bench_host = (throughput or {}).get("host")
   costs = (env_costs or {}).get("envs") or {}
   out = {}
   for sc, cells in by_cell(runs).items():
@@ -131,17 +132,44 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
       lengths = [r["env_steps"] / r["episodes"] for r in cell if r.get("episodes")]
       b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
       length = metrics.bootstrap_ci(lengths, resamples=resamples) if lengths else None
-      sps = metrics.bootstrap_ci([r["sps"] for r in cell], resamples=resamples)
+      # SPS against the benchmark only from the runs on the benchmark's host kind.
+      same = [r for r in cell if r["host"] == bench_host]
+      sps = metrics.bootstrap_ci([r["sps"] for r in same], resamples=resamples) if same else None
       out[sc]["methods"][m] = {
-          "seeds": [r["seed"] for r in cell], "sps": sps, "benchmark_sps": b,
-          "sps_to_benchmark": sps["mean"] / b if b else None, "episode_length": length,
+          "seeds": [r["seed"] for r in cell], "sps_seeds": [r["seed"] for r in same],
+          "sps": sps, "benchmark_sps": b, "benchmark_host": bench_host,
+          "sps_to_benchmark": sps["mean"] / b if b and sps else None, "episode_length": length,
           "reset_share": reset / length["mean"] if reset and length else None}
   return out
+
+
+def by_host(body: Dict[str, Any], resamples: int) -> None:
+  """Per scenario, in place: the protocol's seed count (`planned_seeds`: a scenario whose methods
+  all have fewer runs is partial), its runs' host kinds (`hosts`), and where they are more than
+  one, each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
+  different host kinds are never averaged together (PROTOCOL.md)."""
+  for sc, s in body["summary"].items():
+    s["planned_seeds"] = len(PROTOCOL["seeds"].get(sc, ()))
+    here = [r for r in body["runs"] if r["scenario"] == sc]
+    s["hosts"] = list(dict.fromkeys(r["host"] for r in here))
+    if len(s["hosts"]) < 2:
+      continue
+    for m, row in s["methods"].items():
+      row["by_host"] = {}
+      for kind in s["hosts"]:
+        mine = [r for r in here if r["method"] == m and r["host"] == kind]
+        if mine:
+          row["by_host"][kind] = {
+              "seeds": [r["seed"] for r in mine],
+              "sps": metrics.bootstrap_ci([r["sps"] for r in mine], resamples=resamples),
+              "wall_time_min": metrics.bootstrap_ci([r["wall_time_s"] / 60 for r in mine],
+                                                    resamples=resamples)}
 
 
 def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
   body = paper_report.report_body(results, SPEC, resamples, {
       "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})
+  by_host(body, resamples)
   return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
           "settings": settings, "targets": list(TARGETS), "paper": PAPER,
           "validation": validation_report(results),

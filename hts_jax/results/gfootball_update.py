@@ -6,10 +6,11 @@ which say how the policy-lag corrections change PPO's update (the share of clipp
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
+from hts_jax.analysis.metrics import UNKNOWN_HOST
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE
-from hts_jax.results.publish import fmt_ci
+from hts_jax.results.publish import fmt_ci, fmt_ratio
 
 
 def short(scenario: str) -> str:
@@ -30,8 +31,10 @@ def _listed(values: List[Any], fmt: str = "{:,}") -> str:
 
 
 def seeds_of(scenario_summary: Dict[str, Any]) -> int:
-  """The most seeds any method of the scenario has (a method with fewer is labelled)."""
-  return max(len(r["seeds"]) for r in scenario_summary["methods"].values())
+  """The protocol's seeds for the scenario (`planned_seeds`), or more where a method has more (a
+  method with fewer is labelled)."""
+  return max(scenario_summary.get("planned_seeds", 0),
+             *(len(r["seeds"]) for r in scenario_summary["methods"].values()))
 
 
 def partial(scenario_summary: Dict[str, Any], method: str) -> str:
@@ -115,17 +118,57 @@ def throughput_lines(report: Dict[str, Any]) -> List[str]:
            "to a step's env time)" for sc, d in per.items() if d.get("random_reset_share")]
 
   def cell(r):
-    share = ("" if r["sps_to_benchmark"] is None else
-             f" = {r['sps_to_benchmark']:.2f} of {r['benchmark_sps']:,.0f}")
     length = ("" if r["episode_length"] is None else
               f"; episodes {fmt_ci(r['episode_length'], '{:.1f}')} steps")
     resets = "" if r["reset_share"] is None else f"; resets +{r['reset_share']:.0%}"
+    if r["sps"] is None:
+      return f"- SPS (no run on the benchmark's host, {r['benchmark_host']}){length}{resets}"
+    share = ("" if r["sps_to_benchmark"] is None else
+             f" = {r['sps_to_benchmark']:.2f} of {r['benchmark_sps']:,.0f}")
+    if len(r.get("sps_seeds", r["seeds"])) < len(r["seeds"]):
+      share += f" (the {len(r['sps_seeds'])} of {len(r['seeds'])} seeds on its host)"
     return f"{fmt_ci(r['sps'], '{:,.0f}')} SPS{share}{length}{resets}"
   return _per_scenario_table(
       "**Whole runs against the benchmark.** A run's SPS (its evaluations included, mean over "
-      "seeds [95% interval]) as a share of the throughput benchmark's median (the first 30,000 "
+      "the seeds that ran on the benchmark's host kind [95% interval]) as a share of the "
+      "throughput benchmark's median (the first 30,000 "
       "steps, no evaluation); the runs' mean training episode length (env steps over finished "
       "episodes); and what resets add to a step's env time at that length"
       + (": a reset costs " + "; ".join(costs) + ", results/gfootball/env_costs.json"
          if costs else "") + ". A policy that scores sooner plays shorter episodes and resets "
       "more often per step.", "scenario", per, lambda sc, d: short(sc), cell)
+
+
+def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
+  return (((report.get("paired") or {}).get(scenario) or {}).get(method) or {}).get(t)
+
+
+def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
+  """The paired ratio's cell: `ref` for HTS-PPO where one of its seeds reached the target ('-'
+  where none did), else the mean over the blocks where both reached it, as 'n=k of N' where N
+  blocks (both runs, one host kind) could count and k < N (a method that missed in a block is
+  left out of the mean, which then flatters it)."""
+  if method == REFERENCE:
+    steps = report["summary"][scenario]["methods"][REFERENCE]["required_steps"][t]
+    return ref if steps.get("reached") else "-"
+  ci = paired_ci(report, scenario, method, t)
+  cell = fmt_ratio(ci)
+  if ci and ci.get("mean") is not None:
+    kinds = {}
+    for r in report.get("runs", ()):
+      if r["scenario"] == scenario:
+        kinds.setdefault(r["seed"], {}).setdefault(r["method"], r["host"])
+    could = sum(1 for k in kinds.values() if REFERENCE in k and method in k
+                and len(set(k.values())) == 1 and UNKNOWN_HOST not in k.values())
+    if could > ci["n"]:
+      cell = cell[:-1] + f" of {could})"
+  return cell
+
+
+def per_host(r: Dict[str, Any], key: str, fmt: str, unit: str) -> str:
+  """`r[key]` over its seeds, or per host kind (`by_host`) where the scenario's runs span
+  several."""
+  if not r.get("by_host"):
+    return fmt_ci(r[key], fmt) + unit
+  return "; ".join(f"{fmt_ci(v[key], fmt)}{unit} on {kind} (seeds "
+                   f"{', '.join(map(str, v['seeds']))})" for kind, v in r["by_host"].items())

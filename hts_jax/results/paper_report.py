@@ -205,9 +205,9 @@ def _sha(obj) -> str:
 def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
                   resamples: int = 10_000) -> Dict[str, Any]:
   """Per scenario, method and target: per block (scenario, seed) the method's minutes to the
-  target over `spec.reference`'s in the same block, where both reached it on one host kind; their mean
-  over blocks with a 95% bootstrap interval (`blocks`: the seeds that count; `left_out`: blocks
-  with a run on another host kind)."""
+  target over `spec.reference`'s in the same block, where both reached it and every run of the
+  block ran on one recorded host kind; their mean over blocks with a 95% bootstrap interval
+  (`blocks`: the seeds that count; `left_out`: blocks whose runs span host kinds or lack one)."""
   out: Dict[str, Any] = {}
   for scenario in dict.fromkeys(r["scenario"] for r in runs):
     here = [r for r in runs if r["scenario"] == scenario]
@@ -219,8 +219,8 @@ def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
       for t in here[0]["targets"]:
         ratios, seeds, left_out = [], [], []
         for r in (r for r in here if r["method"] == method and r["seed"] in ref):
-          base = ref[r["seed"]]
-          if r["host"] != base["host"]:
+          base, kinds = ref[r["seed"]], {x["host"] for x in here if x["seed"] == r["seed"]}
+          if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the whole block, one known kind
             left_out.append(r["seed"])
             continue
           num, den = r["required"][t]["minutes"], base["required"][t]["minutes"]

@@ -68,7 +68,7 @@ def test_bad_options_are_one_line_errors():
       "error: unknown method 'a3c'; known: ['hts_ppo', 'sync_ppo', 'impala', 'hts_ppo_delayed']"]
 
 
-def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
+def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0, host=None):
   path = grid.run_dir(str(results), scenario, method, seed)
   os.makedirs(path)
   evals = [{"env_steps": 1000 * (k + 1), "wall_time_s": dt_s * (k + 1), "mean_return": s,
@@ -82,6 +82,8 @@ def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0):
              "episode_returns": {}, "eval": evals}
   if method == "impala":
     summary["mode"] = "async"
+  if host:
+    summary["host"] = {"cpu_model": host, "usable_cores": 2}
   with open(os.path.join(path, "summary.json"), "w") as f:
     json.dump(summary, f)
 
@@ -178,8 +180,10 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   report = rg.write_report(str(tmp_path), 2_000, settings, str(readme), str(docs))
   md = (tmp_path / "tables.md").read_text()
   row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 10.0" in l)
-  assert row == ("| Empty goal close (12,000 steps) | 10.0 [10.0, 10.0] / 10.0 [10.0, 10.0] "
-                 "(paper: 1.0 / 2.0) | (1 of 2 seeds) - (0/1) / - (0/1) (paper: 1.7 / 2.6) |")
+  # The protocol's 5 seeds, not the most any method has, say how partial each cell is.
+  assert row == ("| Empty goal close (12,000 steps) | (2 of 5 seeds) 10.0 [10.0, 10.0] / 10.0 "
+                 "[10.0, 10.0] (paper: 1.0 / 2.0) | (1 of 5 seeds) - (0/1) / - (0/1) (paper: 1.7 "
+                 "/ 2.6) |")
   assert docs.read_text() == f"# y\n{rg.DOCS_BLOCK.wrap(md)}\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
       "score_vs_env_steps.png", "score_vs_wall_time.png"]
@@ -191,8 +195,9 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   summary = rg.render_summary(saved).splitlines()
   # No benchmark here: the ratio from its SPS is '-'; seed 1 has no IMPALA run to time it by;
   # IMPALA's cells say it has fewer seeds than the scenario.
-  assert summary[4] == ("| Empty goal close (12,000, 2) | 10,000 [10,000, 10,000]; 1 / -; 1.00 "
-                        "[1.00, 1.00] / 1.00 (1/2) | (1 of 2 seeds) - (0/1); - / -; 0.10 / 0.10 |")
+  assert summary[4] == ("| Empty goal close (12,000, 5) | (2 of 5 seeds) 10,000 [10,000, 10,000]; "
+                        "1 / -; 1.00 [1.00, 1.00] / 1.00 (1/2) | (1 of 5 seeds) - (0/1); - / -; "
+                        "0.10 / 0.10 |")
   assert summary[7] == "- Empty goal close: it is ahead of every baseline in every cell."
   assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
   assert saved["identity"] is None
@@ -395,9 +400,10 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   benchmark's median, their mean episode length (env steps over finished training episodes),
   and what resets add to a step's env time at that length (env_costs.json's reset in steps)."""
   sc = "academy_empty_goal_close"
-  for method, seed, sps, episodes in (("hts_ppo", 0, 60.0, 100), ("hts_ppo", 1, 80.0, 50),
-                                      ("sync_ppo", 0, 45.0, 200)):
-    _fake_run(tmp_path, sc, method, seed, [0.5] * 12, 60, sps=sps)  # 12,000 env steps
+  for method, seed, sps, episodes, host in (
+      ("hts_ppo", 0, 60.0, 100, "A"), ("hts_ppo", 1, 80.0, 50, "A"),
+      ("hts_ppo", 2, 10.0, 40, "B"), ("sync_ppo", 0, 45.0, 200, "A")):
+    _fake_run(tmp_path, sc, method, seed, [0.5] * 12, 60, sps=sps, host=host)  # 12,000 steps
     path = grid.run_dir(str(tmp_path), sc, method, seed)
     with open(os.path.join(path, "summary.json")) as f:
       summary = json.load(f)
@@ -405,24 +411,77 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
     with open(os.path.join(path, "summary.json"), "w") as f:
       json.dump(summary, f)
   runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
-  assert [r["episodes"] for r in runs] == [100, 50, 200]
-  bench = {"scenarios": {sc: {"hts_ppo": {"median_sps": 100.0}}}}
+  assert [r["episodes"] for r in runs] == [100, 50, 40, 200]
+  # Seed 2 ran on another host kind (B) than the benchmark (A): its SPS is left out of the share,
+  # its episodes (host-independent) are not.
+  bench = {"scenarios": {sc: {"hts_ppo": {"median_sps": 100.0}}}, "host": "A x2"}
   costs = {"envs": {f"gfootball:{sc}": {"reset_in_steps": 6.0, "random_episode_length": 120.0}}}
   d = rg.run_throughput(runs, bench, costs, 2_000)[sc]
   assert d["random_reset_share"] == pytest.approx(0.05)
   hts, sync = d["methods"]["hts_ppo"], d["methods"]["sync_ppo"]
-  assert hts["seeds"] == [0, 1] and hts["sps_to_benchmark"] == pytest.approx(0.7)
-  assert hts["episode_length"]["mean"] == pytest.approx((120 + 240) / 2)  # 12,000 / 100, / 50
-  assert hts["reset_share"] == pytest.approx(6.0 / 180)
+  assert hts["seeds"] == [0, 1, 2] and hts["sps_seeds"] == [0, 1]
+  assert hts["sps_to_benchmark"] == pytest.approx(0.7)
+  assert hts["episode_length"]["mean"] == pytest.approx((120 + 240 + 300) / 3)  # 12,000 / 100...
+  assert hts["reset_share"] == pytest.approx(6.0 / 220)
   assert sync["sps_to_benchmark"] is None and sync["episode_length"]["mean"] == 60
   assert sync["reset_share"] == pytest.approx(0.1)
   table = gu.throughput_lines({"run_throughput": {sc: d}})
   assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
          "resets add 5% to a step's env time), results/gfootball/env_costs.json" in table[0]
-  assert table[4] == ("| Empty goal close | 70 [60, 80] SPS = 0.70 of 100; episodes 180.0 "
-                      "[120.0, 240.0] steps; resets +3% | (1 of 2 seeds) 45 SPS; episodes 60.0 "
-                      "steps; resets +10% |")
+  assert table[4] == ("| Empty goal close | 70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on "
+                      "its host); episodes 220.0 [120.0, 300.0] steps; resets +3% | (1 of 3 "
+                      "seeds) 45 SPS; episodes 60.0 steps; resets +10% |")
+  # No run on the benchmark's host kind: no share at all.
+  d = rg.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
+  assert d["methods"]["hts_ppo"]["sps"] is None and "- SPS (no run on the benchmark's host, C " \
+      "x2); episodes 220.0" in gu.throughput_lines({"run_throughput": {sc: d}})[4]
   # Without env_costs.json the table says nothing of resets.
   d = rg.run_throughput(runs, bench, None, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["reset_share"] is None
   assert "a reset costs" not in gu.throughput_lines({"run_throughput": {sc: d}})[0]
+
+
+def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
+  """PROTOCOL.md: a block counts in the paired ratios only when all its runs ran on one recorded
+  host kind; absolute SPS and minutes of different host kinds are never averaged together; a
+  ratio over fewer blocks than could count says so ('n=k of N'), and HTS-PPO's own cell is '-'
+  where none of its seeds reached the target."""
+  sc = "academy_empty_goal_close"
+  for seed, host in ((0, "A"), (1, "A"), (2, "B")):
+    _fake_run(tmp_path, sc, "hts_ppo", seed, [1.0] * 12, 60, host=host)
+    _fake_run(tmp_path, sc, "sync_ppo", seed, [1.0] * 12, 30 if seed else 120, host=host)
+  # Seed 1's IMPALA misses the target; seed 2's IMPALA ran on another host than its block.
+  _fake_run(tmp_path, sc, "impala", 0, [1.0] * 12, 120, host="A")
+  _fake_run(tmp_path, sc, "impala", 1, [0.1] * 12, 120, host="A")
+  _fake_run(tmp_path, sc, "impala", 2, [1.0] * 12, 120, host="A")
+  body = paper_report.report_body(str(tmp_path), rg.SPEC, 500, {})
+  paired = body["paired"][sc]
+  # Block 2's IMPALA ran on A, its PPO runs on B: the whole block is left out, for sync PPO too.
+  assert paired["sync_ppo"]["0.8"]["blocks"] == [0, 1]
+  assert paired["sync_ppo"]["0.8"]["left_out"] == [2]
+  assert paired["impala"]["0.8"]["blocks"] == [0] and paired["impala"]["0.8"]["left_out"] == [2]
+  report = {"summary": body["summary"], "paired": body["paired"], "runs": body["runs"]}
+  # Blocks 0 and 1 could count for IMPALA (one host kind each); block 1 missed: 'n=1 of 2'.
+  assert gu.ratio_cell(report, sc, "impala", "0.8", "1") == "2.00x (n=1 of 2)"
+  assert gu.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
+  rg.by_host(body, 500)
+  s = body["summary"][sc]
+  assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
+  assert gu.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
+      "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seeds 2)")
+  # One seed each: a higher final metric is said without claiming the intervals apart.
+  one = {"mean": 0.9, "lo": 0.9, "hi": 0.9, "n": 1}
+  report = {"summary": {sc: {"methods": {
+      "hts_ppo": {"required_steps": {"0.8": {"mean": None, "reached": 0, "runs": 1}},
+                  "final": {**one, "mean": 0.7, "lo": 0.7, "hi": 0.7}},
+      "sync_ppo": {"required_steps": {"0.8": {"mean": None, "reached": 0, "runs": 1}},
+                   "final": one}}}}}
+  assert md_._behind(report, sc, "0.8") == (
+      "PPO (sync) ends higher (final metric 0.90 vs 0.70, one seed: no interval).")
+  assert gu.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "-"
+  # Runs without a host record never pair (two unknown hosts are not one host kind).
+  for m in ("hts_ppo", "sync_ppo"):
+    _fake_run(tmp_path / "unknown", sc, m, 0, [1.0] * 12, 60)
+  unknown = paper_report.report_body(str(tmp_path / "unknown"), rg.SPEC, 500, {})["paired"][sc]
+  assert unknown["sync_ppo"]["0.8"]["blocks"] == []
+  assert unknown["sync_ppo"]["0.8"]["left_out"] == [0]

@@ -57,7 +57,8 @@ def _fake(results, game, method, seed, scores, dt_s):
     json.dump({"seed": seed, "env": f"minatar:{game}", "mode": "hts", "env_steps":
                1000 * len(scores), "wall_time_s": dt_s * len(scores), "sps": 100.0,
                "updates": 3, "param_sha256": f"{method}{seed}", "eval": evals,
-               "episode_returns": {}, "idle": {}}, f)
+               "episode_returns": {}, "idle": {},
+               "host": {"cpu_model": "Test CPU", "usable_cores": 2}}, f)
 
 
 def test_targets_come_from_a2cs_final_metric_and_the_tables_render(tmp_path):
