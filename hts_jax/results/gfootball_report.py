@@ -143,13 +143,17 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   return out
 
 
+def planned_seeds(scenario: str) -> int:
+  return len(PROTOCOL["seeds"].get(scenario, ()))
+
+
 def by_host(body: Dict[str, Any], resamples: int) -> None:
   """Per scenario, in place: the protocol's seed count (`planned_seeds`: a scenario whose methods
   all have fewer runs is partial), its runs' host kinds (`hosts`), and where they are more than
   one, each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
   different host kinds are never averaged together (PROTOCOL.md)."""
   for sc, s in body["summary"].items():
-    s["planned_seeds"] = len(PROTOCOL["seeds"].get(sc, ()))
+    s["planned_seeds"] = planned_seeds(sc)
     here = [r for r in body["runs"] if r["scenario"] == sc]
     s["hosts"] = list(dict.fromkeys(r["host"] for r in here))
     if len(s["hosts"]) < 2:
@@ -170,14 +174,18 @@ def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict
   body = paper_report.report_body(results, SPEC, resamples, {
       "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})
   by_host(body, resamples)
-  return {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
-          "settings": settings, "targets": list(TARGETS), "paper": PAPER,
-          "validation": validation_report(results),
-          "identity": paper_report.identity_report(results),
-          "update_diagnostics": update_diagnostics(results, body["runs"], resamples),
-          "run_throughput": run_throughput(
-              body["runs"], body["throughput"],
-              paper_report.read_optional(results, ENV_COSTS, as_json=True), resamples), **body}
+  report = {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
+            "settings": settings, "targets": list(TARGETS), "paper": PAPER,
+            "validation": validation_report(results),
+            "identity": paper_report.identity_report(results),
+            "update_diagnostics": update_diagnostics(results, body["runs"], resamples),
+            "run_throughput": run_throughput(
+                body["runs"], body["throughput"],
+                paper_report.read_optional(results, ENV_COSTS, as_json=True), resamples), **body}
+  for part in ("update_diagnostics", "run_throughput"):  # their '(k of n seeds)': the protocol's n
+    for sc, d in report[part].items():
+      d["planned_seeds"] = planned_seeds(sc)
+  return report
 
 
 # ---------------------------------------------------------------------------------------------

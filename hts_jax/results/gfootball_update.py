@@ -126,7 +126,7 @@ def throughput_lines(report: Dict[str, Any]) -> List[str]:
     share = ("" if r["sps_to_benchmark"] is None else
              f" = {r['sps_to_benchmark']:.2f} of {r['benchmark_sps']:,.0f}")
     if len(r.get("sps_seeds", r["seeds"])) < len(r["seeds"]):
-      share += f" (the {len(r['sps_seeds'])} of {len(r['seeds'])} seeds on its host)"
+      share += f" (the {len(r['sps_seeds'])} of {len(r['seeds'])} seeds on the benchmark's host)"
     return f"{fmt_ci(r['sps'], '{:,.0f}')} SPS{share}{length}{resets}"
   return _per_scenario_table(
       "**Whole runs against the benchmark.** A run's SPS (its evaluations included, mean over "
@@ -170,5 +170,5 @@ def per_host(r: Dict[str, Any], key: str, fmt: str, unit: str) -> str:
   several."""
   if not r.get("by_host"):
     return fmt_ci(r[key], fmt) + unit
-  return "; ".join(f"{fmt_ci(v[key], fmt)}{unit} on {kind} (seeds "
+  return "; ".join(f"{fmt_ci(v[key], fmt)}{unit} on {kind} (seed{'s' * (len(v['seeds']) > 1)} "
                    f"{', '.join(map(str, v['seeds']))})" for kind, v in r["by_host"].items())

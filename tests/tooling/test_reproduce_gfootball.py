@@ -429,7 +429,7 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
          "resets add 5% to a step's env time), results/gfootball/env_costs.json" in table[0]
   assert table[4] == ("| Empty goal close | 70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on "
-                      "its host); episodes 220.0 [120.0, 300.0] steps; resets +3% | (1 of 3 "
+                      "the benchmark's host); episodes 220.0 [120.0, 300.0] steps; resets +3% | (1 of 3 "
                       "seeds) 45 SPS; episodes 60.0 steps; resets +10% |")
   # No run on the benchmark's host kind: no share at all.
   d = rg.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
@@ -468,7 +468,7 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   s = body["summary"][sc]
   assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
   assert gu.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
-      "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seeds 2)")
+      "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seed 2)")
   # One seed each: a higher final metric is said without claiming the intervals apart.
   one = {"mean": 0.9, "lo": 0.9, "hi": 0.9, "n": 1}
   report = {"summary": {sc: {"methods": {
