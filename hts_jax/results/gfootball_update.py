@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from hts_jax.analysis.metrics import UNKNOWN_HOST
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE
 from hts_jax.results.publish import fmt_ci, fmt_ratio
 
@@ -146,22 +145,15 @@ def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Opt
 def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
   """The paired ratio's cell: `ref` for HTS-PPO where one of its seeds reached the target ('-'
   where none did), else the mean over the blocks where both reached it, as 'n=k of N' where N
-  blocks (both runs, one host kind) could count and k < N (a method that missed in a block is
-  left out of the mean, which then flatters it)."""
+  blocks could count (`paired_ratios`' `could`: both runs, one host kind) and k < N (a method
+  that missed in a block is left out of the mean, which then flatters it)."""
   if method == REFERENCE:
     steps = report["summary"][scenario]["methods"][REFERENCE]["required_steps"][t]
     return ref if steps.get("reached") else "-"
   ci = paired_ci(report, scenario, method, t)
   cell = fmt_ratio(ci)
-  if ci and ci.get("mean") is not None:
-    kinds = {}
-    for r in report.get("runs", ()):
-      if r["scenario"] == scenario:
-        kinds.setdefault(r["seed"], {}).setdefault(r["method"], r["host"])
-    could = sum(1 for k in kinds.values() if REFERENCE in k and method in k
-                and len(set(k.values())) == 1 and UNKNOWN_HOST not in k.values())
-    if could > ci["n"]:
-      cell = cell[:-1] + f" of {could})"
+  if ci and ci.get("mean") is not None and len(ci["could"]) > ci["n"]:
+    cell = cell[:-1] + f" of {len(ci['could'])})"
   return cell
 
 

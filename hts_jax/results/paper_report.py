@@ -207,7 +207,9 @@ def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
   """Per scenario, method and target: per block (scenario, seed) the method's minutes to the
   target over `spec.reference`'s in the same block, where both reached it and every run of the
   block ran on one recorded host kind; their mean over blocks with a 95% bootstrap interval
-  (`blocks`: the seeds that count; `left_out`: blocks whose runs span host kinds or lack one)."""
+  (`blocks`: the seeds that count; `could`: the blocks with both runs on one recorded host kind,
+  `blocks` and those where either missed the target; `left_out`: blocks whose runs span host
+  kinds or lack one)."""
   out: Dict[str, Any] = {}
   for scenario in dict.fromkeys(r["scenario"] for r in runs):
     here = [r for r in runs if r["scenario"] == scenario]
@@ -217,18 +219,19 @@ def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
                    if m != spec.reference and any(r["method"] == m for r in here)):
       row = {}
       for t in here[0]["targets"]:
-        ratios, seeds, left_out = [], [], []
+        ratios, seeds, could, left_out = [], [], [], []
         for r in (r for r in here if r["method"] == method and r["seed"] in ref):
           base, kinds = ref[r["seed"]], {x["host"] for x in here if x["seed"] == r["seed"]}
           if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the whole block, one known kind
             left_out.append(r["seed"])
             continue
+          could.append(r["seed"])
           num, den = r["required"][t]["minutes"], base["required"][t]["minutes"]
           if math.isfinite(num) and math.isfinite(den) and den > 0:
             ratios.append(num / den)
             seeds.append(r["seed"])
         row[t] = {**(_ci(ratios, resamples) or {"mean": None}), "blocks": seeds,
-                  "left_out": left_out}
+                  "could": could, "left_out": left_out}
       rows[method] = row
     out[scenario] = rows
   return out

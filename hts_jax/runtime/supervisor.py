@@ -22,9 +22,11 @@ from typing import Callable, Dict, List, Optional, Sequence
 from hts_jax.runtime.buffers import ControlChannel, Done, Failed
 from hts_jax.runtime.errors import Interrupted, RunError, failed_message
 from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
-from hts_jax.runtime.watchdog import Activity, PartCheck, Watchdog
+from hts_jax.runtime.watchdog import CHECK_EVERY_S, Activity, PartCheck, Watchdog
 
-POLL_S = 0.05
+# How often a waiting loop wakes to look for a signal, a stall or a failed part: the watchdog's
+# liveness check period, one constant for both.
+POLL_S = CHECK_EVERY_S
 # A signal is acted on at the next segment boundary; if none comes within this (or 1.5 times the
 # longest segment so far, whichever is longer), the run stops without a new checkpoint.
 SIGNAL_GRACE_S = 5.0

@@ -460,6 +460,8 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   assert paired["sync_ppo"]["0.8"]["blocks"] == [0, 1]
   assert paired["sync_ppo"]["0.8"]["left_out"] == [2]
   assert paired["impala"]["0.8"]["blocks"] == [0] and paired["impala"]["0.8"]["left_out"] == [2]
+  # Block 1's IMPALA missed the target: it could count, but does not.
+  assert paired["impala"]["0.8"]["could"] == [0, 1] and paired["sync_ppo"]["0.8"]["could"] == [0, 1]
   report = {"summary": body["summary"], "paired": body["paired"], "runs": body["runs"]}
   # Blocks 0 and 1 could count for IMPALA (one host kind each); block 1 missed: 'n=1 of 2'.
   assert gu.ratio_cell(report, sc, "impala", "0.8", "1") == "2.00x (n=1 of 2)"
@@ -484,4 +486,4 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
     _fake_run(tmp_path / "unknown", sc, m, 0, [1.0] * 12, 60)
   unknown = paper_report.report_body(str(tmp_path / "unknown"), rg.SPEC, 500, {})["paired"][sc]
   assert unknown["sync_ppo"]["0.8"]["blocks"] == []
-  assert unknown["sync_ppo"]["0.8"]["left_out"] == [0]
+  assert unknown["sync_ppo"]["0.8"]["left_out"] == [0] and unknown["sync_ppo"]["0.8"]["could"] == []
