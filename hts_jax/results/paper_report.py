@@ -204,12 +204,9 @@ def _sha(obj) -> str:
 
 def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
                   resamples: int = 10_000) -> Dict[str, Any]:
-  """Per scenario, method and target: per block (scenario, seed) the method's minutes to the
-  target over `spec.reference`'s in the same block, where both reached it and every run of the
-  block ran on one recorded host kind; their mean over blocks with a 95% bootstrap interval
-  (`blocks`: the seeds that count; `could`: the blocks with both runs on one recorded host kind,
-  `blocks` and those where either missed the target; `left_out`: blocks whose runs span host
-  kinds or lack one)."""
+  """Per scenario, method and target: each block's minutes to the target over `spec.reference`'s
+  where both reached it and the block ran on one recorded host kind; mean, 95% bootstrap interval
+  (`blocks`: seeds that count; `could`: those on one host kind, missed or not; `left_out`: rest)."""
   out: Dict[str, Any] = {}
   for scenario in dict.fromkeys(r["scenario"] for r in runs):
     here = [r for r in runs if r["scenario"] == scenario]
@@ -230,8 +227,8 @@ def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
           if math.isfinite(num) and math.isfinite(den) and den > 0:
             ratios.append(num / den)
             seeds.append(r["seed"])
-        row[t] = {**(_ci(ratios, resamples) or {"mean": None}), "blocks": seeds,
-                  "could": could, "left_out": left_out}
+        row[t] = {**(_ci(ratios, resamples) or {"mean": None}), "blocks": seeds, "could": could,
+                  "left_out": left_out}
       rows[method] = row
     out[scenario] = rows
   return out
