@@ -431,8 +431,8 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
          "resets add 5% to a step's env time), results/gfootball/env_costs.json" in table[0]
   assert table[4] == ("| Empty goal close | 70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on "
-                      "the benchmark's host); episodes 220.0 [120.0, 300.0] steps; resets +3% | (1 of 3 "
-                      "seeds) 45 SPS; episodes 60.0 steps; resets +10% |")
+                      "the benchmark's host); episodes 220.0 [120.0, 300.0] steps; resets +3% | "
+                      "(1 of 3 seeds) 45 SPS; episodes 60.0 steps; resets +10% |")
   # No run on the benchmark's host kind: no share at all.
   d = rg.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["sps"] is None and "- SPS (no run on the benchmark's host, C " \
