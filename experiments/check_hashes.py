@@ -41,6 +41,7 @@ CASES = {
     "hts_a2c_none": dict(_CARTPOLE, learner=dict(_A2C, correction="none")),
     "hts_ppo_behaviour": dict(_CARTPOLE, learner=dict(_PPO, correction="behaviour")),
     "hts_ppo_delayed": dict(_CARTPOLE, learner=_PPO),
+    "hts_ppo_decoupled": dict(_CARTPOLE, learner=dict(_PPO, correction="decoupled")),
     "sync_a2c": dict(_CARTPOLE, mode="sync", learner=_A2C),
     "sync_ppo": dict(_CARTPOLE, mode="sync", learner=_PPO),
     "sync_groups": dict(_CARTPOLE, mode="sync", alternating_groups=True, learner=_A2C),

@@ -7,6 +7,11 @@ An algorithm's update builder (`hts_jax.algorithms.build_a2c_update`'s signature
 `update(start, opt_state, segment, weights, key, reference=None) -> (end, opt_state, summed
 updates, metrics)`: its optimizer steps on one segment from `start`; the learner wraps it in the
 policy-lag correction (`hts_jax.learner`).
+
+The corrections (`CORRECTIONS`, one `Correction` record each) say how `--mode=hts` handles the
+one-update policy lag: where the steps start, which params PPO's ratio is centred on, and the one
+function that makes each variant (its per-sample weights; PPO's policy loss is the seam
+`build_ppo_update` takes). A new PPO variant is one function plus one entry there.
 """
 
 from __future__ import annotations
@@ -17,7 +22,67 @@ from typing import Any, Callable, Dict, Tuple
 
 from hts_jax.validation import check
 
-CORRECTIONS = ("delayed", "behaviour", "truncated_is", "none")  # --correction (docs/modes.md)
+
+
+def _resolve(path: str) -> Callable:
+  module, function = path.split(":")
+  return getattr(importlib.import_module(module), function)
+
+
+@dataclasses.dataclass(frozen=True)
+class Correction:
+  """One `--correction` (docs/modes.md): the learner's inputs for a lagged update, on data
+  collected by θ_{j-1} (`behaviour_params`) while the params are θ_j (`params`)."""
+  name: str
+  # Where the optimizer steps start: "behaviour" (θ_{j-1}; the summed updates are added to θ_j,
+  # the delayed gradient of Eq. 6) or "current" (θ_j).
+  start: str
+  # The params PPO's ratio denominator, old values and GAE are taken at (the clip's centre).
+  centre: str
+  # "module:function" `(config, log π_j(a|s), log π_{j-1}(a|s)) -> [T, B]`: per-sample weights
+  # fixed for the iteration, no gradient (`hts_jax.corrections`); "": none (every weight 1).
+  weights: str = ""
+  # The IS weights' cap, a LearnerConfig field name or a number (for the `is_capped` diagnostic).
+  cap: Any = None
+  # PPO's policy loss (`losses.clipped_surrogate_loss`'s signature): the loss seam.
+  policy_loss: str = "hts_jax.losses:clipped_surrogate_loss"
+  # At lag 0 (θ_{j-1} = θ_j) it is synchronous PPO bit for bit, so the lag-free modes (which run
+  # their own update) accept it: a preset made for HTS that names it also runs with --mode=sync.
+  lag_free_at_lag_0: bool = False
+
+  def __post_init__(self):
+    assert self.start in ("behaviour", "current") and self.centre in ("behaviour", "current")
+
+  def weights_fn(self) -> Callable:
+    return _resolve(self.weights) if self.weights else None
+
+  def policy_loss_fn(self) -> Callable:
+    return _resolve(self.policy_loss)
+
+  def cap_value(self, config) -> float:
+    """c̄ for this config (inf: uncapped)."""
+    if self.cap is None:
+      return float("inf")
+    return float(getattr(config, self.cap) if isinstance(self.cap, str) else self.cap)
+
+
+CORRECTIONS: Dict[str, Correction] = {c.name: c for c in (
+    # The paper's Eq. 6: the update computed at θ_{j-1} (on-policy), added to θ_j.
+    Correction("delayed", start="behaviour", centre="behaviour"),
+    # The reference HTS-RL code's HTS-PPO (APPO, Cleanba): the steps start at θ_j, the clip is
+    # centred on the behaviour policy θ_{j-1}.
+    Correction("behaviour", start="current", centre="behaviour", lag_free_at_lag_0=True),
+    # Hilton, Cobbe & Schulman 2022 (openai/ppo-ewma, staleness_loss='decoupled'): the clip is
+    # centred on the proximal policy p = π_{θ_j}; μ = π_{θ_{j-1}} enters only through
+    # w = min(c̄, p/μ).
+    Correction("decoupled", start="current", centre="current",
+               weights="hts_jax.corrections:decoupled_weights", cap="is_cap", lag_free_at_lag_0=True),
+    # The paper's Table A1: at θ_j with weights min(1, π_j/π_{j-1}) (decoupled with c̄ = 1).
+    Correction("truncated_is", start="current", centre="current",
+               weights="hts_jax.corrections:truncated_is_weights", cap=1.0),
+    # The paper's Table A1: at θ_j, everything recomputed there; the lag ignored.
+    Correction("none", start="current", centre="current", lag_free_at_lag_0=True),
+)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,12 +93,14 @@ class Algorithm:
   # spans); raises ConfigError (one line) when T does not fit the algorithm's batches.
   sgd_steps: Callable[[Any, int], int]
   corrections: Tuple[str, ...]  # the --correction values it supports
+  # Its update takes minibatches of env columns (PPO's): the config checks --minibatch=envs'
+  # divisibility and that a recurrent core unrolls whole sequences.
+  minibatches: bool = False
   defaults: Dict[str, Any] = dataclasses.field(default_factory=dict)  # launcher defaults
   why_not: str = ""  # said when a correction it lacks is asked for
 
   def build(self) -> Callable:
-    module, function = self.builder.split(":")
-    return getattr(importlib.import_module(module), function)
+    return _resolve(self.builder)
 
 
 def _a2c_steps(config, segment_length: int) -> int:
@@ -55,10 +122,10 @@ ALGORITHMS: Dict[str, Algorithm] = {a.name: a for a in (
     # The paper's A2C (Eq. 3/4): T / unroll_length n-step steps per segment.
     Algorithm("a2c", "hts_jax.algorithms:build_a2c_update", _a2c_steps,
               corrections=("delayed", "truncated_is", "none"),
-              why_not="A2C fixes nothing at the behaviour policy; its delayed gradient is Eq. 6 "
-                      "exactly"),
+              why_not="A2C has no trust region to centre: its delayed gradient is Eq. 6 "
+                      "exactly, and truncated_is is decoupled's analogue"),
     # PPO: epochs x minibatches clipped-surrogate steps; 128 steps per update as in Kostrikov's
     # PPO (which the paper uses) and the released HTS-RL PPO scripts.
-    Algorithm("ppo", "hts_jax.algorithms:build_ppo_update", _ppo_steps,
-              corrections=CORRECTIONS, defaults={"alpha": 128}),
+    Algorithm("ppo", "hts_jax.ppo:build_ppo_update", _ppo_steps,
+              corrections=tuple(CORRECTIONS), minibatches=True, defaults={"alpha": 128}),
 )}

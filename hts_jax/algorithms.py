@@ -1,13 +1,14 @@
-"""The algorithms' updates, pure and data-parallel over `DATA_AXIS`: A2C (`build_a2c_update`) and
-PPO (`build_ppo_update`), made of `run_steps` over the one `sgd_step` (IMPALA's V-trace learner,
-`impala.build_vtrace_update`, takes one `sgd_step` too). `learner.build_learner_update` wraps A2C/PPO in the delayed gradient
-(paper Eq. 6). Transitions with `valid` 0 are left out of every loss; `bootstrap_truncation` adds
-γ·V(final obs) at time-limit cuts.
+"""The algorithms' updates, pure and data-parallel over `DATA_AXIS`: A2C (`build_a2c_update`) here
+and PPO (`ppo.build_ppo_update`), made of `run_steps` over the one `sgd_step` (IMPALA's V-trace
+learner, `impala.build_vtrace_update`, takes one `sgd_step` too), with the segment helpers they
+share. `learner.build_learner_update` wraps A2C/PPO in the delayed gradient (paper Eq. 6).
+Transitions with `valid` 0 are left out of every loss; `bootstrap_truncation` adds γ·V(final obs)
+at time-limit cuts.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import chex
 import flax.struct
@@ -16,10 +17,11 @@ import jax.numpy as jnp
 import optax
 
 from hts_jax import losses
+from hts_jax.algorithm_registry import CORRECTIONS
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.sequences import (CoreInput, apply_tb, chunk_states, core_input, core_resets,
-                               env_minibatches, final_values, minibatch_steps)
+                               final_values)
 from hts_jax.types import ApplyFn, Segment
 
 
@@ -27,7 +29,7 @@ def pmean(x, axis_name):
   return x if axis_name is None else jax.lax.pmean(x, axis_name)
 
 
-def _psum(x, axis_name):
+def psum(x, axis_name):
   return x if axis_name is None else jax.lax.psum(x, axis_name)
 
 
@@ -142,11 +144,13 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
                      unroll: bool = True, head: Head = losses.CATEGORICAL):
   """A2C's algorithm update: T // unroll_length n-step steps (paper Eq. 3/4) from `start`.
 
-  `update(start, opt_state, segment, weights, key, reference=None) -> (end, opt_state, summed
-  updates, metrics)`. A2C has no quantity fixed before its steps, so `reference` is unused (it is
-  PPO's; `--correction=behaviour` is refused for A2C by the config).
+  `update(start, opt_state, segment, key, current, behaviour) -> (end, opt_state, summed updates,
+  metrics)`: `current` θ_j and `behaviour` θ_{j-1} give the correction's per-sample weights (if
+  it has any); A2C has no quantity fixed before its steps, so no clip centre (`behaviour` and
+  `decoupled` are refused for A2C by the config).
   """
   n = config.unroll_length
+  weights_fn = CORRECTIONS[config.correction].weights_fn()
 
   def loss_fn(params, chunk: _Weighted):
     weights, resets = chunk.weights, chunk.resets
@@ -165,8 +169,14 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
                                     reduction=config.loss_reduction, head=head)
     return shard_weighted(loss, metrics, chunk.valid, config.loss_reduction, axis_name)
 
-  def update(start, opt_state, segment: Segment, weights, key, reference=None):
-    del key, reference
+  def update(start, opt_state, segment: Segment, key, current, behaviour):
+    del key
+    weights = jnp.ones(segment.rewards.shape, jnp.float32)
+    if weights_fn is not None:
+      core = core_input(segment, segment.rewards.shape[0])
+      log_p, log_mu = (losses.log_prob(apply_tb(apply_fn, p, segment.obs[:-1], core)[0],
+                                       segment.actions, head) for p in (current, behaviour))
+      weights = weights_fn(config, log_p, log_mu)
     k = segment.actions.shape[0] // n
     # Chunk i holds steps [i*n, (i+1)*n) and its bootstrap observation obs[(i+1)*n].
     split = lambda x: None if x is None else x.reshape((k, n) + x.shape[1:])
@@ -178,101 +188,10 @@ def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
             core=chunk_states(apply_fn, start, segment, n) if recurrent else None,
             **{f: split(getattr(segment, f)) for f in _PER_STEP_FIELDS}),
         weights=split(weights), resets=windows(core_resets(segment)) if recurrent else None)
-    return run_steps(optimizer, loss_fn, start, opt_state, chunks, k, axis_name, unroll)
-
-  return update
-
-
-class PPOBatch(NamedTuple):
-  """PPO's per-transition inputs (a minibatch: `[T / m, B]` of each), computed once before the
-  first optimizer step at the reference params (`ppo_targets`)."""
-  obs: jax.Array
-  actions: jax.Array
-  old_log_probs: jax.Array
-  old_values: jax.Array
-  advantages: jax.Array
-  returns: jax.Array
-  weights: jax.Array      # importance weights (1 unless --correction=truncated_is)
-  valid: jax.Array        # 0 where a transition is padding (envpool's reset step)
-  core: Optional[jax.Array] = None    # recurrent: [1, B] states entering step 0
-  resets: Optional[jax.Array] = None  # recurrent: [T, B] (`sequences.core_resets`)
-
-
-class PPOTargets(NamedTuple):
-  """What PPO fixes before its first optimizer step, all `[T, B]` and without gradient."""
-  old_log_probs: jax.Array  # log π_ref(a_t|s_t): the ratio's denominator
-  old_values: jax.Array     # V_ref(s_t): the clipped value loss's centre
-  advantages: jax.Array     # GAE over V_ref (normalised if `normalize_advantages`)
-  returns: jax.Array        # advantages (before normalising) + V_ref(s_t)
-
-
-def ppo_targets(config: LearnerConfig, apply_fn: ApplyFn, reference, segment: Segment,
-                axis_name: Optional[str] = None, head: Head = losses.CATEGORICAL) -> PPOTargets:
-  """PPO's fixed inputs from the `reference` params (Schulman et al. 2017; Kostrikov's PPO): the
-  old log-probabilities, the old values and GAE with its returns, for the segment `[T, B]`.
-
-  The reference is the policy PPO's ratio is taken against: the params the update starts from for
-  every correction but `behaviour`, where it is the behaviour policy θ_{j-1} that collected the
-  segment while the update starts at θ_j (the reference HTS-RL code's HTS-PPO; APPO, Cleanba).
-  """
-  core = core_input(segment, segment.rewards.shape[0] + 1)
-  sg = jax.lax.stop_gradient
-  logits, values, states = apply_tb(apply_fn, sg(reference), segment.obs, core)
-  old_logp = sg(losses.log_prob(logits[:-1], segment.actions, head))
-  rewards = bootstrapped_rewards(config, apply_fn, reference, segment, states)
-  advantages, returns = losses.gae(rewards, segment.dones, sg(values), config.gamma,
-                                   config.gae_lambda)
-  valid = segment.valid
-  if config.normalize_advantages:
-    # Statistics over the global batch's real transitions (all learner devices), so the
-    # data-parallel step equals the single-device step on the same global batch.
-    count = _psum(jnp.sum(valid), axis_name)
-    mean = _psum(jnp.sum(advantages * valid), axis_name) / count
-    var = _psum(jnp.sum(jnp.square(advantages - mean) * valid), axis_name) / count
-    advantages = (advantages - mean) / (jnp.sqrt(var) + 1e-5)
-  return PPOTargets(old_logp, sg(values[:-1]), advantages, returns)
-
-
-def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
-                     optimizer: optax.GradientTransformation, axis_name: Optional[str] = None,
-                     unroll: bool = True, head: Head = losses.CATEGORICAL):
-  """PPO's algorithm update: epochs x minibatches clipped-surrogate steps from `start`, with the
-  ratio's denominator, the old values and GAE computed once at `reference` (default: `start`;
-  `ppo_targets`).
-
-  `update(start, opt_state, segment, weights, key, reference=None) -> (end, opt_state, summed
-  updates, metrics)`.
-  """
-
-  def loss_fn(params, batch: PPOBatch):
-    core = None if batch.core is None else CoreInput(batch.core[0], batch.resets)
-    logits, values, _ = apply_tb(apply_fn, params, batch.obs, core)
-    loss, metrics = losses.ppo_loss(
-        logits, values, batch.actions, batch.old_log_probs, batch.old_values, batch.advantages,
-        batch.returns, config.clip_eps, config.value_coef, config.entropy_coef,
-        clip_value_loss=config.clip_value_loss, weights=batch.weights, mask=batch.valid,
-        reduction=config.loss_reduction, head=head)
-    return shard_weighted(loss, metrics, batch.valid, config.loss_reduction, axis_name)
-
-  def update(start, opt_state, segment: Segment, weights, key, reference=None):
-    t_len, b = segment.rewards.shape
-    core = core_input(segment, t_len + 1)
-    targets = ppo_targets(config, apply_fn, start if reference is None else reference, segment,
-                          axis_name, head)
-    per_step = PPOBatch(segment.obs[:-1], segment.actions, *targets, weights, segment.valid,
-                        segment.core, None if core is None else core.resets[:-1])
-    if config.minibatch == "envs":  # whole sequences of some envs
-      envs = env_minibatches(key, config, b)
-      batches = jax.vmap(lambda e: jax.tree.map(lambda x: x[:, e], per_step))(envs)
-    elif core is not None:
-      raise ValueError("a recurrent core needs minibatch='envs' (whole sequences)")
-    else:
-      offset = 0 if axis_name is None else jax.lax.axis_index(axis_name) * b
-      steps = minibatch_steps(key, config, t_len, b, offset)
-      cols = jnp.arange(b)[None, :]
-      batches = jax.vmap(lambda s: jax.tree.map(lambda x: x[s, cols], per_step))(steps)
-    return run_steps(optimizer, loss_fn, start, opt_state, batches, config.num_sgd_steps(t_len),
-                     axis_name, unroll)
+    end, opt_state, summed, metrics = run_steps(optimizer, loss_fn, start, opt_state, chunks, k,
+                                                axis_name, unroll)
+    metrics["is_weight"] = pmean(jnp.mean(weights), axis_name)
+    return end, opt_state, summed, metrics
 
   return update
 

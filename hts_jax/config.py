@@ -20,6 +20,7 @@ import typing
 from typing import Any, Dict, Tuple
 
 from hts_jax import learner_config
+from hts_jax.algorithm_registry import ALGORITHMS
 # Re-exported: the learner's config lives in `learner_config.py`, the validation base in
 # `validation.py`, the sections in `config_sections.py` and `mode_options.py`.
 from hts_jax.config_sections import (WANDB_MODES, Devices, Distributed, Evaluation,  # noqa: F401
@@ -97,7 +98,7 @@ class RunConfig:
             f"({r.num_actors}): each actor drives one envpool instance")
     self.learner.check_segment_length(r.alpha)
     lc = self.learner
-    if lc.algo == "ppo" and self.mode != "async":
+    if ALGORITHMS[lc.algo].minibatches and self.mode != "async":
       check(r.core == "none" or lc.minibatch == "envs",
             "--core=lstm with PPO needs --minibatch=envs (a recurrent core unrolls whole "
             "sequences)")

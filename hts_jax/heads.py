@@ -60,6 +60,11 @@ class Categorical:
     logp_all = jax.nn.log_softmax(out)
     return -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
 
+  def kl(self, out_p: chex.Array, out_q: chex.Array) -> chex.Array:
+    """KL(π_p || π_q) per row, `[..., A], [..., A] -> [...]`."""
+    logp, logq = jax.nn.log_softmax(out_p), jax.nn.log_softmax(out_q)
+    return jnp.sum(jnp.exp(logp) * (logp - logq), axis=-1)
+
   def pg_loss(self, out: chex.Array, actions: chex.Array, adv: chex.Array,
               weights: chex.Array) -> chex.Array:
     """-mean(w · sg(adv) · log π(a|s)) over flat samples `[N, A], [N], [N], [N]`."""
@@ -100,6 +105,10 @@ class DiagGaussian:
 
   def entropy(self, out: chex.Array) -> chex.Array:
     return self.dist(out).entropy()
+
+  def kl(self, out_p: chex.Array, out_q: chex.Array) -> chex.Array:
+    """KL(π_p || π_q) per row (closed form for diagonal Gaussians)."""
+    return self.dist(out_p).kl_divergence(self.dist(out_q))
 
   def pg_loss(self, out: chex.Array, actions: chex.Array, adv: chex.Array,
               weights: chex.Array) -> chex.Array:

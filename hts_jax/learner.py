@@ -11,22 +11,28 @@ algorithm runs its usual sequence of optimizer steps on a *shadow* copy started 
 of the optimizer's updates is transferred to θ_j. With one A2C step per segment this is exactly
 Eq. 6. The paper's Table A1 ablations use the same slot:
 
-- `correction="delayed"` (default): shadow starts at θ_{j-1}, the behaviour policy; on-policy.
-  For PPO's many steps this is the sum of its steps taken at θ_{j-1}, added to θ_j.
-- `correction="behaviour"` (PPO only): the steps start at θ_j; PPO's ratio denominator, the clipped
-  value loss's old values and GAE's values are the behaviour policy θ_{j-1}'s, recomputed here
-  from `behaviour_params` (never taken from the actors, so the run stays bitwise identical for any
+The corrections are records (`algorithm_registry.CORRECTIONS`: where the steps start, where
+PPO's clip is centred, the per-sample weights; docs/modes.md):
+
+- `delayed` (default): the steps start at θ_{j-1}, the behaviour policy; on-policy. For PPO's many
+  steps this is the sum of its steps taken at θ_{j-1}, added to θ_j.
+- `behaviour` (PPO only): the steps start at θ_j; PPO's ratio denominator, the clipped value
+  loss's old values and GAE are the behaviour policy θ_{j-1}'s, recomputed here from
+  `behaviour_params` (never taken from the actors, so the run stays bitwise identical for any
   actor count). What the reference HTS-RL code runs for HTS-PPO, and asynchronous PPO's usual
   choice (APPO, Cleanba). With lag 0 (θ_{j-1} = θ_j) it is synchronous PPO exactly.
-- `correction="truncated_is"`: shadow starts at θ_j; per-sample weights min(1, π_j(a|s)/π_{j-1}(a|s)).
-- `correction="none"`: shadow starts at θ_j and everything is recomputed there (PPO's ratio is
-  against θ_j itself): the policy lag is ignored.
+- `decoupled` (PPO only; Hilton, Cobbe & Schulman 2022): the steps start at θ_j and the clip is
+  centred there (p = π_{θ_j}); the behaviour policy μ = π_{θ_{j-1}} enters only through the
+  weights min(c̄, p/μ), recomputed here from `behaviour_params`. At lag 0 it is synchronous PPO.
+- `truncated_is`: the steps start at θ_j; per-sample weights min(1, π_j(a|s)/π_{j-1}(a|s)).
+- `none`: the steps start at θ_j and everything is recomputed there: the lag is ignored.
 
-The pieces: `algorithm_registry.ALGORITHMS[algo].build()` builds the algorithm update (`build_a2c_update`,
-`build_ppo_update`: `update(start, opt_state, segment, weights, key, reference) -> (end, opt_state,
-summed updates, metrics)`), made of `run_steps` over the one `sgd_step`; `build_learner_update` here is
-the delayed-gradient step around it (Eq. 6's lines). IMPALA's V-trace learner for the
-asynchronous baseline (`impala.build_vtrace_update`) takes one `sgd_step` at θ_j.
+The pieces: `algorithm_registry.ALGORITHMS[algo].build()` builds the algorithm update
+(`build_a2c_update`, `build_ppo_update`: `update(start, opt_state, segment, key, current,
+behaviour) -> (end, opt_state, summed updates, metrics)`), made of `run_steps` over the one
+`sgd_step`; `build_learner_update` here is the delayed-gradient step around it (Eq. 6's lines).
+IMPALA's V-trace learner for the asynchronous baseline (`impala.build_vtrace_update`) takes one
+`sgd_step` at θ_j.
 
 Everything here is pure; the step is data-parallel over `DATA_AXIS` (gradients, metrics and
 advantage statistics are averaged so that the result is the global batch's) and runs under
@@ -45,10 +51,8 @@ import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
 from hts_jax import losses, normalization
-from hts_jax.algorithm_registry import ALGORITHMS
-from hts_jax.algorithms import (check_segment, complete_segment, learning_rate,
-                                pmean, params_finite)
-from hts_jax.sequences import apply_tb, core_input
+from hts_jax.algorithm_registry import ALGORITHMS, CORRECTIONS
+from hts_jax.algorithms import check_segment, complete_segment, learning_rate, params_finite
 from hts_jax.config import CONV_KINDS, LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState
@@ -107,6 +111,7 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
   """
   algorithm_update = ALGORITHMS[config.algo].build()(config, apply_fn, optimizer, axis_name,
                                                      unroll, head=head)
+  correction = CORRECTIONS[config.correction]
 
   def update(state: TrainState, segment: Segment):
     check_segment(segment)
@@ -119,21 +124,16 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
           normalization.CLIP, axis_name)
       segment = segment.replace(rewards=rewards)
     key = jax.random.fold_in(state.key, state.update_count)
-    delayed = config.correction == "delayed"
+    delayed = correction.start == "behaviour"
     start = state.behaviour_params if delayed else state.params
-    # The policy PPO's ratio, old values and GAE are taken against (see the module doc).
-    reference = state.behaviour_params if config.correction == "behaviour" else start
-    weights = (truncated_is_weights(apply_fn, state, segment, head)
-               if config.correction == "truncated_is"
-               else jnp.ones(segment.rewards.shape, jnp.float32))
-    end, opt_state, summed, metrics = algorithm_update(start, state.opt_state, segment, weights,
-                                                       key, reference=reference)
+    # The correction's inputs (clip centre, weights) come from θ_j and θ_{j-1} (the module doc).
+    end, opt_state, summed, metrics = algorithm_update(start, state.opt_state, segment, key,
+                                                       state.params, state.behaviour_params)
     # Delayed gradient: the updates computed from θ_{j-1} are applied to θ_j (Eq. 6).
     new_params = optax.apply_updates(state.params, summed) if delayed else end
     # Observation statistics (if any) take in the segment after the update that scored it.
     new_params = normalization.update_params(new_params, segment.obs[:-1], segment.valid,
                                              axis_name)
-    metrics["is_weight"] = pmean(jnp.mean(weights), axis_name)
     metrics["learning_rate"] = learning_rate(config)(
         state.update_count * config.num_sgd_steps(segment.actions.shape[0]))
     metrics["params_finite"] = params_finite(new_params)
@@ -143,17 +143,6 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     return new_state, metrics
 
   return update
-
-
-def truncated_is_weights(apply_fn: ApplyFn, state: TrainState, segment: Segment,
-                         head: Head = losses.CATEGORICAL) -> chex.Array:
-  """min(1, π_j(a|s) / π_{j-1}(a|s)), fixed for the whole iteration (paper Table A1)."""
-  core = core_input(segment, segment.rewards.shape[0])
-  logits_j = apply_tb(apply_fn, state.params, segment.obs[:-1], core)[0]
-  logits_b = apply_tb(apply_fn, state.behaviour_params, segment.obs[:-1], core)[0]
-  log_ratio = (losses.log_prob(logits_j, segment.actions, head)
-               - losses.log_prob(logits_b, segment.actions, head))
-  return jax.lax.stop_gradient(jnp.minimum(1.0, jnp.exp(log_ratio)))
 
 
 def data_mesh(devices: Sequence[jax.Device]) -> Mesh:

@@ -20,7 +20,7 @@ NETWORKS = ("auto",) + NETWORK_KINDS  # what --network takes
 CORES = ("none", "lstm")  # what --core takes
 # The str fields that take one of a few values, by flag name (validated here; the launcher's flags
 # are enums). `config.CHOICES` adds --mode's.
-CHOICES = {"algo": ALGOS, "correction": CORRECTIONS, "optimizer": OPTIMIZERS,
+CHOICES = {"algo": ALGOS, "correction": tuple(CORRECTIONS), "optimizer": OPTIMIZERS,
            "minibatch": MINIBATCHES, "loss_reduction": REDUCTIONS,
            "network": NETWORKS, "core": CORES, "gala_gossip": GOSSIP}
 
@@ -47,8 +47,10 @@ class LearnerConfig:
   """Policy-lag correction of --mode=hts: delayed (the paper's Eq. 6: the update computed at the
   behaviour params theta_{j-1} and added to theta_j; for PPO the sum of its steps), behaviour (PPO
   only: the steps start at theta_j, the ratio, old values and GAE are theta_{j-1}'s: the reference
-  HTS-RL code's HTS-PPO), truncated_is (at theta_j with weights min(1, pi_j/pi_{j-1}); Table A1),
-  none (at theta_j, everything recomputed there: the lag ignored; Table A1)."""
+  HTS-RL code's HTS-PPO), decoupled (PPO only: the clip centred on theta_j, samples weighted by
+  min(is_cap, pi_j/pi_{j-1}); Hilton et al. 2022), truncated_is (at theta_j with weights
+  min(1, pi_j/pi_{j-1}); Table A1), none (at theta_j, everything recomputed there: the lag
+  ignored; Table A1)."""
   optimizer: str = "rmsprop"
   """Optimizer: RMSProp (PyTorch semantics, as the paper) or Adam."""
   learning_rate: float = 7e-4
@@ -80,6 +82,10 @@ class LearnerConfig:
   """PPO minibatches per epoch (must divide alpha)."""
   clip_eps: float = 0.2
   """PPO clip epsilon."""
+  is_cap: float = 100.0
+  """--correction=decoupled: the cap c-bar of its importance weights min(c-bar, pi_j/pi_{j-1}).
+  100, as openai/ppo-ewma (Hilton et al. 2022): a cap for numerical safety only, so the objective
+  stays the unbiased decoupled one; a lower cap trades bias for variance (1 is truncated_is)."""
   clip_value_loss: bool = True
   """PPO: clip the value loss around the old values as Kostrikov's PPO (else plain 1/2 (V-R)^2)."""
   normalize_advantages: bool = True
@@ -119,6 +125,8 @@ class LearnerConfig:
            f"num_minibatches must be >= 1, got {self.num_minibatches}")
     check(self.clip_eps > 0, f"clip_eps must be > 0, got {self.clip_eps}")
     check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
+    check(self.is_cap >= 1 and self.is_cap < float("inf"),
+          f"is_cap must be >= 1 and finite, got {self.is_cap}")
     algo = ALGORITHMS[self.algo]
     check(self.correction in algo.corrections,
           f"--correction={self.correction} does not apply to --algo={self.algo} "

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import rlax
 
-from hts_jax import config
+from hts_jax import config, corrections
 from hts_jax.heads import Categorical, Head
 
 Metrics = Dict[str, chex.Array]
@@ -181,17 +181,34 @@ def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, return
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent)
 
 
+def clipped_surrogate_loss(log_ratio: chex.Array, advantages: chex.Array, weights: chex.Array,
+                           clip_eps: float) -> chex.Array:
+  """PPO's policy loss over N samples (flat `[N]` arrays), the default of `ppo_loss`'s seam:
+
+      -1/N Σ w · min(ρ A, clip(ρ, 1-ε, 1+ε) A),   ρ = exp(log_ratio) = π(a|s) / π_centre(a|s).
+
+  rlax's `clipped_surrogate_pg_loss` on `w · A` (w ≥ 0 commutes with the min). With the clip
+  centred on the proximal policy p = π_{θ_j} and w = min(c̄, p/μ) it is Hilton, Cobbe & Schulman's
+  (2022) decoupled objective; with w = 1 and the centre at the behaviour policy, the usual one.
+  `weights` carry the mask (0 for samples to leave out) and no gradient.
+  """
+  chex.assert_rank([log_ratio, advantages, weights], 1)
+  return rlax.clipped_surrogate_pg_loss(jnp.exp(log_ratio), weights * advantages, clip_eps)
+
+
 def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_log_probs: chex.Array,
              old_values: chex.Array, advantages: chex.Array, returns: chex.Array, clip_eps: float,
              value_coef: float, entropy_coef: float, clip_value_loss: bool = True,
              weights: Optional[chex.Array] = None, mask: Optional[chex.Array] = None,
-             reduction: str = "mean", head: Head = CATEGORICAL) -> Tuple[chex.Array, Metrics]:
+             reduction: str = "mean", head: Head = CATEGORICAL,
+             policy_loss=clipped_surrogate_loss) -> Tuple[chex.Array, Metrics]:
   """PPO clipped-surrogate loss (Schulman et al. 2017), value loss as in Kostrikov's PPO.
 
   L = -mean(w · min(ρ A, clip(ρ, 1-ε, 1+ε) A)) + c_v · ½ mean(max((V-R)², (V_clip-R)²))
       - c_e · mean(H),   ρ = π(a|s) / π_old(a|s),  V_clip = V_old + clip(V - V_old, -ε, ε).
 
-  The surrogate is rlax's `clipped_surrogate_pg_loss` on `w · A` (w ≥ 0 commutes with the min).
+  The policy term is `policy_loss(log ρ [N], A [N], w·mask [N], ε)` (the seam a PPO variant
+  replaces; default `clipped_surrogate_loss`); the value and entropy terms are unweighted.
 
   Args:
     logits: `[..., A]`; values, actions, old_log_probs, old_values, advantages, returns: `[...]`.
@@ -202,13 +219,13 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
     mask: optional 1 for real transitions, 0 for steps to leave out.
     reduction: "mean" or "sum" over samples.
     head: the policy head (`hts_jax.heads`; default categorical logits, int actions).
+    policy_loss: the policy term (`clipped_surrogate_loss`'s signature).
   """
   chex.assert_equal_shape([values, old_log_probs, old_values, advantages, returns])
   _check_actions(values, actions, head)
   m, w, scale = _sample_weights(logits, values, weights, mask, reduction)
   log_ratio = head.log_prob(logits, actions) - old_log_probs
-  ratio = jnp.exp(log_ratio)
-  pg_loss = rlax.clipped_surrogate_pg_loss(_flat(ratio), w * _flat(advantages), clip_eps) * scale
+  pg_loss = policy_loss(_flat(log_ratio), _flat(advantages), w, clip_eps) * scale
   v_err = jnp.square(values - returns)
   if clip_value_loss:
     v_clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
@@ -217,25 +234,7 @@ def ppo_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, old_lo
   ent = -head.entropy_loss(_flat_logits(logits), m) * scale
   loss = pg_loss + value_coef * value_loss - entropy_coef * ent
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent,
-                    **ratio_diagnostics(log_ratio, clip_eps, mask))
-
-
-def ratio_diagnostics(log_ratio: chex.Array, clip_eps: float,
-                      mask: Optional[chex.Array] = None) -> Metrics:
-  """What a researcher checks when PPO under-performs, from log ρ over the (masked-in) samples, no
-  gradient:
-  `approx_kl`, the estimator E[(ρ - 1) - log ρ] of KL(π_old || π) (Schulman's k3, CleanRL's
-  `approx_kl`); the ratio's mean and its spread `ratio_abs_dev`, E|ρ - 1|; `clip_frac`, the share
-  with |ρ - 1| > ε. All are means over samples, so the data-parallel step's (averaged over
-  devices) equal the global batch's."""
-  log_ratio = jax.lax.stop_gradient(log_ratio)
-  ratio = jnp.exp(log_ratio)
-  # From the log-ratio: no log(0) when a ratio underflows.
-  return dict(approx_kl=_reduce(jnp.expm1(log_ratio) - log_ratio, mask, "mean"),
-              ratio_mean=_reduce(ratio, mask, "mean"),
-              ratio_abs_dev=_reduce(jnp.abs(ratio - 1.0), mask, "mean"),
-              clip_frac=_reduce((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32), mask,
-                                "mean"))
+                    **corrections.ratio_diagnostics(log_ratio, clip_eps, mask))
 
 
 def vtrace_loss(logits: chex.Array, values: chex.Array, bootstrap_value: chex.Array,

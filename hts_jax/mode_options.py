@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, ClassVar, Dict, Optional
 
+from hts_jax.algorithm_registry import CORRECTIONS
 from hts_jax.learner_config import check, check_choices
 
 
@@ -128,9 +129,10 @@ class ModeRules:
       check(cfg.distributed.num_processes == 1, "--num_processes > 1 runs " + " or ".join(
           f"--mode={m}" for m, rules in RULES.items() if rules.multi_process))
     if self.forces_correction is not None:
-      # The default (unset), the correction the mode applies anyway, or `behaviour`, which is that
-      # correction at lag 0 (a preset made for HTS may name either); any other is refused.
-      allowed = tuple(dict.fromkeys(("delayed", self.forces_correction, "behaviour")))
+      # The default (unset), the correction the mode applies anyway, or one that is that update at
+      # lag 0 (its record says so; a preset made for HTS may name it); any other is refused.
+      allowed = tuple(dict.fromkeys(("delayed", self.forces_correction) + tuple(
+          c.name for c in CORRECTIONS.values() if c.lag_free_at_lag_0)))
       check(cfg.learner.correction in allowed,
             f"--correction={cfg.learner.correction} applies to --mode=hts only (this mode has "
             f"no policy lag to correct, or corrects it with V-trace): use one of {allowed}")

@@ -41,19 +41,21 @@ def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, referenc
   assert sum(len(r) for r in s["episode_returns"]) > 0
 
 
-def test_behaviour_correction_is_deterministic_for_any_actor_count_and_resumes_bit_exactly(
-    tmp_path, reference):
-  """--correction=behaviour (PPO's ratio, old values and GAE at θ_{j-1}, recomputed by the learner)
-  keeps the contract: one hash for (1 actor, 2 executors) and (3 actors, 4 executors) under
+@pytest.mark.parametrize("correction", ["behaviour", "decoupled"])
+def test_lagged_ppo_corrections_are_deterministic_for_any_actor_count_and_resume_bit_exactly(
+    tmp_path, reference, correction):
+  """--correction=behaviour (PPO's ratio, old values and GAE at θ_{j-1}) and decoupled (the weights
+  min(c̄, p/μ) with μ = π_{θ_{j-1}}), both recomputed by the learner from the θ_{j-1} it keeps,
+  keep the contract: one hash for (1 actor, 2 executors) and (3 actors, 4 executors) under
   jitter, a bit-exact resume, and a different run from the delayed gradient's."""
   ppo = LearnerConfig(algo="ppo", num_minibatches=4, ppo_epochs=2, optimizer="adam",
-                      learning_rate=1e-3, correction="behaviour")
+                      learning_rate=1e-3, correction=correction)
   runs = [modes.run(_cfg(tmp_path, f"b{a}{e}", num_actors=a, num_executors=e,
                                  executor_jitter_s=0.002, learner=ppo))
           for a, e in [(1, 2), (3, 4)]]
   assert runs[0]["param_sha256"] == runs[1]["param_sha256"]
   assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
-  assert runs[0]["correction"] == "behaviour"
+  assert runs[0]["correction"] == correction
   assert runs[0]["param_sha256"] != reference["param_sha256"]  # the delayed gradient's run
   modes.run(_cfg(tmp_path, "split", learner=ppo, total_steps=8 * 16 * 4,
                          checkpoint_every=2))

@@ -41,6 +41,7 @@ _SLOW = pytest.mark.slow  # PPO's and the CNN's compilations take 20-30 s each o
     ("a2c", "truncated_is", "mlp", "mean", True),
     pytest.param("ppo", "delayed", "mlp", "mean", True, marks=_SLOW),
     pytest.param("ppo", "none", "mlp", "sum", True, marks=_SLOW),
+    pytest.param("ppo", "decoupled", "mlp", "mean", True, marks=_SLOW),
     pytest.param("a2c", "delayed", "cnn", "mean", False, marks=_SLOW)])
 def test_sharded_learner_step_equals_single_device(algo, correction, kind, reduction, masked):
   """Also with invalid (masked) transitions spread unevenly over the shards and with IMPALA's

@@ -194,13 +194,13 @@ def test_behaviour_targets_against_numpy():
   """`ppo_targets` at θ_{j-1} on an MLP: the old log-probabilities and values are θ_{j-1}'s
   forward pass, GAE a numpy recursion over them; the first minibatch's ratio at θ_j differs from 1
   wherever θ_j's policy differs from θ_{j-1}'s."""
-  from hts_jax import algorithms
+  from hts_jax import algorithms, ppo
   net = networks.make_network("mlp", 2)
   theta_prev = net.init(jax.random.PRNGKey(1), jnp.zeros((1, 4)))
   theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
   seg = _random_segment(t=6, b=3)
   cfg = ppo_config(gamma=0.9, gae_lambda=0.8)
-  targets = algorithms.ppo_targets(cfg, net.apply, theta_prev,
+  targets = ppo.ppo_targets(cfg, net.apply, theta_prev,
                                    algorithms.complete_segment(seg))
   obs = np.asarray(seg.obs).reshape(-1, 4)
   logits, values = (np.asarray(x, np.float64) for x in net.apply(theta_prev, obs))
@@ -231,20 +231,24 @@ def test_behaviour_targets_against_numpy():
   np.testing.assert_allclose(metrics["ratio_abs_dev"], np.abs(ratio - 1).mean(), rtol=1e-4)
 
 
-@pytest.mark.parametrize("minibatch", ["transitions", "envs"])
-def test_behaviour_at_lag_zero_is_synchronous_ppo_bitwise(minibatch):
-  """With θ_{j-1} = θ_j (lag 0: sync, or the first update) `behaviour` is sync PPO (`none`)
-  bit for bit, over several epochs and minibatches with normalised advantages."""
+@pytest.mark.parametrize("minibatch", ["transitions", "time_steps", "envs"])
+@pytest.mark.parametrize("correction", ["behaviour", "decoupled"])
+def test_lagged_corrections_at_lag_zero_are_synchronous_ppo_bitwise(correction, minibatch):
+  """With θ_{j-1} = θ_j (lag 0: sync, or the first update) `behaviour` and `decoupled` (every
+  weight exactly 1, the clip's centre sync's) are sync PPO (`none`) bit for bit, state and
+  opt_state, over several epochs and minibatches with normalised advantages; at lag 1 they
+  differ."""
   net = networks.make_network("mlp", 2)
   theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
   cfg = dict(algo="ppo", ppo_epochs=3, num_minibatches=2, minibatch=minibatch)
   opt = optax.adam(1e-2)
   seg = _random_segment()
   steps = [learner.make_learner_step(LearnerConfig(correction=c, **cfg), net.apply, opt,
-                                     unroll=False) for c in ("behaviour", "none")]
-  runs = [step(state_at(opt, theta, theta), seg)[0] for step in steps]
-  for a, b in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(runs[1])):
+                                     unroll=False) for c in (correction, "none")]
+  runs = [step(state_at(opt, theta, theta), seg) for step in steps]
+  for a, b in zip(jax.tree.leaves(runs[0][0]), jax.tree.leaves(runs[1][0])):
     np.testing.assert_array_equal(a, b)
+  assert float(runs[0][1]["is_weight"]) == 1.0 and float(runs[0][1]["kl_lag"]) == 0.0
   # ... while at lag 1 the two differ.
   theta_prev = net.init(jax.random.PRNGKey(1), jnp.zeros((1, 4)))
   lagged = [step(state_at(opt, theta_prev, theta), seg)[0].params for step in steps]

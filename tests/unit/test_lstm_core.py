@@ -150,8 +150,8 @@ def test_delayed_gradient_with_a_core_is_the_update_at_the_behaviour_params(algo
   new, metrics = jax.jit(learner.build_learner_update(cfg, net.apply, opt, unroll=False))(state,
                                                                                           seg)
   _, _, summed, _ = ALGORITHMS[algo].build()(cfg, net.apply, opt, unroll=False)(
-      params, state.opt_state, complete_segment(seg), jnp.ones((8, 4)),
-      jax.random.fold_in(state.key, 0))
+      params, state.opt_state, complete_segment(seg), jax.random.fold_in(state.key, 0),
+      theta_j, params)
   expected = jax.tree.map(jnp.add, theta_j, summed)
   jax.tree.map(lambda a, e: np.testing.assert_allclose(a, e, atol=1e-6), new.params, expected)
   assert bool(metrics["params_finite"])
