@@ -191,6 +191,6 @@ def finished_runs(results: str, tasks: bool = True,
     for method in listed(here, methods):
       for seed_dir in listed(os.path.join(here, method)):
         logdir = os.path.join(here, method, seed_dir)
-        if launch.finished(logdir):
-          with open(os.path.join(logdir, "summary.json")) as f:
-            yield Finished(task, method, logdir, json.load(f))
+        summary = launch.read_summary(logdir)
+        if summary is not None:
+          yield Finished(task, method, logdir, summary)

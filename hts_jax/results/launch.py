@@ -5,9 +5,10 @@
 - `run_process(args, logdir)`: one `python -m hts_jax <args>` process (what `hts-train` runs, with
   start-up signals handled), what a user types; its summary.json, or `RunFailed` with the last line
   it wrote to stderr (kept in `<logdir>/stderr.txt`).
-- `launch(flag_values, logdir)`: a grid's resumable `run_process`: a run whose summary.json exists
-  is finished and never run again (refused when it ran with other settings), an interrupted one
-  starts over from scratch (a run's wall time must come from one sitting).
+- `launch(flag_values, logdir)`: a grid's resumable `run_process`: a run whose summary.json
+  reads is finished and never run again (refused when it ran with other settings), an interrupted
+  one (no summary.json, or one that does not parse: named in one line) starts over from scratch
+  (a run's wall time must come from one sitting).
 """
 
 import contextlib
@@ -92,8 +93,27 @@ def run_process(args: Sequence[str], logdir: str, *, timeout_s: Optional[float] 
     return json.load(f)
 
 
+def read_summary(logdir: str) -> Optional[Dict[str, Any]]:
+  """The run's summary.json; None when there is none, or when it does not parse (truncated by a
+  full disk or a copy, say): that run is unfinished, named in one line on stdout."""
+  path = os.path.join(logdir, "summary.json")
+  try:
+    with open(path) as f:
+      summary = json.load(f)
+  except FileNotFoundError:
+    return None
+  except (OSError, ValueError) as e:
+    print(f"  {path} does not parse ({e}): the run counts as unfinished", flush=True)
+    return None
+  if not isinstance(summary, dict):
+    print(f"  {path} is not a JSON object: the run counts as unfinished", flush=True)
+    return None
+  return summary
+
+
 def finished(logdir: str) -> bool:
-  return os.path.exists(os.path.join(logdir, "summary.json"))
+  """Whether the run in `logdir` finished: its summary.json exists and parses."""
+  return read_summary(logdir) is not None
 
 
 # The flags that a finished run's config must match for a grid to take it as done.
@@ -101,11 +121,13 @@ CHECKED = ("env", "env_kwargs", "mode", "core", "correction", "num_envs", "num_e
            "num_actors", "total_steps", "seed", "eval_every", "async_batch_unrolls")
 
 
-def settings_mismatch(flag_values: Mapping[str, Any], logdir: str) -> List[str]:
-  """`name: ran X, grid wants Y` for each CHECKED flag in which the finished run in `logdir`
-  differs from `flag_values` (a grid resumed with other budgets, envs, ...)."""
-  with open(os.path.join(logdir, "summary.json")) as f:
-    config = json.load(f).get("config") or {}
+def settings_mismatch(flag_values: Mapping[str, Any], logdir: str,
+                      summary: Optional[Mapping[str, Any]] = None) -> List[str]:
+  """`name: ran X, grid wants Y` for each CHECKED flag in which the finished run in `logdir` (its
+  `summary`, read if not given) differs from `flag_values` (a grid resumed with other budgets,
+  envs, ...)."""
+  summary = read_summary(logdir) if summary is None else summary
+  config = (summary or {}).get("config") or {}
   config = {**config, **(config.get("learner") or {})}
   out = []
   for name in CHECKED:
@@ -122,8 +144,9 @@ def launch(flag_values: Mapping[str, Any], logdir: str, *, dry_run: bool = False
   """Runs one training process with `flag_values` into `logdir` unless it finished before. True
   when it ran and finished (or had finished); False when it failed (its stderr.txt says why),
   when a finished run there has other settings, or with `dry_run` (the command printed)."""
-  if finished(logdir):
-    differ = settings_mismatch(flag_values, logdir)
+  summary = read_summary(logdir)
+  if summary is not None:
+    differ = settings_mismatch(flag_values, logdir, summary)
     if differ:
       print(f"  {logdir} finished with other settings ({'; '.join(differ)}): delete it to run "
             "it again with these", flush=True)

@@ -183,9 +183,8 @@ def identity_report(results: str) -> Optional[Dict[str, Any]]:
   names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
   for name in sorted(names, key=lambda n: int(n[len("actors"):])):
     path = os.path.join(root, name)
-    if launch.finished(path):
-      with open(os.path.join(path, "summary.json")) as f:
-        s = json.load(f)
+    s = launch.read_summary(path)
+    if s is not None:
       rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
                    "env_steps": s["env_steps"], "sps": s["sps"],
                    "param_sha256": s["param_sha256"],

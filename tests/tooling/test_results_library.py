@@ -77,6 +77,28 @@ def test_a_failed_run_raises_its_last_error_line_and_keeps_its_stderr(tmp_path):
   assert not os.path.exists(tmp_path / "dry")
 
 
+def test_a_summary_that_does_not_parse_is_named_in_one_line_and_its_run_redone(tmp_path):
+  """Issue 51, defect 8: a truncated summary.json stopped `hts-reproduce` with a 40-line
+  traceback naming no file, and the grid counted the run as done. Here the redone run fails at
+  once (--steps=0), so the grid names it as failed."""
+  logdir = grid.run_dir(str(tmp_path), None, "sync_ff", 0)
+  os.makedirs(logdir)
+  with open(os.path.join(logdir, "summary.json"), "w") as f:
+    f.write('{"env_steps": 4096, "sps": 1')  # truncated
+  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "memory",
+                         "--methods=sync_ff", "--seeds=0", "--steps=0", f"--results={tmp_path}",
+                         "--noreadme"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+  assert "Traceback" not in proc.stderr, proc.stderr
+  path = os.path.join(logdir, "summary.json")
+  assert [l.strip() for l in proc.stdout.splitlines()[:2]] == [
+      f"{path} does not parse (Expecting ',' delimiter: line 1 column 29 (char 28)): the run "
+      "counts as unfinished", f"removing the unfinished run in {logdir}"], proc.stdout
+  assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [
+      f"error: 1 run(s) failed (their stderr.txt says why): {logdir}"], proc.stderr
+  assert "total_steps must be >= 1" in open(os.path.join(logdir, "stderr.txt")).read()
+  assert not os.path.exists(path) and list(grid.finished_runs(str(tmp_path), tasks=False)) == []
+
+
 def test_the_dispatcher_names_its_grids_in_one_line():
   for args in ([], ["cartpole"]):
     proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", *args], cwd=ROOT,
