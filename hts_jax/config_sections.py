@@ -15,6 +15,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from hts_jax.env_families import FAMILIES, family_of
 from hts_jax.learner_config import check, check_choices
+from hts_jax.validation import check_finite
 
 WANDB_MODES = ("online", "offline")  # --wandb_mode
 # Env families whose evaluations sample from the policy unless --eval_greedy (`Evaluation.greedy`).
@@ -87,6 +88,7 @@ class Rollout:
   the learner thread's update may run (0: 50 times its longest update so far, at least 120 s)."""
 
   def __post_init__(self):
+    check_finite(type(self), vars(self))
     check_choices(self)
     check(self.watchdog_s >= 0, f"watchdog_s must be >= 0, got {self.watchdog_s}")
     for name in ("alpha", "num_envs", "num_executors", "num_actors", "total_steps", "core_size"):
@@ -141,6 +143,7 @@ class Evaluation:
   this (the paper's required time metric); needs eval_every > 0."""
 
   def __post_init__(self):
+    check_finite(type(self), vars(self))
     check(self.eval_every >= 0, f"eval_every must be >= 0, got {self.eval_every}")
     check(self.eval_episodes >= 1, f"eval_episodes must be >= 1, got {self.eval_episodes}")
     check(self.eval_max_steps >= 0, f"eval_max_steps must be >= 0, got {self.eval_max_steps}")
@@ -162,7 +165,7 @@ class Outputs:
   logdir: str = resumable("runs/default")
   """Output directory."""
   log_every_s: float = resumable(5.0)
-  """Seconds between progress lines."""
+  """Seconds between progress lines (> 0)."""
   tensorboard: bool = resumable(True)
   """Write TensorBoard event files into logdir (every learner update's row, evaluations, idle and
   efficiency figures, the config, videos): `tensorboard --logdir runs`."""
@@ -186,7 +189,9 @@ class Outputs:
   refused; --resume continues the earlier run instead)."""
 
   def __post_init__(self):
+    check_finite(type(self), vars(self))
     check(bool(self.logdir), "logdir must be set")
+    check(self.log_every_s > 0, f"log_every_s must be > 0, got {self.log_every_s}")
     check(self.wandb_mode in WANDB_MODES,
           f"wandb_mode must be one of {WANDB_MODES}, got {self.wandb_mode!r}")
     check(self.checkpoint_every >= 0, f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
@@ -254,5 +259,6 @@ class Testing:
   watchdog)."""
 
   def __post_init__(self):
+    check_finite(type(self), vars(self))
     for name in ("executor_delay_s", "executor_jitter_s", "learner_delay_s", "policy_delay_s"):
       check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")

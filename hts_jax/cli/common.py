@@ -13,6 +13,7 @@ import typing
 from absl import flags
 
 from hts_jax import config as hts_config
+from hts_jax.validation import check_finite
 
 # The DEFINE_* calls below define their caller's flags: `--help` lists them as the launcher's own.
 flags.disclaim_key_flags()
@@ -119,6 +120,7 @@ def config_from_flags(cls, value, renamed=None, skip=()):
       kwargs[field.name] = _int_tuple(name, value(name))
     else:
       kwargs[field.name] = value(name)
+  check_finite(cls, kwargs, renamed)  # every float flag, before the config's checks
   return cls(**kwargs)
 
 

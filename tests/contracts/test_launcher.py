@@ -24,6 +24,10 @@ def launch(tmp_path, *flags, timeout=300):
     (["--env_kwargs={bad"], "--env_kwargs is not valid JSON"),
     (["--algo=a2c", "--alpha=7", "--unroll_length=5"], "multiple of unroll_length"),
     (["--lr=-1"], "learning_rate must be > 0"),
+    # Issue 51, defect 10: NaN and inf passed the range checks and failed at the first update.
+    (["--entropy_coef=nan"], "--entropy_coef must be a finite number, got nan"),
+    (["--lr=inf"], "--lr must be a finite number, got inf"),
+    (["--log_every_s=0"], "log_every_s must be > 0, got 0.0"),
     (["--env=CartPole-v1", "--env_kwargs={\"nope\": 1}"], "bad env_kwargs"),
     (["--algo=foo"], "value should be one of <a2c|ppo>"),
     (["--nosuchflag"], "Unknown command line flag 'nosuchflag'"),
@@ -46,7 +50,7 @@ def test_bad_input_fails_with_one_line(tmp_path, flags, message):
 
 def test_short_run_prints_progress_and_result(tmp_path):
   proc = launch(tmp_path, "--env=CartPole-v1", "--algo=a2c", "--num_envs=4", "--num_executors=2",
-                "--total_steps=2000", "--log_every_s=0")
+                "--total_steps=2000", "--log_every_s=0.001")
   assert proc.returncode == 0, proc.stderr
   assert "[hts]" in proc.stdout and "sps" in proc.stdout
   assert "done: 2,000 env steps" in proc.stdout
