@@ -9,7 +9,8 @@ compiled or written (host side).
   left by a killed run is simply taken over.
 - A logdir holding an earlier run's `summary.json` or `metrics.csv` (with rows) is refused unless
   the run resumes it (`--resume`) or replaces it (`--overwrite`, which deletes that run's outputs:
-  metrics.csv, summary.json, checkpoints, TensorBoard event files, videos).
+  metrics.csv, summary.json, checkpoints, TensorBoard event files, videos; a symlinked folder among
+  them is emptied and the link kept, after every folder was checked, before anything is deleted).
 - Partial checkpoint folders (orbax's `*.orbax-checkpoint-tmp*`, a process's `.<step>.tmp`) left by
   a run that was killed while writing are removed: under the lock nothing else writes them.
 """
@@ -106,6 +107,42 @@ def remove_partial_checkpoints(logdir: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _linked_folder(path: str) -> bool:
+  return os.path.islink(path) and os.path.isdir(path)
+
+
+def remove_outputs(logdir: str) -> None:
+  """Deletes an earlier run's outputs (`--overwrite`). A symlinked folder among them (checkpoints
+  kept on another disk) is emptied and the link kept; links met inside are removed, never
+  followed. Every folder an entry would be deleted from is checked first: one that cannot be
+  written is refused in one line before anything is deleted (a logdir half deleted holds neither
+  the earlier run nor a new one)."""
+  paths = sorted(path for pattern in _OUTPUTS
+                 for path in glob.glob(os.path.join(os.path.abspath(logdir), pattern)))
+  folders = {os.path.abspath(logdir)}
+  for path in paths:
+    if _linked_folder(path) or (os.path.isdir(path) and not os.path.islink(path)):
+      folders.update(root for root, _, _ in os.walk(path))  # os.walk follows no link below
+  for folder in sorted(folders):
+    if not os.access(folder, os.W_OK | os.X_OK):
+      raise ConfigError(f"--overwrite: {folder} cannot be written, so the earlier run's outputs "
+                        "cannot be deleted (nothing was deleted)")
+  for path in paths:
+    try:
+      if _linked_folder(path):
+        for entry in os.scandir(path):
+          if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+          else:
+            os.remove(entry.path)
+      elif os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)  # removes the links inside, does not follow them
+      else:
+        os.remove(path)
+    except OSError as e:
+      raise ConfigError(f"--overwrite: {path} cannot be deleted: {e.strerror or e}") from None
+
+
 def prepare(logdir: str, resume: bool, overwrite: bool, process: int = 0) -> Lock:
   """Makes and locks `logdir` and checks what it holds, before anything is spawned or written;
   raises ConfigError with one line. Returns the lock (held until `release` or the process ends)."""
@@ -123,12 +160,7 @@ def prepare(logdir: str, resume: bool, overwrite: bool, process: int = 0) -> Loc
     if process == 0:
       earlier = _holds_a_run(logdir)
       if overwrite:
-        for pattern in _OUTPUTS:
-          for path in glob.glob(os.path.join(os.path.abspath(logdir), pattern)):
-            if os.path.isdir(path):
-              shutil.rmtree(path)
-            else:
-              os.remove(path)
+        remove_outputs(logdir)
       elif earlier and not resume:
         raise ConfigError(f"{os.path.join(logdir, earlier)} holds an earlier run: pass --resume "
                           "to continue it (from its checkpoint), --overwrite to replace it, or "

@@ -125,6 +125,40 @@ def test_a_finished_run_is_not_overwritten_without_resume_or_overwrite(tmp_path)
   assert metric_rows(logdir) == first["updates"]  # replaced, not appended
 
 
+def test_overwrite_empties_symlinked_output_folders_and_keeps_the_links(tmp_path, monkeypatch):
+  """Issue 51, defect 9: with `checkpoints/` (or `videos/`) a symlink (outputs kept on another
+  disk), --overwrite deleted metrics.csv and summary.json, then crashed ("Cannot call rmtree on a
+  symbolic link"). Now the linked folders are emptied, the links kept, and a link found inside
+  one is removed without following it."""
+  logdir, disk = tmp_path / "run", tmp_path / "disk"
+  precious = tmp_path / "precious"
+  for folder in (logdir, disk / "ckpts" / "7", disk / "videos", precious):
+    folder.mkdir(parents=True)
+  (precious / "keep.txt").write_text("not the run's")
+  (disk / "ckpts" / "7" / "state").write_text("old")
+  os.symlink(precious, disk / "ckpts" / "link")
+  (disk / "videos" / "eval-40.mp4").write_text("old")
+  os.symlink(disk / "ckpts", logdir / "checkpoints")
+  os.symlink(disk / "videos", logdir / "videos")
+  (logdir / "summary.json").write_text("{}")
+  (logdir / "metrics.csv").write_text("env_steps\n40\n")
+  # A folder that cannot be written (as a user that is not root) is refused before any deletion.
+  access = os.access
+  monkeypatch.setattr(logdir_lib.os, "access", lambda p, mode: access(p, mode) and not str(
+      p).endswith(os.path.join("checkpoints", "7")))
+  with pytest.raises(ConfigError, match=r"^--overwrite: .*checkpoints/7 cannot be written, so "):
+    logdir_lib.prepare(str(logdir), resume=False, overwrite=True)
+  assert os.path.exists(logdir / "summary.json") and os.listdir(disk / "videos")
+  monkeypatch.undo()
+  proc = run_cli(str(logdir), *S, "--total_steps=160", "--checkpoint_every=2", "--overwrite")
+  assert proc.returncode == 0, proc.stderr
+  assert os.path.islink(logdir / "checkpoints") and os.path.islink(logdir / "videos")
+  assert os.listdir(disk / "videos") == [] and os.listdir(precious) == ["keep.txt"]
+  assert sorted(os.listdir(disk / "ckpts")) == [str(s) for s in sorted(checkpoint.steps(
+      str(logdir)))] != []  # the new run's checkpoints, through the link
+  assert summary(str(logdir))["updates"] == 4 and metric_rows(str(logdir)) == 4
+
+
 @pytest.mark.smoke
 @pytest.mark.parametrize("where", ["file", "under_file", "proc"])
 def test_a_logdir_that_cannot_be_a_directory_fails_before_anything_starts(tmp_path, where):
