@@ -130,7 +130,10 @@ class Runner:
         self._check_resumable(checkpoint.saved_host(cfg.outputs.logdir, step))
         ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, step)
       except checkpoint.CorruptCheckpoint as e:
-        problems.append(f"{e}; set aside in {checkpoint.set_aside(cfg.outputs.logdir, step)}")
+        try:
+          problems.append(f"{e}; set aside in {checkpoint.set_aside(cfg.outputs.logdir, step)}")
+        except (ConfigError, OSError) as moved:
+          raise ConfigError(f"--resume: {e}; it cannot be set aside: {moved}") from None
         continue
       if problems:
         print(f"warning: {problems[-1]}; resuming from the older checkpoint "
@@ -188,7 +191,7 @@ class Runner:
           where = checkpoint.set_aside(logdir, step)
           print(f"warning: {problems[step]}; set aside in {where}; resuming from the older "
                 f"checkpoint {os.path.join(root, str(resumed))}", file=sys.stderr, flush=True)
-      except OSError as e:
+      except (ConfigError, OSError) as e:
         error = error or f"--resume: checkpoint {step} cannot be set aside: {e}"
     # A collective: every move is done before any process goes on.
     error = next((e for e in distributed.allgather_json(error) if e), None)

@@ -370,6 +370,26 @@ def test_resume_refuses_in_one_line_when_no_checkpoint_verifies(tmp_path):
   assert "Traceback" not in proc.stderr
 
 
+def test_a_symlinked_corrupt_folder_is_refused_in_one_line_and_nothing_outside_changes(tmp_path):
+  """Issue 51, defect 5: with `checkpoints-corrupt/` a symlink, the fallback deleted (rmtree) an
+  older copy and moved the corrupt checkpoint outside the logdir, through the link."""
+  logdir, outside = str(tmp_path / "run"), tmp_path / "outside"
+  newest = _checkpointed(logdir)[0]
+  _flip(_largest(os.path.join(checkpoint.directory(logdir), str(newest), "state")))
+  (outside / str(newest)).mkdir(parents=True)
+  (outside / str(newest) / "keep.txt").write_text("not the run's")
+  os.symlink(outside, os.path.join(logdir, "checkpoints-corrupt"))
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume")
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+  (line,) = error_lines(proc.stderr)
+  assert line.startswith(f"error: --resume: checkpoint {checkpoint.directory(logdir)}/{newest}")
+  assert line.endswith(f"; it cannot be set aside: {logdir}/checkpoints-corrupt is a symlink: a "
+                       "corrupt checkpoint is not moved through one (make it a folder)"), line
+  assert os.listdir(outside) == [str(newest)]
+  assert os.listdir(outside / str(newest)) == ["keep.txt"]
+  assert newest in checkpoint.steps(logdir)  # left where it was
+
+
 # ------------------------------------------------------------ 8, 9: the checkpoint writer
 def test_a_signal_with_a_writer_behind_finishes_one_write_and_exits_in_seconds(tmp_path):
   """Defect 8: with --checkpoint_every=1 the writer fell behind without bound; SIGINT exited 126 s

@@ -16,8 +16,9 @@ Integrity (`integrity`): each checkpoint records, when it is written, the sha256
 the state's leaves in a fixed order, the storage, the envs, the host JSON, and the params'
 `param_sha256`). `restore` recomputes them and raises `CorruptCheckpoint` (one line naming the
 checkpoint and what is wrong) on a mismatch, as on a part that cannot be read (truncated, missing
-metadata). `--resume` then sets the corrupt checkpoint aside (`<logdir>/checkpoints-corrupt/`) and
-falls back to the newest older one that verifies (`Runner._restore`). Checkpoints written before
+metadata). `--resume` then sets the corrupt checkpoint aside (`<logdir>/checkpoints-corrupt/`; a
+symlink there is refused in one line, never followed) and falls back to the newest older one that
+verifies (`Runner._restore`). Checkpoints written before
 digests existed are restored unverified. Before orbax reads anything, each file of the folder is
 checked against the size and sha256 recorded in `files.json` once the folder was complete, so a
 truncated or flipped file is named without orbax's half-finished concurrent reads.
@@ -41,6 +42,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from hts_jax.runtime.outputs import integrity
+from hts_jax.validation import ConfigError
 from hts_jax.runtime.outputs.integrity import CorruptCheckpoint  # what callers catch
 
 
@@ -78,29 +80,35 @@ def steps(logdir: str) -> List[int]:
   return sorted((int(d) for d in os.listdir(root) if d.isdigit()), reverse=True)
 
 
+def _move_aside(source: str, logdir: str, *below: str) -> str:
+  """Moves `source` to `<logdir>/checkpoints-corrupt/<below...>/<its name>`, replacing an older
+  copy there. A symlink on the way is refused (ConfigError): the older copy would be deleted and
+  the checkpoint moved outside the logdir, through the link. The move may cross file systems
+  (`checkpoints/` kept on another disk through a link)."""
+  root = os.path.join(os.path.abspath(logdir), "checkpoints-corrupt")
+  folder = os.path.join(root, *below)
+  target = os.path.join(folder, os.path.basename(source))
+  for path in dict.fromkeys((root, folder, target)):
+    if os.path.islink(path):
+      raise ConfigError(f"{path} is a symlink: a corrupt checkpoint is not moved through one "
+                        "(make it a folder)")
+  os.makedirs(folder, exist_ok=True)
+  shutil.rmtree(target, ignore_errors=True)
+  shutil.move(source, target)
+  return target
+
+
 def set_aside(logdir: str, step: int) -> str:
   """Moves checkpoint `step` out of the way (into `<logdir>/checkpoints-corrupt/`, kept for a
-  look); returns where it went."""
-  root = os.path.join(os.path.abspath(logdir), "checkpoints-corrupt")
-  os.makedirs(root, exist_ok=True)
-  target = os.path.join(root, str(step))
-  shutil.rmtree(target, ignore_errors=True)
-  os.rename(os.path.join(directory(logdir), str(step)), target)
-  return target
+  look); returns where it went (ConfigError: not through a symlink)."""
+  return _move_aside(os.path.join(directory(logdir), str(step)), logdir)
 
 
 def set_aside_own(logdir: str, process: int, step: int) -> Optional[str]:
   """Moves `process`'s own part of checkpoint `step` (if there) into
   `<logdir>/checkpoints-corrupt/process-<process>/`; returns where it went."""
   source = os.path.join(process_directory(logdir, process), str(step))
-  if not os.path.isdir(source):
-    return None
-  root = os.path.join(os.path.abspath(logdir), "checkpoints-corrupt", f"process-{process}")
-  os.makedirs(root, exist_ok=True)
-  target = os.path.join(root, str(step))
-  shutil.rmtree(target, ignore_errors=True)
-  os.rename(source, target)
-  return target
+  return _move_aside(source, logdir, f"process-{process}") if os.path.isdir(source) else None
 
 
 def precheck(logdir: str, step: int, process: int) -> Optional[str]:
