@@ -135,11 +135,11 @@ class Runner:
         except (ConfigError, OSError) as moved:
           raise ConfigError(f"--resume: {e}; it cannot be set aside: {moved}") from None
         continue
-      if problems:
-        print(f"warning: {problems[-1]}; resuming from the older checkpoint "
+      for problem in problems:  # each corrupt checkpoint named, where it went
+        print(f"warning: {problem}; resuming from the older checkpoint "
               f"{os.path.join(root, str(step))}", file=sys.stderr, flush=True)
       return ckpt
-    raise ConfigError(f"--resume: no checkpoint in {root} can be restored: {problems[0]}")
+    raise ConfigError(f"--resume: no checkpoint in {root} can be restored: {'; '.join(problems)}")
 
   def _restore_agreed(self, abstract_state) -> Dict[str, Any]:
     """A multi-process resume. The restore is collective, and so is every orbax manager's
@@ -174,7 +174,7 @@ class Runner:
           continue
         self._set_aside_agreed([s for s in candidates if s > step], problems, step)
         return ckpt
-    why = (problems[candidates[0]] if candidates else
+    why = ("; ".join(problems[s] for s in candidates) if candidates else
            "the processes list different checkpoints")
     raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(logdir)} can be "
                       f"restored by every process: {why}")

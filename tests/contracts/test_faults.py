@@ -370,6 +370,22 @@ def test_resume_refuses_in_one_line_when_no_checkpoint_verifies(tmp_path):
   assert "Traceback" not in proc.stderr
 
 
+def test_resume_names_every_checkpoint_it_set_aside(tmp_path):
+  """Issue 51, defect 12: with the two newest checkpoints both truncated, the error named only
+  one as set aside."""
+  logdir = str(tmp_path)
+  steps = _checkpointed(logdir)
+  assert len(steps) == 2
+  for step in steps:
+    _truncate(_largest(os.path.join(checkpoint.directory(logdir), str(step), "state")))
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume")
+  assert proc.returncode == 2, proc.stderr
+  (line,) = error_lines(proc.stderr)
+  for step in steps:
+    assert f"set aside in {logdir}/checkpoints-corrupt/{step}" in line, line
+  assert sorted(os.listdir(os.path.join(logdir, "checkpoints-corrupt"))) == sorted(map(str, steps))
+
+
 def test_a_symlinked_corrupt_folder_is_refused_in_one_line_and_nothing_outside_changes(tmp_path):
   """Issue 51, defect 5: with `checkpoints-corrupt/` a symlink, the fallback deleted (rmtree) an
   older copy and moved the corrupt checkpoint outside the logdir, through the link."""
