@@ -183,6 +183,10 @@ class Outputs:
   """Time a fixed CPU workload (a CNN and an MLP gradient step, a matmul, a Python loop; about a
   second) at start-up into summary.json's host block, so SPS from different hosts can be
   compared (the rest of the host block is always recorded)."""
+  resume_unverified: bool = resumable(False)
+  """With --resume: restore a checkpoint that has no digest to check it against (written before
+  checkpoints had one, or with its digest/ and files.json deleted), with a warning. Without it such
+  a checkpoint is refused: a flipped bit in it would resume silently."""
   overwrite: bool = resumable(False)
   """Start a new run in a logdir that holds an earlier one: its metrics.csv, summary.json,
   checkpoints, TensorBoard event files and videos are deleted first (without it such a logdir is

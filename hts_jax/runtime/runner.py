@@ -85,6 +85,10 @@ class Runner:
     placement = Placement(config.devices.learner_devices, config.devices.actor_devices)
     restored = self._restore(state, placement) if resume else None
     if restored is not None:
+      if not restored["verified"] and config.distributed.process_id == 0:
+        print(f"warning: checkpoint {checkpoint.directory(config.outputs.logdir)}/"
+              f"{restored['step']} has no digest: restored unchecked (--resume_unverified)",
+              file=sys.stderr, flush=True)
       state = restored["state"]
       if restored["envs"] is None and state.reward_norm is not None:
         # Envs restart from a reset (envpool, unpicklable envs): so do their discounted returns.
@@ -128,7 +132,8 @@ class Runner:
     for step in checkpoint.steps(cfg.outputs.logdir):
       try:
         self._check_resumable(checkpoint.saved_host(cfg.outputs.logdir, step))
-        ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, step)
+        ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, step,
+                                  accept_unverified=cfg.outputs.resume_unverified)
       except checkpoint.CorruptCheckpoint as e:
         try:
           problems.append(f"{e}; set aside in {checkpoint.set_aside(cfg.outputs.logdir, step)}")
@@ -168,7 +173,8 @@ class Runner:
     for step in candidates:
       if step not in problems:
         try:
-          ckpt = checkpoint.restore(logdir, abstract_state, step, process=process)
+          ckpt = checkpoint.restore(logdir, abstract_state, step, process=process,
+                                    accept_unverified=self.config.outputs.resume_unverified)
         except checkpoint.CorruptCheckpoint as e:  # the shared state: the same everywhere
           problems[step] = str(e)
           continue

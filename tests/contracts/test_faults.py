@@ -370,6 +370,30 @@ def test_resume_refuses_in_one_line_when_no_checkpoint_verifies(tmp_path):
   assert "Traceback" not in proc.stderr
 
 
+def test_a_checkpoint_without_a_digest_is_refused_unless_accepted(tmp_path):
+  """Issue 51, defect 6: a checkpoint without files.json and digest/ (the path of checkpoints from
+  before digests) was restored unchecked and silently: a flipped bit resumed with rc 0 and another
+  param_sha256."""
+  logdir = str(tmp_path)
+  newest = _checkpointed(logdir)[0]
+  path = os.path.join(checkpoint.directory(logdir), str(newest))
+  os.remove(os.path.join(path, integrity.FILES))
+  subprocess.run(["rm", "-r", os.path.join(path, "digest")], check=True)
+  _flip(_largest(os.path.join(path, "state")))
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume")
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+  assert error_lines(proc.stderr) == [
+      f"error: --resume: checkpoint {path} has no digest to verify it against (written before "
+      "checkpoints had one, or its digest/ deleted): pass --resume_unverified to restore it "
+      "unchecked"]
+  assert checkpoint.steps(logdir)[0] == newest  # left where it was
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume", "--resume_unverified")
+  assert proc.returncode == 0, proc.stderr
+  assert [l for l in proc.stderr.splitlines() if l.startswith("warning:")] == [
+      f"warning: checkpoint {path} has no digest: restored unchecked (--resume_unverified)"]
+  assert summary(logdir)["resumed_from_update"] == newest
+
+
 def test_resume_names_every_checkpoint_it_set_aside(tmp_path):
   """Issue 51, defect 12: with the two newest checkpoints both truncated, the error named only
   one as set aside."""

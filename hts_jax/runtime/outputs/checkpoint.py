@@ -18,8 +18,9 @@ the state's leaves in a fixed order, the storage, the envs, the host JSON, and t
 checkpoint and what is wrong) on a mismatch, as on a part that cannot be read (truncated, missing
 metadata). `--resume` then sets the corrupt checkpoint aside (`<logdir>/checkpoints-corrupt/`; a
 symlink there is refused in one line, never followed) and falls back to the newest older one that
-verifies (`Runner._restore`). Checkpoints written before
-digests existed are restored unverified. Before orbax reads anything, each file of the folder is
+verifies (`Runner._restore`). A checkpoint without a digest (written before digests existed, or
+its `digest/` deleted) is refused (`Unverified`, one line) unless `accept_unverified`
+(`--resume_unverified`), and then restored unchecked. Before orbax reads anything, each file of the folder is
 checked against the size and sha256 recorded in `files.json` once the folder was complete, so a
 truncated or flipped file is named without orbax's half-finished concurrent reads.
 
@@ -206,27 +207,36 @@ def _save(mngr: ocp.CheckpointManager, step: int, **items) -> None:
     mngr.close()
 
 
+class Unverified(ConfigError):
+  """A checkpoint with no digest to verify it against, restored only when accepted (one line)."""
+
+
 def restore(logdir: str, abstract_state, step: Optional[int] = None,
-            process: Optional[int] = None) -> Dict[str, Any]:
-  """Restores the newest (or `step`) checkpoint: {'state', 'storage', 'envs', 'host', 'step'};
-  in a multi-process run, this `process`'s part with the shared state. A checkpoint that cannot be
-  read or does not match its digest raises CorruptCheckpoint."""
+            process: Optional[int] = None, accept_unverified: bool = False) -> Dict[str, Any]:
+  """Restores the newest (or `step`) checkpoint: {'state', 'storage', 'envs', 'host', 'step',
+  'verified'}; in a multi-process run, this `process`'s part with the shared state. A checkpoint
+  that cannot be read or does not match its digest raises CorruptCheckpoint; one without a digest
+  raises Unverified unless `accept_unverified`."""
   if step is None:
     step = (steps(logdir) or [None])[0]
     if step is None:
       raise FileNotFoundError(f"no checkpoint in {directory(logdir)}")
   path = os.path.join(directory(logdir), str(step))
   try:
-    return _restore(logdir, abstract_state, step, process, path)
-  except CorruptCheckpoint:
+    return _restore(logdir, abstract_state, step, process, path, accept_unverified)
+  except (CorruptCheckpoint, Unverified):
     raise
   except Exception as e:  # pylint: disable=broad-except
     raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {integrity.read_error(e)}") from e
 
 
-def _restore(logdir, abstract_state, step, process, path) -> Dict[str, Any]:
+def _restore(logdir, abstract_state, step, process, path, accept_unverified) -> Dict[str, Any]:
   integrity.check_files(path)
   verified = os.path.isdir(os.path.join(path, "digest"))
+  if not verified and not accept_unverified:
+    raise Unverified(f"--resume: checkpoint {path} has no digest to verify it against (written "
+                     "before checkpoints had one, or its digest/ deleted): pass "
+                     "--resume_unverified to restore it unchecked")
   items = dict(state=ocp.args.StandardRestore(abstract_state), host=ocp.args.JsonRestore())
   if process is None:
     items.update(storage=ocp.args.StandardRestore(), envs=ocp.args.StandardRestore())
@@ -248,7 +258,7 @@ def _restore(logdir, abstract_state, step, process, path) -> Dict[str, Any]:
   if host.get("env_states_saved"):
     env_states = {int(e): np.asarray(b, np.uint8).tobytes() for e, b in out["envs"].items()}
   return {"state": out["state"], "storage": {k: np.asarray(v) for k, v in out["storage"].items()},
-          "envs": env_states, "host": host, "step": step}
+          "envs": env_states, "host": host, "step": step, "verified": verified}
 
 
 def saved_host(logdir: str, step: Optional[int] = None) -> Dict[str, Any]:
