@@ -91,7 +91,8 @@ def _ppo_rows(correction, repeats):
     opt = learner.make_optimizer(cfg)
     state = learner.init_train_state(params, opt, jax.random.PRNGKey(1))
     state = state.replace(params=jax.tree.map(lambda x: x * 1.01, params))
-    step = learner.make_learner_step(cfg, net.apply, opt, unroll=learner.unroll_for(kind))
+    step = learner.make_learner_step(cfg, net.apply, opt, unroll=learner.unroll_for(kind),
+                                     head=head)
     rng = np.random.default_rng(0)
     obs = (rng.integers(0, 256, (alpha + 1, envs) + shape) if dtype == np.uint8
            else rng.normal(size=(alpha + 1, envs) + shape)).astype(dtype)

@@ -6,6 +6,7 @@ block), resumable across sittings: a finished run is never run again.
   hts-reproduce atari [flags]        HTS-A2C against A2C on full Atari Pong (envpool)
   hts-reproduce mujoco [flags]       HTS-PPO against synchronous PPO on MuJoCo
   hts-reproduce memory [flags]       recurrent HTS-PPO on CartPole without velocities
+  hts-reproduce corrections [flags]  the policy-lag corrections study (results/corrections)
   hts-reproduce benchmarks [--check] README's throughput block from results/benchmarks/*.json
   hts-reproduce <grid> --report_only   only the report, from the runs there are
   hts-reproduce <grid> --help          the grid's flags
@@ -26,7 +27,7 @@ from hts_jax.cli import common as cli
 
 GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": "hts_jax.results.minatar",
          "atari": "hts_jax.results.atari", "mujoco": "hts_jax.results.mujoco",
-         "memory": "hts_jax.results.memory",
+         "memory": "hts_jax.results.memory", "corrections": "hts_jax.results.corrections",
          "benchmarks": "hts_jax.results.benchmarks"}
 
 

@@ -1,0 +1,94 @@
+"""The corrections study's grid (`hts-reproduce corrections`): its runs' flags are PROTOCOL.md's,
+its report reads env steps to target over full windows (misses censored, never dropped), the
+committed GFootball runs count, a shared machine is recorded, and the decision rule picks as the
+protocol says."""
+
+import json
+import os
+
+import pytest
+
+from hts_jax.results import corrections as study
+from tests.support import ROOT
+
+
+def test_run_flags_are_the_protocols():
+  protocol = open(os.path.join(ROOT, "results", "corrections", "PROTOCOL.md")).read()
+  close = study.run_flags(study.CLOSE, "decoupled", 3)
+  assert close["total_steps"] == 400_000 and close["eval_every"] == 8_000
+  assert close["lr_decay_steps"] == 5_000_000 and close["num_envs"] == 8
+  assert (close["mode"], close["correction"], close["seed"]) == ("hts", "decoupled", 3)
+  assert study.run_flags(study.CLOSE, "sync_ppo", 0)["mode"] == "sync"
+  hopper = study.run_flags("Hopper-v5", "none", 1)
+  assert (hopper["preset"], hopper["eval_every"], hopper["total_steps"]) == (
+      "mujoco_hts_ppo", 50_000, 1_000_000)
+  memory = study.run_flags("CartPoleNoVel", "behaviour", 2)
+  assert (memory["eval_every"], memory["eval_episodes"], memory["eval_greedy"]) == (2_000, 5, False)
+  for task in study.TASKS:
+    assert f"`{task}`" in protocol or task in protocol
+  for method in study.METHODS:
+    assert f"`{method}`" in protocol
+
+
+def _fake_run(logdir, seed, returns, every, clip=0.1):
+  os.makedirs(logdir)
+  evals = [{"env_steps": every * (i + 1), "wall_time_s": float(i), "mean_return": r}
+           for i, r in enumerate(returns)]
+  with open(os.path.join(logdir, "summary.json"), "w") as f:
+    json.dump({"seed": seed, "eval": evals, "env_steps": every * len(returns), "sps": 1.0,
+               "wall_time_s": 1.0, "param_sha256": "0" * 64, "config": {}}, f)
+  rows = "\n".join(f"{every * (i + 1)},{clip},0.01" for i in range(len(returns)))
+  with open(os.path.join(logdir, "metrics.csv"), "w") as f:
+    f.write("env_steps,clip_frac,kl_lag\n" + rows + "\n")
+
+
+def test_report_windows_censors_and_reads_the_committed_runs(tmp_path):
+  results = tmp_path / "results" / "corrections"
+  # 50 evaluations every 2,000 steps: 475 first reached by the full-window average at eval 12.
+  hits = [0.0] * 2 + [500.0] * 48
+  _fake_run(results / "runs" / "CartPoleNoVel" / "decoupled" / "seed0", 0, hits, 2_000)
+  _fake_run(results / "runs" / "CartPoleNoVel" / "none" / "seed0", 0, [100.0] * 50, 2_000)
+  with open(results / "runs" / "CartPoleNoVel" / "none" / "seed0" / study.SHARED, "w") as f:
+    json.dump({"note": "tests ran beside"}, f)
+  committed = tmp_path / "results" / "gfootball" / "runs" / study.CLOSE / "hts_ppo" / "seed4"
+  _fake_run(committed, 4, [1.0] * 50, 8_000)
+  out = study.report(str(results))
+  runs = {(r["task"], r["method"], r["seed"]): r for r in out["runs"]}
+  assert runs[("CartPoleNoVel", "decoupled", 0)]["steps_to_target"] == 12 * 2_000
+  miss = runs[("CartPoleNoVel", "none", 0)]
+  assert miss["steps_to_target"] is None and miss["shared_machine"] == "tests ran beside"
+  assert runs[(study.CLOSE, "behaviour", 4)]["steps_to_target"] == 10 * 8_000
+  assert runs[(study.CLOSE, "behaviour", 4)]["quarters"][0] == pytest.approx(
+      {"clip_frac": 0.1, "kl_lag": 0.01})
+  assert out["decision"]["winner"] is None  # no task has every method's 5 seeds
+  table = open(results / "table.md").read()
+  assert "miss" in table and "24,000" in table
+
+
+def _table(steps, finals):
+  table = {"CartPoleNoVel": {}, study.CLOSE: {}}
+  for task in ("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5"):
+    table[task] = {m: {"seeds": list(range(5)), "final_metric": f} for m, f in finals.items()}
+  for task in ("CartPoleNoVel", study.CLOSE):
+    table[task] = {m: {"seeds": list(range(5)), "steps_to_target": s} for m, s in steps.items()}
+  return table
+
+
+def test_decision_rule():
+  """Passes counted per task (steps: median ≤ 1.1x sync's, misses as ∞; MuJoCo: median ≥ sync's
+  worst seed), ties by the geometric mean of q, then `behaviour`."""
+  sync = [100, 100, 110, 120, None]
+  steps = {"sync_ppo": sync, "behaviour": [200, 190, 210, None, None],
+           "decoupled": [105, 115, 118, 90, None], "none": [None, None, None, 100, 100]}
+  finals = {"sync_ppo": [3000, 2900, 3100, 2800, 3050], "behaviour": [2300] * 5,
+            "decoupled": [2850] * 5, "none": [2700] * 5}
+  d = study.decide(_table(steps, finals))
+  assert d["winner"] == "decoupled"
+  assert len(d["passes"]["decoupled"]) == 5 and d["passes"]["none"] == []
+  assert d["passes"]["behaviour"] == []
+  # A tie on passes (none passes anything) goes to the higher geometric mean of q.
+  finals["decoupled"] = [2000] * 5
+  steps["decoupled"] = [None] * 5
+  d = study.decide(_table(steps, finals))
+  assert d["winner"] == "behaviour" and d["geometric_mean_q"]["behaviour"] > d[
+      "geometric_mean_q"]["none"]
