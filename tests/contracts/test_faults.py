@@ -616,6 +616,20 @@ def test_a_full_disk_stops_the_run_in_one_line_and_keeps_the_last_complete_check
   assert summary(copy)["resumed_from_update"] == max(saved)
 
 
+def test_a_full_disk_at_the_summary_write_leaves_no_partial_summary(tmp_path):
+  """Issue 51, defect 12: a full disk at the summary write left an empty summary.json.tmp. The
+  write meets a real ENOSPC: summary.json.tmp is a link to /dev/full."""
+  logdir = str(tmp_path)
+  tmp = os.path.join(logdir, "summary.json.tmp")
+  os.symlink("/dev/full", tmp)
+  proc = run_cli(logdir, *S, "--total_steps=80")
+  assert proc.returncode == 1, proc.stderr
+  assert proc.stderr.strip().splitlines() == [
+      f"error: no space left on {os.path.join(logdir, 'summary.json')}"], proc.stderr
+  assert not os.path.lexists(tmp) and not os.path.exists(os.path.join(logdir, "summary.json"))
+  assert os.path.exists("/dev/full")  # the link went, not what it pointed to
+
+
 def test_a_killed_launcher_leaves_no_process_and_no_shared_memory(tmp_path):
   """Defect 2: SIGKILL of the launcher left both workers, their executors, resource trackers
   and /dev/shm blocks running and checkpointing."""

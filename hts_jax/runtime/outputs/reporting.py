@@ -3,6 +3,7 @@ determinism is judged by. TensorBoard and W&B: `hts_jax.runtime.outputs.tracking
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -24,10 +25,17 @@ def param_sha256(params) -> str:
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
+  """Writes `path` whole or not at all: through `<path>.tmp`, which a failed write (a full disk)
+  removes before the error goes on."""
   tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    json.dump(obj, f, indent=1, default=_to_builtin)
-  os.replace(tmp, path)
+  try:
+    with open(tmp, "w") as f:
+      json.dump(obj, f, indent=1, default=_to_builtin)
+    os.replace(tmp, path)
+  except BaseException:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)  # a link there goes, not what it points to
+    raise
 
 
 def _to_builtin(x):
