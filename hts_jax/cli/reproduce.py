@@ -32,7 +32,17 @@ GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": "hts_jax.results.m
 
 
 def run(argv: Optional[List[str]] = None) -> None:
-  """The `hts-reproduce` console command: `argv[1]` names the grid, the rest are its flags."""
+  """The `hts-reproduce` console command: `argv[1]` names the grid, the rest are its flags. Ctrl-C
+  ends it with one line (the training process it was waiting for is stopped by
+  `subprocess.run`)."""
+  try:
+    _run(argv)
+  except KeyboardInterrupt:
+    cli.fail("interrupted by SIGINT: the finished runs are kept; the same command goes on from "
+             "there (the interrupted run starts over)", 130)
+
+
+def _run(argv: Optional[List[str]]) -> None:
   argv = list(sys.argv if argv is None else argv)
   if len(argv) > 1 and argv[1] in ("-h", "--help", "--helpshort"):
     print(__doc__)

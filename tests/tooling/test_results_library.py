@@ -5,10 +5,13 @@ that no script imports another script."""
 import ast
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
+import psutil
 import pytest
 
 from hts_jax.analysis import plots
@@ -97,6 +100,27 @@ def test_a_summary_that_does_not_parse_is_named_in_one_line_and_its_run_redone(t
       f"error: 1 run(s) failed (their stderr.txt says why): {logdir}"], proc.stderr
   assert "total_steps must be >= 1" in open(os.path.join(logdir, "stderr.txt")).read()
   assert not os.path.exists(path) and list(grid.finished_runs(str(tmp_path), tasks=False)) == []
+
+
+def test_ctrl_c_ends_hts_reproduce_in_one_line(tmp_path):
+  """Issue 51, defect 12: Ctrl-C on `hts-reproduce` (SIGINT to its process group) printed a
+  KeyboardInterrupt traceback. Now one line, exit 130, and no training process is left."""
+  proc = subprocess.Popen([sys.executable, "-m", "experiments.reproduce", "memory",
+                           "--methods=sync_ff", "--seeds=0", "--steps=100000",
+                           f"--results={tmp_path}", "--noreadme"], cwd=ROOT, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+  deadline = time.monotonic() + 120
+  while not psutil.Process(proc.pid).children():  # its training process has started
+    assert proc.poll() is None and time.monotonic() < deadline
+    time.sleep(0.05)
+  children = psutil.Process(proc.pid).children(recursive=True)
+  os.killpg(proc.pid, signal.SIGINT)
+  _, err = proc.communicate(timeout=60)
+  assert proc.returncode == 130, err
+  assert err.strip().splitlines() == [
+      "error: interrupted by SIGINT: the finished runs are kept; the same command goes on from "
+      "there (the interrupted run starts over)"]
+  assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
 
 
 def test_the_dispatcher_names_its_grids_in_one_line():
