@@ -3,7 +3,7 @@
 Every `alpha` steps per env the executors report `Done` and wait (`barrier.AlphaBarrier`). At
 that boundary the controller, and only it, decides what changes the loop, at points fixed by the
 segment index and never by thread timing. `boundary()` takes the decisions in one order for every
-mode:
+mode (a failed evaluation, met in the evaluator's thread, stops the run before them):
   1. stop? `--stop_at_return` judged on the evaluation submitted at the *previous* boundary
      (waited for if still running), or a signal (acted on at step 3);
   2. evaluate (and record a video) when due, the params published now;
@@ -61,6 +61,8 @@ class Controller(Session):
     evaluate, checkpoint, progress. Returns whether the run stops here. The executors must be
     at the barrier (a checkpoint collects their envs)."""
     self.supervisor.boundary_passed()
+    if self.evaluator.error is not None:  # before the decisions that would wait for it
+      raise RunError(f"{self.evaluator.error}; the last checkpoint is kept")
     stop = self.target_reached()
     if not stop:
       self._evaluate_if_due(env_steps, params)

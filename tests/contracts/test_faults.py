@@ -576,6 +576,34 @@ def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
   assert checkpoint.steps(logdir)
 
 
+# ------------------------------------------------------------ issue 51, 1: a failed evaluator
+def test_an_evaluator_that_fails_mid_run_stops_the_run_at_the_next_boundary(tmp_path):
+  """Issue 51, defect 1: an env raising in the evaluator's reset was noticed only at the end
+  (all 1,500 updates trained, no summary), blamed on the checkpoint, and every checkpoint after
+  the failed evaluation's waited on it. Evaluation 1 is due at 2,000 steps (update 49 or 50),
+  between the checkpoints at updates 40 and 60."""
+  logdir = str(tmp_path)
+  env = "tests.support.fault_envs:EvalCrashingCartPole-v0"
+  flags = [f"--env={env}", *S[1:], "--eval_every=2000", "--eval_episodes=1",
+           "--checkpoint_every=20", "--executor_delay_s=0.002"]
+  t0 = time.monotonic()
+  proc = run_cli(logdir, *flags, "--total_steps=60000", timeout=300)
+  assert time.monotonic() - t0 < 120, proc.stderr
+  assert proc.returncode == 1, proc.stderr
+  assert error_lines(proc.stderr) == [
+      f"error: evaluator (env {env}): RuntimeError: no evaluation display; the last checkpoint "
+      "is kept"], proc.stderr
+  assert "Traceback" not in proc.stderr
+  assert 49 <= metric_rows(logdir) < 60  # the next boundaries, not the 1,500 updates
+  assert checkpoint.steps(logdir)[0] == 40 and not partial_checkpoints(logdir)
+  assert not leftover_shm(tmp_path)
+  resumed = subprocess.run(cmd(logdir, *flags, "--total_steps=2400", "--resume"), cwd=ROOT,
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, HTS_FAULT_EVAL_OK="1"))
+  assert resumed.returncode == 0, resumed.stderr
+  assert summary(logdir)["resumed_from_update"] == 40
+
+
 # ------------------------------------------------------------ 2, 11: the multi-process launcher
 # ------------------------------------------------------------ 7: a full disk
 @pytest.fixture

@@ -92,3 +92,18 @@ class HangingCartPole(CartPoleEnv):
 
 
 gym.register("HangingCartPole-v0", entry_point=HangingCartPole, max_episode_steps=500)
+
+
+class EvalCrashingCartPole(CartPoleEnv):
+  """Raises a RuntimeError in `reset` in the evaluator's thread only (training's executors run it
+  fine), unless HTS_FAULT_EVAL_OK=1 is set (a resumed run that evaluates)."""
+
+  def reset(self, **kwargs):
+    import os, threading  # pylint: disable=import-outside-toplevel,multiple-imports
+    evaluating = threading.current_thread().name == "evaluator"
+    if evaluating and os.environ.get("HTS_FAULT_EVAL_OK") != "1":
+      raise RuntimeError("no evaluation display")
+    return super().reset(**kwargs)
+
+
+gym.register("EvalCrashingCartPole-v0", entry_point=EvalCrashingCartPole, max_episode_steps=500)

@@ -31,6 +31,7 @@ import numpy as np
 from hts_jax import envs, losses, seeding
 from hts_jax.heads import Head
 from hts_jax.runtime import distributed
+from hts_jax.runtime.errors import error_line
 from hts_jax.runtime.outputs import video as video_lib
 from hts_jax.runtime.policy import make_policy_step
 
@@ -160,7 +161,7 @@ class Evaluator:
         finally:
           self._queue.task_done()
     except Exception as e:  # pylint: disable=broad-except
-      self.error = f"evaluator: {type(e).__name__}: {e}"
+      self.error = f"evaluator (env {self.env_name}): {error_line(e)}"
       while True:  # drain what is submitted until close()
         item = self._queue.get()
         self._queue.task_done()
