@@ -86,11 +86,17 @@ class Rollout:
   run stops with one line naming it, its envs and its last step (a hung env, a stopped process);
   0: 50 times the longest gap between its steps measured so far, at least 10 s. Also the seconds
   the learner thread's update may run (0: 50 times its longest update so far, at least 120 s)."""
+  startup_s: float = resumable(300.0)
+  """Seconds each stage of an executor's start-up may take (spawn, then for each of its envs: env
+  make, first reset) before the run stops with one line naming the executor, the stage and the
+  env (0: no limit). 300 s: a GFootball env make took 1.6 s on a loaded 2-core machine, so about
+  13 s with 16 executors starting at once there; imports and slower envs get 20 times that."""
 
   def __post_init__(self):
     check_finite(type(self), vars(self))
     check_choices(self)
     check(self.watchdog_s >= 0, f"watchdog_s must be >= 0, got {self.watchdog_s}")
+    check(self.startup_s >= 0, f"startup_s must be >= 0, got {self.startup_s}")
     for name in ("alpha", "num_envs", "num_executors", "num_actors", "total_steps", "core_size"):
       check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
     for name in ("actor_batch", "seed", "decorrelate_steps"):

@@ -173,6 +173,13 @@ class ActionBuffer(_Buffer):
     self.reader, self.writer = RecordReader(r, _ACTION_REC), ActionWriter(w, _ACTION_REC)
 
 
+# ------------------------------------------------------------------ the heartbeat
+# An executor's heartbeat: shared int64s it writes and the supervisor's watchdog reads: segment,
+# step, block steps so far, its start-up stage (an index of START_STAGES) and the env it is at.
+BEAT_SIZE = 5
+START_STAGES = ("spawn", "env make", "first reset", "env restore", "started")
+
+
 # ------------------------------------------------------------------ control messages
 class Started(NamedTuple):
   """The executor has created (or restored) its envs and waits for GO."""

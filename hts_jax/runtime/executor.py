@@ -92,8 +92,9 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def executor_main(spec: ExecutorSpec, inbox: buffers.RecordReader, state: buffers.StateWriter,
                   ctrl, beat=None) -> None:
   """Process entry point. Any exception is reported to the controller as one line (`Failed`).
-  `beat`: a shared int64 array [segment, step, block steps so far] the executor updates after
-  every block it steps (the supervisor's watchdog reads it)."""
+  `beat`: a shared int64 array (`buffers.BEAT_SIZE`: segment, step, block steps so far, start-up
+  stage and env) the executor updates at each stage of its start-up and after every block it
+  steps (the supervisor's watchdog reads it)."""
   os.setpgrp()
   parent = mp.parent_process()
   if parent is not None:  # a worker killed with SIGKILL cannot stop its executors: the kernel does
@@ -139,9 +140,12 @@ class Executor:
     for e in spec.env_ids:
       where["env_id"] = e
       if spec.env_states is not None and e in spec.env_states:
+        self._stage("env restore", e)
         replicas[e], last_obs[e] = pickle.loads(spec.env_states[e])
         continue
+      self._stage("env make", e)
       env = envs.make_env(spec.env, spec.env_kwargs, train=True)
+      self._stage("first reset", e)
       obs, _ = env.reset(seed=seeding.env_seed(spec.seed, e))
       if spec.decorrelate_steps:
         obs = _decorrelate(env, obs, spec.decorrelate_steps,
@@ -153,12 +157,18 @@ class Executor:
                                  self.agents, where, vectorize=spec.vectorize)
         for b, ids in self.block_envs.items()}
 
+  def _stage(self, stage: str, env_id: int = -1) -> None:
+    """Where its start-up is, for the watchdog (`--startup_s`)."""
+    if self.beat is not None:
+      self.beat[3], self.beat[4] = buffers.START_STAGES.index(stage), env_id
+
   def run(self) -> None:
     spec = self.spec
     segment = spec.first_segment
     t = {b: 0 for b in self.blocks}
     self._new_report()
     finished = 0
+    self._stage("started")
     self.ctrl.send(Started(spec.index))
     while True:
       t0 = time.perf_counter()

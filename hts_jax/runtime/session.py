@@ -47,7 +47,8 @@ class Session:
         cfg, None if restored is None else parts.learner.version, total_steps)
     self.storages = Storages(parts.shape.storage, create=True,
                              name_prefix=shm_prefix(cfg.outputs.logdir))
-    self.supervisor = Supervisor(cfg.env_ids_of_executor, cfg.rollout.watchdog_s)
+    self.supervisor = Supervisor(cfg.env_ids_of_executor, cfg.rollout.watchdog_s,
+                                 cfg.rollout.startup_s)
     self.supervisor.watch_part(parts.learner.stalled)
     self.barrier = AlphaBarrier(self.supervisor)
     self.book = (Book.new(cfg.rollout.num_envs, cfg.evaluation.eval_every) if restored is None else

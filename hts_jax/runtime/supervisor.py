@@ -19,7 +19,7 @@ import time
 from multiprocessing import connection
 from typing import Callable, Dict, List, Optional, Sequence
 
-from hts_jax.runtime.buffers import ControlChannel, Done, Failed
+from hts_jax.runtime.buffers import BEAT_SIZE, ControlChannel, Done, Failed, Started
 from hts_jax.runtime.errors import Interrupted, RunError, failed_message
 from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
 from hts_jax.runtime.watchdog import CHECK_EVERY_S, Activity, PartCheck, Watchdog
@@ -52,10 +52,11 @@ def defer_signals() -> None:
 class Supervisor:
   """Owns the executor processes, their control channels and the run's threads."""
 
-  def __init__(self, env_ids_of_executor: Callable[[int], List[int]], watchdog_s: float = 0.0):
+  def __init__(self, env_ids_of_executor: Callable[[int], List[int]], watchdog_s: float = 0.0,
+               startup_s: float = 0.0):
     self._env_ids = env_ids_of_executor
-    self.beats: list = []  # executor k's [segment, step, steps so far] (shared memory)
-    self.watchdog = Watchdog(env_ids_of_executor, self.beats, watchdog_s)
+    self.beats: list = []  # executor k's heartbeat (`buffers.BEAT_SIZE`, shared memory)
+    self.watchdog = Watchdog(env_ids_of_executor, self.beats, watchdog_s, startup_s)
     self._signal_at = 0.0
     self._boundary_at: Optional[float] = None
     self._longest_segment = 0.0
@@ -78,8 +79,9 @@ class Supervisor:
     self._inboxes = list(inboxes)
     for spec, inbox, writer in zip(specs, inboxes, state_writers):
       ch = ControlChannel()
-      beat = ctx.RawArray("q", 3)
+      beat = ctx.RawArray("q", BEAT_SIZE)
       self.beats.append(beat)
+      self.watchdog.starting(spec.index)
       p = ctx.Process(target=executor_main, args=(spec, inbox.reader, writer, ch.writer, beat),
                       name=f"hts-executor-{spec.index}", daemon=True)
       old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
@@ -135,6 +137,8 @@ class Supervisor:
           raise RuntimeError(f"executor {executor}: expected {kind.__name__}, got {msg!r}")
         if isinstance(msg, Done):
           self.watchdog.unwatch(executor)
+        elif isinstance(msg, Started):
+          self.watchdog.started(executor)
         return msg
       self.check()
 

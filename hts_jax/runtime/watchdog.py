@@ -8,6 +8,10 @@ between two env steps of an executor measured mid-segment so far, at least WATCH
 (`--watchdog_s` sets it). An executor waits mid-segment on its actions, so a hung policy call
 shows first as an executor that has not stepped: the message names every activity (each actor's
 policy call, `ActorStats.in_flight`) that has been running about as long.
+
+Start-up comes before any GO: from its spawn until it reports Started, each stage of an
+executor's start-up (`buffers.START_STAGES`: spawn, then env make and first reset of each of its
+envs, as its heartbeat says) must end within `--startup_s`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from hts_jax.runtime.buffers import START_STAGES
 from hts_jax.runtime.errors import RunError
 
 WATCHDOG_FACTOR = 50
@@ -31,8 +36,10 @@ class Watchdog:
   """The executors' heartbeats, the parts' stall checks and the activities in flight."""
 
   def __init__(self, env_ids_of_executor: Callable[[int], List[int]], beats: list,
-               watchdog_s: float = 0.0):
+               watchdog_s: float = 0.0, startup_s: float = 0.0):
     self._env_ids, self.beats, self.watchdog_s = env_ids_of_executor, beats, watchdog_s
+    self.startup_s = startup_s
+    self._starting: Dict[int, list] = {}  # executor -> [(stage, env) seen, when it changed]
     self._watched: Dict[int, list] = {}  # executor -> [steps seen, when they last changed]
     self._parts: List[PartCheck] = []
     self._activities: List[Activity] = []
@@ -42,6 +49,27 @@ class Watchdog:
     """Executor `executor` has been sent GO: from now until its Done it must keep stepping."""
     if executor < len(self.beats):
       self._watched[executor] = [self.beats[executor][2], time.monotonic()]
+
+  def starting(self, executor: int) -> None:
+    """Executor `executor` is being spawned: each stage of its start-up must end in startup_s."""
+    self._starting[executor] = [(0, 0), time.monotonic()]  # a new heartbeat: zeros
+
+  def started(self, executor: int) -> None:
+    """Executor `executor` reported Started."""
+    self._starting.pop(executor, None)
+
+  def _check_start_up(self, now: float) -> None:
+    done = START_STAGES.index("started")
+    for k, seen in dict(self._starting).items():
+      at = (int(self.beats[k][3]), int(self.beats[k][4]))
+      if at != seen[0]:
+        seen[0], seen[1] = at, now
+      elif self.startup_s and at[0] != done and now - seen[1] > self.startup_s:
+        ids = self._env_ids(k)
+        stage = START_STAGES[at[0]] + (f", env {at[1]}" if at[0] else "")  # 0: spawn
+        raise RunError(f"executor {k} (envs {ids[0]}-{ids[-1]}) stalled in its start-up "
+                       f"({stage}) for {now - seen[1]:.1f} s, past the start-up limit of "
+                       f"{self.startup_s:.1f} s (--startup_s); nothing was trained or saved")
 
   def unwatch(self, executor: int) -> None:
     """Executor `executor` reported Done: at the barrier, not stepping, by design."""
@@ -78,7 +106,9 @@ class Watchdog:
             f"step: {last})" + "".join(f", while {what}" for _, what in busy))
 
   def check(self, now: float) -> None:
-    """Records the executors' progress; raises RunError for a stalled executor or part."""
+    """Records the executors' progress; raises RunError for a stalled executor (in its start-up
+    or mid-segment) or part."""
+    self._check_start_up(now)
     for k, seen in dict(self._watched).items():
       steps = self.beats[k][2]
       if steps != seen[0]:

@@ -604,6 +604,40 @@ def test_an_evaluator_that_fails_mid_run_stops_the_run_at_the_next_boundary(tmp_
   assert summary(logdir)["resumed_from_update"] == 40
 
 
+# ------------------------------------------------------------ issue 51, 2: a stalled start-up
+HANGING_START = "--env=tests.support.fault_envs:HangingStartCartPole-v0"
+
+
+@pytest.mark.parametrize("env,stage", [
+    ([HANGING_START, '--env_kwargs={"hang_in": "reset"}'], r"first reset, env [0-7]"),
+    ([HANGING_START, '--env_kwargs={"hang_in": "make"}'], r"env make, env [0-7]"),
+    (["--env=CartPole-v1", "SIGSTOP"], r"(spawn|env make, env [0-7]|first reset, env [0-7])")],
+    ids=["first_reset", "env_make", "sigstop"])
+def test_a_stalled_start_up_stops_with_one_line_within_its_limit(tmp_path, env, stage):
+  """Issue 51, defect 2: an executor stopped while the run started, or an env whose constructor or
+  first reset hangs, held start-up without a word until a signal ended it (the watchdog starts
+  after start-up). Now each stage of an executor's start-up has --startup_s."""
+  flags = [f for f in env if f != "SIGSTOP"]
+  proc = popen(str(tmp_path), *flags, *S[1:], "--total_steps=1000", "--startup_s=3")
+  deadline = time.monotonic() + 120
+  while len(executor_pids(proc)) < 2:
+    assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+    time.sleep(0.01)
+  pids = executor_pids(proc)
+  t0 = time.monotonic()
+  if "SIGSTOP" in env:
+    os.kill(pids[1], signal.SIGSTOP)
+  _, stderr = proc.communicate(timeout=120)
+  assert time.monotonic() - t0 < 3 + 10, stderr  # the limit, and a stage or two before it
+  assert proc.returncode == 1, stderr
+  (line,) = error_lines(stderr)
+  assert re.fullmatch(rf"error: executor [01] \(envs [04]-[37]\) stalled in its start-up "
+                      rf"\({stage}\) for 3\.\d s, past the start-up limit of 3\.0 s "
+                      r"\(--startup_s\); nothing was trained or saved", line), line
+  assert "Traceback" not in stderr
+  assert not alive(pids) and not leftover_shm(tmp_path)
+
+
 # ------------------------------------------------------------ 2, 11: the multi-process launcher
 # ------------------------------------------------------------ 7: a full disk
 @pytest.fixture

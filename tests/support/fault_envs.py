@@ -107,3 +107,29 @@ class EvalCrashingCartPole(CartPoleEnv):
 
 
 gym.register("EvalCrashingCartPole-v0", entry_point=EvalCrashingCartPole, max_episode_steps=500)
+
+
+def _hang_in_an_executor() -> None:
+  import multiprocessing, time  # pylint: disable=import-outside-toplevel,multiple-imports
+  while multiprocessing.parent_process() is not None:
+    time.sleep(3600)
+
+
+class HangingStartCartPole(CartPoleEnv):
+  """Blocks forever in its constructor (`hang_in="make"`) or first reset ("reset") in an executor
+  process (a simulator that never comes up); the launcher's env check in the main process, which
+  makes an env without resetting it, passes."""
+
+  def __init__(self, hang_in: str = "reset", **kwargs):
+    super().__init__(**kwargs)
+    self.hang_in = hang_in
+    if hang_in == "make":
+      _hang_in_an_executor()
+
+  def reset(self, **kwargs):
+    if self.hang_in == "reset":
+      _hang_in_an_executor()
+    return super().reset(**kwargs)
+
+
+gym.register("HangingStartCartPole-v0", entry_point=HangingStartCartPole, max_episode_steps=500)

@@ -36,6 +36,27 @@ def test_a_stalled_executor_is_named_with_the_policy_call_it_waits_on():
   assert "actor 1" not in line and "actor 2" not in line
 
 
+def test_each_stage_of_an_executors_start_up_has_the_start_up_limit():
+  """Issue 51, defect 2: start-up had no limit; the clock restarts at each stage the heartbeat
+  shows (spawn, then env make and first reset per env), and a started executor is not watched."""
+  beats = [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]  # + start-up stage, env
+  dog = Watchdog(lambda k: [2 * k, 2 * k + 1], beats, 0.0, startup_s=3.0)
+  dog.starting(0)
+  dog.starting(1)
+  t0 = time.monotonic()
+  beats[0][3:] = [1, 0]  # env make, env 0
+  beats[1][3:] = [4, 0]  # started
+  dog.check(t0 + 2.0)
+  beats[0][3:] = [2, 0]  # first reset, env 0
+  dog.check(t0 + 4.0)  # 2 s in this stage
+  with pytest.raises(RunError, match=r"^executor 0 \(envs 0-1\) stalled in its start-up \(first "
+                     r"reset, env 0\) for 3\.5 s, past the start-up limit of 3\.0 s "
+                     r"\(--startup_s\); nothing was trained or saved$"):
+    dog.check(t0 + 7.5)
+  dog.started(0)
+  dog.check(t0 + 100.0)
+
+
 def test_an_executor_that_steps_or_reports_done_is_not_stalled():
   dog, beats = _dog()
   dog.watch(0)
