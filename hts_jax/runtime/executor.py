@@ -18,6 +18,7 @@ whose controller has gone reads end-of-file on its action buffer and exits.
 from __future__ import annotations
 
 import dataclasses
+import math
 import multiprocessing as mp
 import os
 import pickle
@@ -129,6 +130,7 @@ class Executor:
     self.storages = Storages(spec.storage, create=False)
     self.noise = random.Random()  # step-time noise is unseeded: results must not depend on it
     self.agents = spec.storage.num_agents
+    self.int_obs = not np.issubdtype(self.storages.filling(0).obs.dtype, np.floating)  # uint8
     layout = spec.layout
     self.blocks = layout.blocks_of_executor(spec.index)
     self.block_envs = {b: list(range(spec.env_offset + layout.blocks[b][0],
@@ -192,7 +194,7 @@ class Executor:
       t_busy = time.perf_counter()
       st = self.storages.filling(segment)
       for b in codes:  # each block goes back to the actors as soon as it is stepped
-        self._step_block(st, b, t[b])
+        self._step_block(st, b, t[b], segment)
         t[b] += 1
         if self.beat is not None:
           self.beat[0], self.beat[1] = segment, t[b]
@@ -211,6 +213,19 @@ class Executor:
       block.close()
     self.storages.close()
 
+  def _non_finite(self, b: int, rewards: np.ndarray, obs: np.ndarray, step: int,
+                  segment: int) -> None:
+    """Names the first env of block `b` whose reward or observation is not finite."""
+    for field, values in (("reward", rewards), ("observation", obs)):
+      bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
+      if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        self.where["env_id"] = self.block_envs[b][row // self.agents]
+        value = np.asarray(values[row]).ravel()
+        raise FloatingPointError(
+            f"non-finite {field} ({value[~np.isfinite(value)][0]}) from {self.spec.env} at "
+            f"segment {segment}, step {step}")
+
   def _new_report(self) -> None:
     self.returns: Dict[int, List[float]] = {e: [] for e in self.spec.env_ids}
     self.lengths: Dict[int, List[int]] = {e: [] for e in self.spec.env_ids}
@@ -224,13 +239,18 @@ class Executor:
       carry_core(previous, st, self.block_rows[b])
     self.state.post(self.blocks, segment, [0] * len(self.blocks))
 
-  def _step_block(self, st, b: int, step: int) -> None:
-    """Steps the block's envs with the actions at [step, rows]; writes step+1's data."""
+  def _step_block(self, st, b: int, step: int, segment: int) -> None:
+    """Steps the block's envs with the actions at [step, rows]; writes step+1's data and checks
+    that its rewards and float observations are finite."""
     spec, rows = self.spec, self.block_rows[b]
     finished: List[env_blocks.Finished] = []
-    self.env_blocks[b].step(st.actions[step, rows], st.rewards[step, rows], st.dones[step, rows],
-                            st.truncated[step, rows], st.obs[step + 1, rows],
+    rewards, obs = st.rewards[step, rows], st.obs[step + 1, rows]
+    self.env_blocks[b].step(st.actions[step, rows], rewards, st.dones[step, rows],
+                            st.truncated[step, rows], obs,
                             None if st.final_obs is None else st.final_obs[step, rows], finished)
+    # A NaN or inf from the env is named here, not in the learner's loss.
+    if not (_all_finite(rewards) and (self.int_obs or _all_finite(obs))):
+      self._non_finite(b, rewards, obs, step, segment)
     reset_core(st, step, rows)
     for e, ret, length in finished:
       self.returns[e].append(ret)
@@ -238,6 +258,16 @@ class Executor:
     if spec.delay_s or spec.jitter_s:
       n = len(self.block_envs[b])
       time.sleep(n * spec.delay_s + sum(self.noise.uniform(0.0, spec.jitter_s) for _ in range(n)))
+
+
+def _all_finite(x: np.ndarray) -> bool:
+  """Whether float32 `x` holds no NaN or inf: whether their sum as doubles is finite (float32
+  values cannot overflow it; NaN and inf propagate, inf - inf is NaN). A few values (a block's
+  rewards, CartPole's observations) sum as a Python list: ~1.7 us for 8 CartPoles' rewards and
+  observations together, against ~3.7 us for two np.isfinite(...).all(); numpy past 256 values."""
+  if x.size <= 256:
+    return math.isfinite(sum(x.ravel().tolist()))
+  return bool(np.isfinite(x).all())
 
 
 def _pickle_envs(blocks):

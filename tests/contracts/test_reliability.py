@@ -108,19 +108,23 @@ def test_env_exception_names_executor_env_and_exception(tmp_path):
   assert not leftover_shm(tmp_path)
 
 
-def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+@pytest.mark.parametrize("env,field,value", [("NaNRewardCartPole-v0", "reward", "nan"),
+                                              ("InfObsCartPole-v0", "observation", "inf")])
+def test_a_non_finite_reward_or_observation_names_the_executor_env_and_field(tmp_path, env,
+                                                                             field, value):
+  """Issue 51, defect 11: a NaN from the env was blamed on the learner ('non-finite loss at
+  update 61'); the executor checks the rewards and float observations it writes."""
   logdir = str(tmp_path)
-  proc = run_cli(logdir, "--env=tests.support.fault_envs:NaNRewardCartPole-v0",
-                 '--env_kwargs={"nan_at": 42}', "--num_envs=4", "--num_executors=2",
-                 "--alpha=5", "--total_steps=100000", "--checkpoint_every=1")
+  name = f"tests.support.fault_envs:{env}"
+  proc = run_cli(logdir, f"--env={name}", '--env_kwargs={"nan_at": 42}', "--num_envs=4",
+                 "--num_executors=2", "--alpha=5", "--total_steps=100000", "--checkpoint_every=1")
   assert proc.returncode == 1
   (line,) = error_lines(proc.stderr)
-  m = re.fullmatch(r"error: learner: FloatingPointError: non-finite loss at update (\d+) "
-                   r"\(segment \d+\); the last checkpoint is kept", line)
-  assert m, line
-  bad_update = int(m.group(1))
-  step = checkpoint.latest_step(logdir)
-  assert step is not None and step < bad_update
+  assert re.fullmatch(rf"error: executor [01], env [0-3]: FloatingPointError: non-finite {field} "
+                      rf"\({value}\) from {re.escape(name)} at segment 8, step 1", line), line
+  assert "Traceback" not in proc.stderr
+  assert checkpoint.latest_step(logdir) is not None  # the last checkpoint is kept
+  assert not leftover_shm(tmp_path)
 
 
 def _small(tmp_path):

@@ -34,8 +34,21 @@ class NaNRewardCartPole(CartPoleEnv):
     return obs, float("nan") if self.steps >= self.nan_at else r, terminated, truncated, info
 
 
+class InfObsCartPole(NaNRewardCartPole):
+  """Returns an observation holding +inf from its `nan_at`-th step on."""
+
+  def step(self, action):
+    obs, r, terminated, truncated, info = super(NaNRewardCartPole, self).step(action)
+    self.steps += 1
+    if self.steps >= self.nan_at:
+      obs = obs.copy()
+      obs[1] = float("inf")
+    return obs, r, terminated, truncated, info
+
+
 gym.register("CrashingCartPole-v0", entry_point=CrashingCartPole, max_episode_steps=500)
 gym.register("NaNRewardCartPole-v0", entry_point=NaNRewardCartPole, max_episode_steps=500)
+gym.register("InfObsCartPole-v0", entry_point=InfObsCartPole, max_episode_steps=500)
 
 
 class SlowStartCartPole(CartPoleEnv):
