@@ -2,7 +2,7 @@
 a part's work in flight (the learner's update) must end within its limit. A stalled run stops
 with one line naming the stalled part and what it was waiting on, the last checkpoint kept.
 
-An executor's steps are read from its heartbeat (`beats[k]`: segment, step, steps so far, shared
+An executor's steps are read from its heartbeat (`beats[k]`: segment, step, steps so far, ..., shared
 memory the executor writes). The automatic timeout is WATCHDOG_FACTOR times the longest gap
 between two env steps of an executor measured mid-segment so far, at least WATCHDOG_MIN_S
 (`--watchdog_s` sets it). An executor waits mid-segment on its actions, so a hung policy call
@@ -98,7 +98,7 @@ class Watchdog:
     if idle <= after_s:
       return None
     ids = self._env_ids(k)
-    segment, step, _ = self.beats[k]
+    segment, step = self.beats[k][0], self.beats[k][1]
     last = f"segment {segment}, step {step}" if self.beats[k][2] else "none this run"
     busy = sorted((a for a in (fn(now) for fn in list(self._activities))
                    if a is not None and a[0] >= idle / 2), reverse=True)
