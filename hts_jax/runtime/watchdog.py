@@ -2,8 +2,8 @@
 a part's work in flight (the learner's update) must end within its limit. A stalled run stops
 with one line naming the stalled part and what it was waiting on, the last checkpoint kept.
 
-An executor's steps are read from its heartbeat (`beats[k]`: segment, step, steps so far, ..., shared
-memory the executor writes). The automatic timeout is WATCHDOG_FACTOR times the longest gap
+An executor's steps are read from its heartbeat (`beats[k]`, shared memory the executor writes:
+segment, step, steps so far, ...). The automatic timeout is WATCHDOG_FACTOR times the longest gap
 between two env steps of an executor measured mid-segment so far, at least WATCHDOG_MIN_S
 (`--watchdog_s` sets it). An executor waits mid-segment on its actions, so a hung policy call
 shows first as an executor that has not stepped: the message names every activity (each actor's
