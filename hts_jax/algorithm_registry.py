@@ -76,7 +76,8 @@ CORRECTIONS: Dict[str, Correction] = {c.name: c for c in (
     # centred on the proximal policy p = π_{θ_j}; μ = π_{θ_{j-1}} enters only through
     # w = min(c̄, p/μ).
     Correction("decoupled", start="current", centre="current",
-               weights="hts_jax.corrections:decoupled_weights", cap="is_cap", lag_free_at_lag_0=True),
+               weights="hts_jax.corrections:decoupled_weights", cap="is_cap",
+               lag_free_at_lag_0=True),
     # The paper's Table A1: at θ_j with weights min(1, π_j/π_{j-1}) (decoupled with c̄ = 1).
     Correction("truncated_is", start="current", centre="current",
                weights="hts_jax.corrections:truncated_is_weights", cap=1.0),

@@ -129,8 +129,9 @@ def test_the_dispatcher_names_its_grids_in_one_line():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: expected a grid, one of gfootball, minatar, atari, mujoco, memory, benchmarks; "
-        f"got {repr(args[0]) if args else 'none'} (`<grid> --help` lists a grid's flags)"]
+        "error: expected a grid, one of gfootball, minatar, atari, mujoco, memory, corrections, "
+        f"benchmarks; got {repr(args[0]) if args else 'none'} (`<grid> --help` lists a grid's "
+        "flags)"]
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "benchmarks", "--check"],
                         cwd=ROOT, capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr

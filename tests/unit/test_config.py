@@ -27,7 +27,7 @@ def test_make_puts_each_flag_in_its_section_and_to_dict_gives_them_back():
 
 def test_every_flag_name_is_unique_and_sections_are_frozen():
   names = list(config.flag_fields())
-  assert len(names) == len(set(names)) == 48  # and mode, and the learner's
+  assert len(names) == len(set(names)) == 49  # and mode, and the learner's
   with pytest.raises(dataclasses.FrozenInstanceError):
     RunConfig().rollout.num_envs = 3  # type: ignore[misc]
 
@@ -63,7 +63,7 @@ def test_mode_rules_answer_the_modes_questions():
                        async_batch_unrolls=2, total_steps=1000)
   assert cfg.steps_per_update == 20 * 2 * 2 and cfg.optimizer_steps == cfg.learner_updates
   with pytest.raises(ConfigError, match=r"--correction=truncated_is applies to --mode=hts only.*"
-                                        r"use one of \('delayed', 'none', 'behaviour'\)"):
+                     r"use one of \('delayed', 'none', 'behaviour', 'decoupled'\)"):
     RunConfig.make(mode="sync", learner={"correction": "truncated_is"})
   # The correction a baseline applies anyway may be named (a preset may name none), and so may
   # behaviour, which is that correction at lag 0 (mujoco_hts_ppo names it).

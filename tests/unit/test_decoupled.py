@@ -73,8 +73,9 @@ def test_lag_diagnostics_against_numpy():
   of the first step is against p (0 at the first minibatch of one epoch)."""
   net = networks.make_network("mlp", 2)
   # Large weights make both policies far from uniform, so that p/μ exceeds 2 and the cap.
-  theta_prev, theta = (jax.tree.map(lambda x: 100 * x, net.init(jax.random.PRNGKey(k),
-                                                                 jnp.zeros((1, 4)))) for k in (1, 2))
+  theta_prev, theta = (jax.tree.map(lambda x: 100 * x,
+                                    net.init(jax.random.PRNGKey(k), jnp.zeros((1, 4))))
+                       for k in (1, 2))
   seg = _random_segment(t=6, b=3)
   valid = np.ones((6, 3), np.float32)
   valid[2, 1] = valid[4, 0] = 0.0
