@@ -48,8 +48,16 @@ def start_and_wait_for_rows(logdir, rows, *flags):
 
 
 def executor_pids(proc):
-  return [c.pid for c in psutil.Process(proc.pid).children(recursive=True)
-          if "resource_tracker" not in " ".join(c.cmdline())]
+  """The run's child processes but multiprocessing's resource tracker (a child that has just
+  exited, a zombie or gone, is left out)."""
+  out = []
+  for c in psutil.Process(proc.pid).children(recursive=True):
+    try:
+      if "resource_tracker" not in " ".join(c.cmdline()):
+        out.append(c.pid)
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+      pass
+  return out
 
 
 def error_lines(stderr):
