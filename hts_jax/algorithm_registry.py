@@ -4,9 +4,10 @@ module and one entry here. JAX-free (the config validates with it); the builder 
 when a learner is built.
 
 An algorithm's update builder (`hts_jax.algorithms.build_a2c_update`'s signature) returns
-`update(start, opt_state, segment, weights, key, reference=None) -> (end, opt_state, summed
-updates, metrics)`: its optimizer steps on one segment from `start`; the learner wraps it in the
-policy-lag correction (`hts_jax.learner`).
+`update(start, opt_state, segment, key, current, behaviour) -> (end, opt_state, summed updates,
+metrics)`: its optimizer steps on one segment from `start`, with the correction's inputs taken
+from `current` (θ_j) and `behaviour` (θ_{j-1}); the learner wraps it in the policy-lag correction
+(`hts_jax.learner`).
 
 The corrections (`CORRECTIONS`, one `Correction` record each) say how `--mode=hts` handles the
 one-update policy lag: where the steps start, which params PPO's ratio is centred on, and the one
@@ -51,7 +52,8 @@ class Correction:
   lag_free_at_lag_0: bool = False
 
   def __post_init__(self):
-    assert self.start in ("behaviour", "current") and self.centre in ("behaviour", "current")
+    if self.start not in ("behaviour", "current") or self.centre not in ("behaviour", "current"):
+      raise ValueError(f"correction {self.name}: start and centre are 'behaviour' or 'current'")
 
   def weights_fn(self) -> Callable:
     return _resolve(self.weights) if self.weights else None
@@ -97,6 +99,8 @@ class Algorithm:
   # Its update takes minibatches of env columns (PPO's): the config checks --minibatch=envs'
   # divisibility and that a recurrent core unrolls whole sequences.
   minibatches: bool = False
+  # --mode=async (IMPALA's V-trace actor-critic) runs with its hyperparameters.
+  vtrace_baseline: bool = False
   defaults: Dict[str, Any] = dataclasses.field(default_factory=dict)  # launcher defaults
   why_not: str = ""  # said when a correction it lacks is asked for
 
@@ -122,7 +126,7 @@ def _ppo_steps(config, segment_length: int) -> int:
 ALGORITHMS: Dict[str, Algorithm] = {a.name: a for a in (
     # The paper's A2C (Eq. 3/4): T / unroll_length n-step steps per segment.
     Algorithm("a2c", "hts_jax.algorithms:build_a2c_update", _a2c_steps,
-              corrections=("delayed", "truncated_is", "none"),
+              corrections=("delayed", "truncated_is", "none"), vtrace_baseline=True,
               why_not="A2C has no trust region to centre: its delayed gradient is Eq. 6 "
                       "exactly, and truncated_is is decoupled's analogue"),
     # PPO: epochs x minibatches clipped-surrogate steps; 128 steps per update as in Kostrikov's

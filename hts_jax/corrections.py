@@ -45,8 +45,8 @@ def ratio_diagnostics(log_ratio: chex.Array, clip_eps: float,
                       mask: Optional[chex.Array] = None) -> Metrics:
   """What a researcher checks when PPO under-performs, from log ρ over the (masked-in) samples, no
   gradient:
-  `approx_kl`, the estimator E[(ρ - 1) - log ρ] of KL(π_old || π) (Schulman's k3, CleanRL's
-  `approx_kl`); the ratio's mean and its spread `ratio_abs_dev`, E|ρ - 1|; `clip_frac`, the share
+  `approx_kl`, Schulman's k3 E[(ρ - 1) - log ρ] (CleanRL's `approx_kl`: KL(π_old || π) where the
+  samples are π_old's, i.e. where the clip's centre is the behaviour policy); the ratio's mean and its spread `ratio_abs_dev`, E|ρ - 1|; `clip_frac`, the share
   with |ρ - 1| > ε. All are means over samples, so the data-parallel step's (averaged over
   devices) equal the global batch's."""
   log_ratio = jax.lax.stop_gradient(log_ratio)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, ClassVar, Dict, Optional
 
-from hts_jax.algorithm_registry import CORRECTIONS
+from hts_jax.algorithm_registry import ALGORITHMS, CORRECTIONS
 from hts_jax.learner_config import check, check_choices
 
 
@@ -45,8 +45,9 @@ class AsyncOptions:
     del n, where
     r = cfg.rollout
     check(not r.envpool, "--envpool is for --mode=hts and --mode=sync")
-    check(cfg.learner.algo == "a2c",
-          "--mode=async is IMPALA's V-trace actor-critic: use --algo=a2c")
+    check(ALGORITHMS[cfg.learner.algo].vtrace_baseline,
+          "--mode=async is IMPALA's V-trace actor-critic: use --algo=" + " or --algo=".join(
+              a.name for a in ALGORITHMS.values() if a.vtrace_baseline))
     check(not cfg.learner.normalize_rewards,
           "--mode=async: --normalize_rewards is not available (its unrolls come from any envs, "
           "in any order)")

@@ -98,6 +98,7 @@ def _runs(results: str) -> List[Dict[str, Any]]:
                 "steps_to_target": run.evals[hit]["env_steps"] if hit is not None else None,
                 "final_metric": metrics.final_metric(run), **provenance.run_host(run.summary),
                 "shared_machine": _note(shared),
+                "clip_frac": _mean([r.get("clip_frac") for r in run.train_curve()]),
                 "quarters": quarters(run, budget)})
   return sorted(out, key=lambda r: (r["task"], r["method"], r["seed"]))
 
@@ -122,9 +123,17 @@ def quarters(run: metrics.Run, budget: int) -> List[Dict[str, float]]:
   return out
 
 
-def _median(xs: List[Optional[float]]) -> float:
-  """The median with None (a censored miss) as +inf."""
-  return statistics.median([math.inf if x is None else x for x in xs])
+def _median(xs: List[Optional[float]], missing: float = math.inf) -> float:
+  """The median with None (a censored miss; a run without evaluations) as `missing`."""
+  return statistics.median([missing if x is None else x for x in xs])
+
+
+def _q(ref: float, c: float) -> float:
+  """Steps tasks' score S_sync / S_c: a miss by both is 1, a correction's miss 0, at most 10
+  (PROTOCOL.md, Changes)."""
+  if math.isinf(c):
+    return 1.0 if math.isinf(ref) else 0.0
+  return min(ref / c, 10.0)
 
 
 def decide(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
@@ -139,11 +148,11 @@ def decide(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     for c in CORRECTIONS:
       if kind == "steps":
         s_c, s_ref = _median(cells[c]["steps_to_target"]), _median(ref["steps_to_target"])
-        ok, q = s_c <= PASS_RATIO * s_ref, (0.0 if math.isinf(s_c) else s_ref / s_c)
+        ok, q = s_c <= PASS_RATIO * s_ref, _q(s_ref, s_c)
       else:
-        f_c = statistics.median(cells[c]["final_metric"])
-        ok = f_c >= min(ref["final_metric"])
-        q = f_c / statistics.median(ref["final_metric"])
+        f_c = _median(cells[c]["final_metric"], -math.inf)
+        ok = f_c >= min(-math.inf if f is None else f for f in ref["final_metric"])
+        q = f_c / _median(ref["final_metric"], -math.inf)
       if ok:
         passes[c].append(task)
       scores[c].append(max(q, 0.01))
@@ -165,10 +174,25 @@ def report(results: str) -> Dict[str, Any]:
     cell["seeds"].append(r["seed"])
     cell["steps_to_target"].append(r["steps_to_target"])
     cell["final_metric"].append(r["final_metric"])
-    cell["clip_frac"].append(_mean([q.get("clip_frac") for q in r["quarters"]]))
+    cell["clip_frac"].append(r["clip_frac"])
   out = {"protocol": "results/corrections/PROTOCOL.md", "runs": runs, "table": table,
+         "clip_frac_matches_sync": clip_overlap(table),
          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "decision": decide(table)}
   return publish.publish(results, out, render_markdown, [])
+
+
+def clip_overlap(table: Dict[str, Dict[str, Any]]) -> Dict[str, Optional[bool]]:
+  """Question 3, per task: whether `decoupled`'s per-seed clip_frac range overlaps sync PPO's
+  (None where either has none)."""
+  out = {}
+  for task, cells in table.items():
+    ranges = []
+    for m in ("decoupled", REFERENCE):
+      xs = [x for x in cells.get(m, {}).get("clip_frac", []) if x is not None]
+      ranges.append((min(xs), max(xs)) if xs else None)
+    out[task] = (None if None in ranges
+                 else ranges[0][0] <= ranges[1][1] and ranges[1][0] <= ranges[0][1])
+  return out
 
 
 def _mean(xs: List[Optional[float]]) -> Optional[float]:
@@ -176,8 +200,8 @@ def _mean(xs: List[Optional[float]]) -> Optional[float]:
   return sum(xs) / len(xs) if xs else None
 
 
-def _seeds(xs: List[Optional[float]], fmt: str) -> str:
-  shown = ", ".join("miss" if x is None else fmt.format(x) for x in xs)
+def _seeds(xs: List[Optional[float]], fmt: str, missing: str = "miss") -> str:
+  shown = ", ".join(missing if x is None else fmt.format(x) for x in xs)
   real = [x for x in xs if x is not None]
   return f"{shown} [{fmt.format(min(real))}, {fmt.format(max(real))}]" if real else shown
 
@@ -195,8 +219,11 @@ def render_markdown(out: Dict[str, Any]) -> str:
         lines.append(f"| {task} | {method} | {len(c['seeds'])} | "
                      f"{_seeds(c['steps_to_target'], '{:,.0f}') if TASKS[task][1] else '-'} | "
                      f"{_seeds(c['final_metric'], '{:,.2f}')} | "
-                     f"{_seeds(c['clip_frac'], '{:.3f}')} |")
+                     f"{_seeds(c['clip_frac'], '{:.3f}', '-')} |")
   d = out["decision"]
+  q3 = "; ".join(f"{t}: {'-' if v is None else 'yes' if v else 'no'}"
+                 for t, v in out["clip_frac_matches_sync"].items())
+  lines += ["", f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}"]
   lines += ["", f"Decision (PROTOCOL.md): tasks complete {d['complete_tasks'] or 'none'}; "
             + (f"winner `{d['winner']}`." if d.get("winner") else
                f"no winner until every task is complete (leading: `{d.get('leader_so_far')}`).")]

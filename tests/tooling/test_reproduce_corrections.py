@@ -92,3 +92,15 @@ def test_decision_rule():
   d = study.decide(_table(steps, finals))
   assert d["winner"] == "behaviour" and d["geometric_mean_q"]["behaviour"] > d[
       "geometric_mean_q"]["none"]
+  # Where sync PPO's median misses, every correction passes that task; q is 1 for a miss.
+  steps["sync_ppo"] = [None, None, None, 100, 100]
+  d = study.decide(_table(steps, finals))
+  assert set(d["passes"]["none"]) == {"CartPoleNoVel", study.CLOSE}
+  assert study._q(float("inf"), float("inf")) == 1.0 and study._q(100.0, 1.0) == 10.0
+
+
+def test_question_three_compares_the_clip_fraction_ranges():
+  cells = lambda d, s: {"decoupled": {"clip_frac": d}, "sync_ppo": {"clip_frac": s}}
+  got = study.clip_overlap({"a": cells([0.05, 0.07], [0.06, 0.09]),
+                            "b": cells([0.15, 0.17], [0.05, 0.06]), "c": cells([], [0.1])})
+  assert got == {"a": True, "b": False, "c": None}

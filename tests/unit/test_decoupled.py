@@ -11,8 +11,8 @@ import pytest
 from hts_jax import algorithms, learner, losses, networks, ppo
 from hts_jax.algorithm_registry import CORRECTIONS
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
-from tests.unit.test_learner import (LR, THETA, THETA_PREV, _random_segment, bias_model,
-                                     one_step_segment, ppo_config, state_at)
+from tests.support.learner_cases import (LR, THETA, THETA_PREV, bias_model, one_step_segment,
+                                         ppo_config, random_segment, state_at)
 
 PI_J = np.exp([1.0, -1.0]) / np.exp([1.0, -1.0]).sum()   # π_{θ_j}: softmax([1, -1])
 MU = np.array([0.5, 0.5])                                  # π_{θ_{j-1}}: softmax([0, 0])
@@ -76,7 +76,7 @@ def test_lag_diagnostics_against_numpy():
   theta_prev, theta = (jax.tree.map(lambda x: 100 * x,
                                     net.init(jax.random.PRNGKey(k), jnp.zeros((1, 4))))
                        for k in (1, 2))
-  seg = _random_segment(t=6, b=3)
+  seg = random_segment(t=6, b=3)
   valid = np.ones((6, 3), np.float32)
   valid[2, 1] = valid[4, 0] = 0.0
   seg = seg.replace(valid=jnp.asarray(valid))
@@ -100,7 +100,21 @@ def test_lag_diagnostics_against_numpy():
   np.testing.assert_allclose(m["clip_frac"], 0.0)
 
 
-def test_every_ppo_correction_and_sync_report_the_diagnostics():
+def test_under_sync_kl_lag_is_the_previous_updates_move():
+  """Sync PPO (`none` at lag 0, as --mode=sync runs it): the state rolls θ_j into
+  `behaviour_params`, so the second update's `kl_lag` is KL(π_{θ_0} || π_{θ_1}), the move of the
+  first update, and the first's is 0."""
+  opt = optax.sgd(LR)
+  step = learner.make_learner_step(ppo_config(correction="none"), bias_model, opt)
+  s1, m1 = step(state_at(opt, THETA, THETA), one_step_segment(action=1))
+  _, m2 = step(s1, one_step_segment(action=1))
+  softmax = lambda l: np.exp(l) / np.exp(l).sum()
+  p0, p1 = softmax(np.asarray(THETA["l"])), softmax(np.asarray(s1.params["l"], np.float64))
+  assert float(m1["kl_lag"]) == 0.0 and np.sum(p0 * np.log(p0 / p1)) > 1e-4
+  np.testing.assert_allclose(m2["kl_lag"], np.sum(p0 * np.log(p0 / p1)), rtol=1e-3)
+
+
+def test_every_ppo_correction_reports_the_diagnostics():
   """`behaviour` (ratio against θ_{j-1}) starts with ρ ≠ 1; its weights are 1 (ESS 1, none
   capped) while KL(μ || p) is the same lag's as `decoupled`'s."""
   got = {c: _step(ppo_config(correction=c))[1] for c in ("behaviour", "decoupled", "none",

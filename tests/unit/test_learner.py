@@ -7,44 +7,9 @@ import optax
 import pytest
 
 from hts_jax import learner, networks
-from hts_jax.types import LearnerConfig, Segment
-
-LR = 0.1
-
-
-def bias_model(params, obs):
-  """logits = l, value = b for every row: gradients are easy to derive by hand."""
-  n = obs.shape[0]
-  return jnp.broadcast_to(params["l"], (n, 2)), jnp.full((n,), params["b"])
-
-
-def one_step_segment(action):
-  """T=1, B=1: reward 1.5 then the episode ends, so the A2C return is R = 1.5."""
-  return Segment(obs=jnp.zeros((2, 1, 1)), actions=jnp.array([[action]], jnp.int32),
-                 rewards=jnp.array([[1.5]]), dones=jnp.array([[1.0]]))
-
-
-THETA_PREV = {"l": jnp.array([0.0, 0.0]), "b": jnp.array(0.5)}   # θ_{j-1}
-THETA = {"l": jnp.array([1.0, -1.0]), "b": jnp.array(2.0)}       # θ_j
-
-
-def hand_grad(theta, action, weight=1.0):
-  """∇L for L = -w·(R-b)·log softmax(l)[a] + 0.5·(R-b)² (value_coef 0.5, no entropy)."""
-  adv = 1.5 - float(theta["b"])
-  pi = np.exp(np.asarray(theta["l"])) / np.exp(np.asarray(theta["l"])).sum()
-  onehot = np.eye(2)[action]
-  return {"l": -weight * adv * (onehot - pi), "b": np.array(-2 * 0.5 * adv)}
-
-
-def state_at(optimizer, theta_prev=THETA_PREV, theta=THETA):
-  st = learner.init_train_state(theta_prev, optimizer, jax.random.PRNGKey(0))
-  return st.replace(params=theta, behaviour_params=theta_prev)
-
-
-def config(**kw):
-  base = dict(algo="a2c", unroll_length=1, value_coef=0.5, entropy_coef=0.0)
-  base.update(kw)
-  return LearnerConfig(**base)
+from hts_jax.types import LearnerConfig
+from tests.support.learner_cases import (LR, THETA, THETA_PREV, bias_model, config, hand_grad,
+                                         one_step_segment, ppo_config, random_segment, state_at)
 
 
 def test_delayed_gradient_golden_sgd():
@@ -106,14 +71,6 @@ def test_delayed_gradient_optax_updates(name):
     np.testing.assert_allclose(s1.params["b"], want_b, rtol=1e-6)
 
 
-def _random_segment(t=8, b=4, obs_dim=4, seed=0):
-  rng = np.random.default_rng(seed)
-  return Segment(obs=jnp.asarray(rng.normal(size=(t + 1, b, obs_dim)), jnp.float32),
-                 actions=jnp.asarray(rng.integers(0, 2, (t, b)), jnp.int32),
-                 rewards=jnp.asarray(rng.normal(size=(t, b)), jnp.float32),
-                 dones=jnp.asarray(rng.random((t, b)) < 0.2, jnp.float32))
-
-
 @pytest.mark.parametrize("algo", ["a2c", "ppo"])
 def test_multi_step_algorithms_transfer_summed_updates(algo):
   """A2C with several n-step updates and PPO (epochs x minibatches) run on a shadow started at
@@ -123,7 +80,7 @@ def test_multi_step_algorithms_transfer_summed_updates(algo):
   theta_prev = net.init(jax.random.PRNGKey(1), jnp.zeros((1, 4)))
   theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
   opt = optax.sgd(LR)
-  seg = _random_segment()
+  seg = random_segment()
   kw = dict(algo=algo, unroll_length=2, ppo_epochs=2, num_minibatches=2)
   delayed = learner.make_learner_step(LearnerConfig(**kw), net.apply, opt)
   plain = learner.make_learner_step(LearnerConfig(correction="none", **kw), net.apply, opt)
@@ -151,13 +108,6 @@ def test_bad_segment_length_is_a_config_error():
   step = learner.make_learner_step(config(unroll_length=3), bias_model, opt)
   with pytest.raises(ValueError, match="multiple of unroll_length"):
     step(state_at(opt), one_step_segment(0))
-
-
-def ppo_config(**kw):
-  base = dict(algo="ppo", ppo_epochs=1, num_minibatches=1, value_coef=0.5, entropy_coef=0.0,
-              normalize_advantages=False, gae_lambda=0.95, clip_eps=0.2)
-  base.update(kw)
-  return LearnerConfig(**base)
 
 
 def test_behaviour_correction_golden_ppo_step():
@@ -198,7 +148,7 @@ def test_behaviour_targets_against_numpy():
   net = networks.make_network("mlp", 2)
   theta_prev = net.init(jax.random.PRNGKey(1), jnp.zeros((1, 4)))
   theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
-  seg = _random_segment(t=6, b=3)
+  seg = random_segment(t=6, b=3)
   cfg = ppo_config(gamma=0.9, gae_lambda=0.8)
   targets = ppo.ppo_targets(cfg, net.apply, theta_prev,
                                    algorithms.complete_segment(seg))
@@ -242,7 +192,7 @@ def test_lagged_corrections_at_lag_zero_are_synchronous_ppo_bitwise(correction, 
   theta = net.init(jax.random.PRNGKey(2), jnp.zeros((1, 4)))
   cfg = dict(algo="ppo", ppo_epochs=3, num_minibatches=2, minibatch=minibatch)
   opt = optax.adam(1e-2)
-  seg = _random_segment()
+  seg = random_segment()
   steps = [learner.make_learner_step(LearnerConfig(correction=c, **cfg), net.apply, opt,
                                      unroll=False) for c in (correction, "none")]
   runs = [step(state_at(opt, theta, theta), seg) for step in steps]
