@@ -193,6 +193,11 @@ class Outputs:
   """With --resume: restore a checkpoint that has no digest to check it against (written before
   checkpoints had one, or with its digest/ and files.json deleted), with a warning. Without it such
   a checkpoint is refused: a flipped bit in it would resume silently."""
+  resume_unsigned: bool = resumable(False)
+  """With --resume: unpickle env states that this machine's checkpoint key did not sign (a
+  checkpoint copied from another machine or user, or from before signatures), with a warning.
+  Unpickling runs any code a pickle names: pass it only for a checkpoint you trust. The key is
+  $HTS_JAX_KEY_FILE, else ~/.config/hts_jax/checkpoint.key (docs/determinism.md)."""
   overwrite: bool = resumable(False)
   """Start a new run in a logdir that holds an earlier one: its metrics.csv, summary.json,
   checkpoints, TensorBoard event files and videos are deleted first (without it such a logdir is

@@ -36,6 +36,13 @@ if _FILELOCK and "JAX_COMPILATION_CACHE_DIR" in os.environ:  # also a folder of 
   os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
   os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
+# The checkpoint key (`hts_jax.runtime.outputs.signing`) of the session, in a folder of its own
+# that xdist's workers and every launched run inherit: tests do not write into the user's home.
+_OWN_KEY = "HTS_JAX_KEY_FILE" not in os.environ
+if _OWN_KEY:
+  os.environ["HTS_JAX_KEY_FILE"] = os.path.join(tempfile.mkdtemp(prefix="hts_jax_tests_key_"),
+                                                "checkpoint.key")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
@@ -106,3 +113,5 @@ def pytest_make_collect_report(collector):
 def pytest_unconfigure(config):
   if _OWN_XLA_CACHE and not hasattr(config, "workerinput"):  # the process that made it
     shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+  if _OWN_KEY and not hasattr(config, "workerinput"):
+    shutil.rmtree(os.path.dirname(os.environ["HTS_JAX_KEY_FILE"]), ignore_errors=True)

@@ -21,7 +21,7 @@ import numpy as np
 from hts_jax import envs, heads, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig, incompatible_changes
 from hts_jax.runtime import distributed, host
-from hts_jax.runtime.outputs import checkpoint, video
+from hts_jax.runtime.outputs import checkpoint, signing, video
 from hts_jax.runtime.actor import ActingParts
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnerWorker
@@ -85,10 +85,7 @@ class Runner:
     placement = Placement(config.devices.learner_devices, config.devices.actor_devices)
     restored = self._restore(state, placement) if resume else None
     if restored is not None:
-      if not restored["verified"] and config.distributed.process_id == 0:
-        print(f"warning: checkpoint {checkpoint.directory(config.outputs.logdir)}/"
-              f"{restored['step']} has no digest: restored unchecked (--resume_unverified)",
-              file=sys.stderr, flush=True)
+      _check_trusted(restored, config)
       state = restored["state"]
       if restored["envs"] is None and state.reward_norm is not None:
         # Envs restart from a reset (envpool, unpicklable envs): so do their discounted returns.
@@ -179,7 +176,8 @@ class Runner:
           problems[step] = str(e)
           continue
         self._set_aside_agreed([s for s in candidates if s > step], problems, step)
-        return ckpt
+        # Every process's env states signed, or all refuse alike (`_check_trusted`).
+        return dict(ckpt, signed=all(distributed.allgather_json(ckpt["signed"])))
     why = ("; ".join(problems[s] for s in candidates) if candidates else
            "the processes list different checkpoints")
     raise ConfigError(f"--resume: no checkpoint in {checkpoint.directory(logdir)} can be "
@@ -244,3 +242,23 @@ class Runner:
     finally:
       if self.lock is not None:
         self.lock.release()
+
+
+def _check_trusted(restored: Dict[str, Any], config) -> None:
+  """Refuses a checkpoint whose env states (pickles) this machine's key did not sign, unless
+  --resume_unsigned (`signing`); warns for what the flags let through (process 0)."""
+  path = f"{checkpoint.directory(config.outputs.logdir)}/{restored['step']}"
+  out = config.outputs
+  if not restored["signed"] and not out.resume_unsigned:
+    raise ConfigError(
+        f"--resume: checkpoint {path}'s env states are not signed by this machine's key "
+        f"({signing.key_path()}): written elsewhere, before signatures, or altered, and unpickling "
+        "them runs any code they name; pass --resume_unsigned only if you trust the checkpoint")
+  if config.distributed.process_id != 0:
+    return
+  if not restored["verified"]:
+    print(f"warning: checkpoint {path} has no digest: restored unchecked (--resume_unverified)",
+          file=sys.stderr, flush=True)
+  if not restored["signed"]:
+    print(f"warning: checkpoint {path}'s env states are not signed by this machine's key: "
+          "unpickled because --resume_unsigned trusts them", file=sys.stderr, flush=True)

@@ -4,6 +4,7 @@ or /dev/shm block, and what stays on disk (param_sha256 after --resume where it 
 
 import glob
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -393,6 +394,71 @@ def test_a_checkpoint_without_a_digest_is_refused_unless_accepted(tmp_path):
   assert [l for l in proc.stderr.splitlines() if l.startswith("warning:")] == [
       f"warning: checkpoint {path} has no digest: restored unchecked (--resume_unverified)"]
   assert summary(logdir)["resumed_from_update"] == newest
+
+
+def _planted(logdir, payload, key_file, monkeypatch):
+  """The 4-segment checkpointed run, with every env state in its checkpoints replaced by
+  `payload` (pickled bytes) the way an attacker without the user's key would: digests and
+  files.json computed to match, signed with another key. Returns the steps, newest first."""
+  real = checkpoint.save
+  monkeypatch.setattr(checkpoint, "save", lambda logdir, step, state, storage, envs, *a, **k: real(
+      logdir, step, state, storage, {e: payload for e in envs}, *a, **k))
+  monkeypatch.setenv("HTS_JAX_KEY_FILE", key_file)
+  try:
+    return _checkpointed(logdir)
+  finally:
+    monkeypatch.undo()
+
+
+class _RunsCode:
+  """A pickle whose loading makes a folder: the code a crafted checkpoint would run."""
+
+  def __init__(self, path):
+    self.path = path
+
+  def __reduce__(self):
+    return (os.mkdir, (self.path,))
+
+
+def test_a_crafted_checkpoint_runs_no_code_on_resume_without_opt_in(tmp_path, monkeypatch):
+  """Issue 51, defect 3: the executor unpickled a checkpoint's env states, and a pickle with a
+  crafted __reduce__ ran on --resume; its digests, rewritten to match, could not tell."""
+  logdir, ran = str(tmp_path / "run"), str(tmp_path / "code_ran")
+  newest = _planted(logdir, pickle.dumps(_RunsCode(ran)), str(tmp_path / "attacker.key"),
+                    monkeypatch)[0]
+  path = os.path.join(checkpoint.directory(logdir), str(newest))
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume")
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+  assert error_lines(proc.stderr) == [
+      f"error: --resume: checkpoint {path}'s env states are not signed by this machine's key "
+      f"({os.environ['HTS_JAX_KEY_FILE']}): written elsewhere, before signatures, or altered, and "
+      "unpickling them runs any code they name; pass --resume_unsigned only if you trust the "
+      "checkpoint"]
+  assert not os.path.exists(ran)
+  assert checkpoint.steps(logdir)[0] == newest  # left where it was: not corrupt, untrusted
+  # The opt-in unpickles it (and so runs it): the refusal above is what kept it from running.
+  run_cli(logdir, *RESUMABLE_FLAGS, "--resume", "--resume_unsigned")
+  assert os.path.isdir(ran)
+
+
+def test_a_checkpoint_from_another_key_resumes_only_with_opt_in_and_then_bit_for_bit(
+    tmp_path, straight):
+  """The same refusal for an honest checkpoint copied from another machine (another key); with
+  --resume_unsigned it resumes with one warning and the run's bits."""
+  logdir = str(tmp_path)
+  newest = _checkpointed(logdir)[0]
+  other = dict(os.environ, HTS_JAX_KEY_FILE=str(tmp_path / "elsewhere.key"))
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume", env=other)
+  assert proc.returncode == 2, proc.stderr
+  (line,) = error_lines(proc.stderr)
+  assert "env states are not signed by this machine's key" in line
+  proc = run_cli(logdir, *RESUMABLE_FLAGS, "--resume", "--resume_unsigned", env=other)
+  assert proc.returncode == 0, proc.stderr
+  path = os.path.join(checkpoint.directory(logdir), str(newest))
+  assert [l for l in proc.stderr.splitlines() if l.startswith("warning:")] == [
+      f"warning: checkpoint {path}'s env states are not signed by this machine's key: unpickled "
+      "because --resume_unsigned trusts them"]
+  assert summary(logdir)["param_sha256"] == straight
 
 
 def test_resume_names_every_checkpoint_it_set_aside(tmp_path):

@@ -23,9 +23,9 @@ def cmd(logdir, *flags):
   return [sys.executable, "-m", "experiments.train", f"--logdir={logdir}", *flags]
 
 
-def run_cli(logdir, *flags, timeout=600):
+def run_cli(logdir, *flags, timeout=600, env=None):
   return subprocess.run(cmd(logdir, *flags), cwd=ROOT, capture_output=True, text=True,
-                        timeout=timeout)
+                        timeout=timeout, env=env)
 
 
 def metric_rows(logdir):

@@ -24,6 +24,11 @@ its `digest/` deleted) is refused (`Unverified`, one line) unless `accept_unveri
 checked against the size and sha256 recorded in `files.json` once the folder was complete, so a
 truncated or flipped file is named without orbax's half-finished concurrent reads.
 
+Trust (`signing`): the digests live in the checkpoint they protect, so they catch corruption, not
+tampering. The env states, the one part that is unpickled, are signed with a key kept outside the
+logdir; `restore` reports whether the signature verifies and the runner refuses to hand unsigned
+ones to the executors unless `--resume_unsigned`.
+
 Multi-process runs (`process` given): the state (replicated over every process's learner devices)
 and the run's config and segment go to `<logdir>/checkpoints/<updates>/`, written together by
 all processes (orbax's multi-process save); each process's own part (its storage columns, its
@@ -42,7 +47,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import orbax.checkpoint as ocp
 
-from hts_jax.runtime.outputs import integrity
+from hts_jax.runtime.outputs import integrity, signing
 from hts_jax.validation import ConfigError
 from hts_jax.runtime.outputs.integrity import CorruptCheckpoint  # what callers catch
 
@@ -141,7 +146,8 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
   # rebuilds them (`env_states_saved` False).
   envs = {"none": np.zeros((1,), np.uint8)} if env_states is None else {
       str(e): np.frombuffer(b, np.uint8).copy() for e, b in env_states.items()}
-  host = dict(host, env_states_saved=env_states is not None)
+  host = dict(host, env_states_saved=env_states is not None,
+              envs_signature=None if env_states is None else signing.sign(envs))
   storage = {k: np.asarray(v) for k, v in storage.items()}
   own = dict(storage=ocp.args.StandardSave(storage), envs=ocp.args.StandardSave(envs))
   if process is None:
@@ -214,7 +220,9 @@ class Unverified(ConfigError):
 def restore(logdir: str, abstract_state, step: Optional[int] = None,
             process: Optional[int] = None, accept_unverified: bool = False) -> Dict[str, Any]:
   """Restores the newest (or `step`) checkpoint: {'state', 'storage', 'envs', 'host', 'step',
-  'verified'}; in a multi-process run, this `process`'s part with the shared state. A checkpoint
+  'verified', 'signed'} ('signed': its env states, still pickled bytes, carry this machine's key's
+  signature, `signing`; True where it has none); in a multi-process run, this `process`'s part
+  with the shared state. A checkpoint
   that cannot be read or does not match its digest raises CorruptCheckpoint; one without a digest
   raises Unverified unless `accept_unverified`."""
   if step is None:
@@ -254,11 +262,13 @@ def _restore(logdir, abstract_state, step, process, path, accept_unverified) -> 
     mine = _restore_own(logdir, process, step)
     out.update(storage=mine["storage"], envs=mine["envs"], host=dict(out["host"], **mine["host"]))
   host = out["host"]
-  env_states = None
+  env_states, signed = None, True
   if host.get("env_states_saved"):
-    env_states = {int(e): np.asarray(b, np.uint8).tobytes() for e, b in out["envs"].items()}
+    envs = {e: np.asarray(b, np.uint8) for e, b in out["envs"].items()}
+    signed = signing.verifies(envs, host.get("envs_signature"))
+    env_states = {int(e): b.tobytes() for e, b in envs.items()}
   return {"state": out["state"], "storage": {k: np.asarray(v) for k, v in out["storage"].items()},
-          "envs": env_states, "host": host, "step": step, "verified": verified}
+          "envs": env_states, "host": host, "step": step, "verified": verified, "signed": signed}
 
 
 def saved_host(logdir: str, step: Optional[int] = None) -> Dict[str, Any]:
