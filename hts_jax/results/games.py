@@ -62,8 +62,9 @@ def run(argv: Sequence[str], protocol: Mapping[str, Any], games: Sequence[str], 
   if FLAGS.dry_run:
     return []
   deviations = {} if FLAGS.steps == protocol["budget"] else {"budget": FLAGS.steps}
-  out = report(FLAGS.results, FLAGS.resamples, deviations,
-               publish.readme_path() if FLAGS.readme else None,
-               publish.docs_path() if FLAGS.readme else None)
+  protocol_seeds = {s for game_seeds in protocol["games"].values() for s in game_seeds}
+  out = report(FLAGS.results, FLAGS.resamples, deviations, *publish.doc_paths(
+      publish.off_protocol(same=("steps",), within={"seeds": protocol_seeds or [0, 1, 2],
+                                                    "methods": methods})))
   print(render(out), end="")
   return failed

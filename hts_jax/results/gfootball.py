@@ -119,9 +119,11 @@ def main(argv):
               "evals_per_run": PROTOCOL["evals_per_run"],
               "eval_episodes": PROTOCOL["eval_episodes"],
               "methods": {m: {"preset": p, **f} for m, (p, f) in METHODS.items()}}
-  out = report.write_report(results, FLAGS.resamples, settings,
-                            publish.readme_path() if FLAGS.readme else None,
-                            publish.docs_path() if FLAGS.readme else None)
+  out = report.write_report(results, FLAGS.resamples, settings, *publish.doc_paths(
+      publish.off_protocol(same=("steps", "num_envs", "num_executors", "ppo_actors",
+                                 "impala_actors", "representation", "extra"),
+                           within={"seeds": {s for seeds in PROTOCOL["seeds"].values() for s in seeds},
+                                   "methods": METHODS})))
   print(report.render_markdown(out), end="")
   for p in out["plots"]:
     print(f"wrote {p}")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from absl import flags
 
 from hts_jax.analysis import metrics
-from hts_jax.results import launch, provenance
+from hts_jax.results import launch, provenance, publish
 from hts_jax.runtime import host
 
 
@@ -36,6 +36,14 @@ def define_flags(methods: Sequence[str], known: Iterable[str], seeds: Sequence[s
   flags.DEFINE_bool("readme", True, "Rewrite README.md's block from results.json.")
   flags.DEFINE_bool("mixed_hosts", False, "Report runs made on different host kinds together "
                     "(their SPS are then not comparable, and the table says so).")
+
+
+def doc_paths(methods: Iterable[str]):
+  """README.md's and docs/results.md's paths for the report of a grid of `define_flags`, (None,
+  None) where they are not written (`publish.doc_paths`: a grid off its protocol, another
+  `--results`, `--steps`, a seed or method outside the protocol's, writes them only when asked)."""
+  return publish.doc_paths(publish.off_protocol(
+      same=("steps",), within={"seeds": flags.FLAGS["seeds"].default, "methods": methods}))
 
 
 def check_methods(methods: Iterable[str], known: Iterable[str]) -> None:

@@ -94,7 +94,8 @@ def render_markdown(out: Dict[str, Any]) -> str:
            "`hts_lstm_none`: `--correction=none` (at θ_j, everything recomputed there)). "
            "Evaluations: 10 greedy episodes every 10k env steps, every evaluation new episodes; "
            f"'reached': one evaluation's mean (a window of 1 evaluation, not the paper's 10). "
-           f"Source: `results/memory/results.json`, {out['date']}, commit {out['commit'][:12]}; "
+           f"Source: `{out.get('source', 'results/memory/results.json')}`, "
+           f"{out['date']}, commit {out['commit'][:12]}; "
            f"{publish.host_note(out)}, each seed a block of its methods back to back in a random order; "
            f"`{out['command']}`.", "",
            "| method | seeds | final evaluation, mean [min, max] | best evaluation, mean [min, "
@@ -124,5 +125,5 @@ def main(argv):
       FLAGS.results, lambda: grid.paired_blocks([None], FLAGS.methods,
                                                 [int(s) for s in FLAGS.seeds],
                                                 lambda t, m, s: run_flags(m, s, FLAGS.steps)),
-      FLAGS.report_only, lambda: report(FLAGS.results, publish.readme_path() if FLAGS.readme
-                                        else None, FLAGS.mixed_hosts))
+      FLAGS.report_only, lambda: report(FLAGS.results, grid.doc_paths(METHODS)[0],
+                                        FLAGS.mixed_hosts))

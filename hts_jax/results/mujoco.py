@@ -153,7 +153,8 @@ def render_markdown(out: Dict[str, Any]) -> str:
            "episodes; at one evaluation per 100k steps they span 200k steps to the end, so this is "
            "a mean over most of the curve, not the paper's final metric); CleanRL's "
            f"column is its published 1M-step return on the v4 task ({out['cleanrl']['source']}). "
-           f"Source: `results/mujoco/results.json`, {out['date']}, commit {out['commit'][:12]}; "
+           f"Source: `{out.get('source', 'results/mujoco/results.json')}`, "
+           f"{out['date']}, commit {out['commit'][:12]}; "
            f"{publish.host_note(out)}, each (task, seed) a block of its methods back to back in a random order; "
            f"`{out['command']}`.", "",
            "| task | method | seeds | env steps | final return, mean [min, max] | final "
@@ -191,7 +192,8 @@ def render_summary(out: Dict[str, Any]) -> str:
   CleanRL's published return; docs/results.md has the whole table."""
   methods = [m for m in DEFAULT_METHODS if any(m in t for t in out["table"].values())]
   lines = [f"Final evaluation (10 sampled episodes of the final params; mean [min, max] over "
-           f"seeds). Source: `results/mujoco/results.json`, {out['date']}, commit "
+           f"seeds). Source: `{out.get('source', 'results/mujoco/results.json')}`, "
+           f"{out['date']}, commit "
            f"{out['commit'][:12]}; {publish.host_note(out)}; every column in "
            "[docs/results.md](docs/results.md#mujoco).", "",
            "| task | " + " | ".join(methods) + " | CleanRL PPO (1M) |",
@@ -239,6 +241,9 @@ def main(argv):
       FLAGS.results, lambda: grid.paired_blocks(FLAGS.tasks, FLAGS.methods,
                                                 [int(s) for s in FLAGS.seeds],
                                                 lambda t, m, s: run_flags(t, m, s, FLAGS.steps)),
-      FLAGS.report_only, lambda: report(
-          FLAGS.results, publish.readme_path() if FLAGS.readme else None, FLAGS.mixed_hosts,
-          publish.docs_path() if FLAGS.readme else None))
+      FLAGS.report_only, _report)
+
+
+def _report() -> Dict[str, Any]:
+  readme, docs = grid.doc_paths(METHODS)
+  return report(FLAGS.results, readme, FLAGS.mixed_hosts, docs)

@@ -6,7 +6,9 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from absl import flags
 
 from hts_jax.results import provenance
 
@@ -60,12 +62,49 @@ def targets(*candidates: Tuple[Optional[str], Block, Callable[[Dict[str, Any]], 
   return [(path, block, render) for path, block, render in candidates if path]
 
 
+def off_protocol(same: Sequence[str] = (),
+                 within: Optional[Mapping[str, Iterable[Any]]] = None) -> List[str]:
+  """What makes the grid the command line asks for not its protocol's, each named (empty: it is
+  the protocol's): `--results` another folder than its default (from the repository's root), a
+  flag of `same` (budgets, layouts, extra flags) off its default, a value of a list flag
+  of `within` (name -> the protocol's values: seeds, methods) outside them. Runs of a subset of
+  the protocol's seeds and methods in its folder are how it is filled, and count as its own."""
+  values = flags.FLAGS
+  why = []
+  if os.path.realpath(values.results) != os.path.realpath(
+      os.path.join(provenance.ROOT, values["results"].default)):
+    why.append(f"--results={values.results}")
+  why += [f"--{name}={values[name].serialize().split('=', 1)[-1]}" for name in same
+          if values[name].value != values[name].default]
+  for name, allowed in (within or {}).items():
+    outside = [str(v) for v in values[name].value if str(v) not in {str(a) for a in allowed}]
+    if outside:
+      why.append(f"--{name} {','.join(outside)}")
+  return why
+
+
+def doc_paths(why: Sequence[str]) -> Tuple[Optional[str], Optional[str]]:
+  """(README.md, docs/results.md) for a grid's blocks, or (None, None). They are written for the
+  protocol's grid under `--readme` (on by default). A grid off its protocol (`why`, from
+  `off_protocol`) writes them only when `--readme` is on the command line, and says so in one
+  line otherwise: README never shows a toy grid unasked."""
+  asked = flags.FLAGS["readme"]
+  if not asked.value or (why and not asked.present):
+    if asked.value:
+      print(f"note: not the protocol's grid ({'; '.join(why)}): README.md and docs/results.md "
+            "are left as they are (--readme writes them, naming this grid's results.json)",
+            file=sys.stderr)
+    return None, None
+  return readme_path(), docs_path()
+
+
 def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, Any]], str],
             targets: Sequence[Target] = (), table: str = "table.md") -> Dict[str, Any]:
   """A grid's report: `payload` with its provenance to `<results>/results.json`, `render(it)`
   (from the JSON as written) to `<results>/<table>`, and each target's render of it into that
   file's block (README's summary, docs/results.md's tables); returns what it saved."""
-  out = provenance.save(os.path.join(results, "results.json"), payload)
+  path = os.path.join(results, "results.json")
+  out = provenance.save(path, dict(payload, source=source_name(path)))
   with open(os.path.join(results, table), "w") as f:
     f.write(render(out))
   for path, block, render_block in targets:
@@ -140,9 +179,16 @@ def host_note(out: Dict[str, Any]) -> str:
           + (" (MIXED hosts: SPS not comparable across them)" if len(hosts) > 1 else ""))
 
 
+def source_name(path: str) -> str:
+  """A results.json's path as tables name it: from the repository's root when inside it."""
+  rel = os.path.relpath(os.path.abspath(path), provenance.ROOT)
+  return os.path.abspath(path) if rel.startswith("..") else rel
+
+
 def source(report: Dict[str, Any], name: str, mixed: str = "MIXED host kinds") -> str:
-  """A report's source line: `name` (its results.json), date, commit, the runs' host kinds
-  (`mixed` said where there are several)."""
+  """A report's source line: its results.json (as recorded when it was written, else `name`),
+  date, commit, the runs' host kinds (`mixed` said where there are several)."""
+  name = report.get("source", name)
   commit = report["commit"]
   commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
   hosts = report.get("hosts") or []

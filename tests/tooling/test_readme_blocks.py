@@ -42,3 +42,34 @@ def test_the_mujoco_update_statistics_render(tmp_path):
   assert rm.render_summary(out).splitlines()[-1] == (
       "Share of samples with a clipped ratio over the first quarter of the budget (mean over "
       "seeds; sync_ppo / hts_ppo): Hopper-v5 0.25 / -.")
+
+
+def _reproduce(*flags):
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  return subprocess.run([sys.executable, "-m", "experiments.reproduce", *flags], cwd=ROOT,
+                        capture_output=True, text=True, timeout=600)
+
+
+def test_a_grid_in_another_folder_leaves_readme_and_docs_alone_and_names_its_source(tmp_path):
+  """Issue 51, defect 7: `hts-reproduce <grid> --results=<elsewhere>` replaced README's published
+  block with the toy grid's, and the block still named `results/<grid>/results.json`."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  docs = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "results.md")]
+  before = [open(p).read() for p in docs]
+  shutil.copytree(os.path.join(ROOT, "results", "memory", "runs"), tmp_path / "runs")
+  shutil.rmtree(tmp_path / "runs" / "hts_lstm")  # another grid than the published one
+  try:
+    proc = _reproduce("memory", f"--results={tmp_path}", "--report_only")
+    after = [open(p).read() for p in docs]
+  finally:  # the repository's files as they were, whatever happened
+    for p, text in zip(docs, before):
+      with open(p, "w") as f:
+        f.write(text)
+  assert proc.returncode == 0, proc.stderr
+  assert after == before
+  assert (f"note: not the protocol's grid (--results={tmp_path}): README.md and docs/results.md "
+          "are left as they are (--readme writes them, naming this grid's results.json)"
+          ) in proc.stderr
+  table = (tmp_path / "table.md").read_text()
+  assert f"Source: `{tmp_path}/results.json`" in table and "results/memory/results.json" not in table
