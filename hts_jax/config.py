@@ -217,9 +217,11 @@ def resumable_fields() -> frozenset:
 def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict[str, Any]:
   """Config fields that differ between a checkpoint and a resumed run and may not. A field the
   checkpoint's config lacks (added to RunConfig or LearnerConfig since it was written) counts as
-  its default: the code that wrote it behaved so."""
+  its default: the code that wrote it behaved so. A field whose 0 stands for a value derived from
+  others (`actor_batch`: num_envs // 2) is compared as resolved: `--actor_batch=4` equals 0 at 8
+  envs."""
   defaults = json.loads(json.dumps(RunConfig().to_dict()))  # as a checkpoint stores it
-  saved = {**defaults, **saved}
+  saved, current = _resolved({**defaults, **saved}), _resolved(current)
   free = resumable_fields()
   if isinstance(saved.get("learner"), dict):
     saved["learner"] = {**defaults["learner"], **saved["learner"]}
@@ -230,6 +232,12 @@ def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict
   elif saved.get("learner") != current.get("learner"):
     out["learner"] = (saved.get("learner"), current.get("learner"))
   return out
+
+
+def _resolved(cfg: Dict[str, Any]) -> Dict[str, Any]:
+  if cfg.get("actor_batch") == 0 and isinstance(cfg.get("num_envs"), int):
+    return dict(cfg, actor_batch=max(1, cfg["num_envs"] // 2))  # Rollout.actor_batch_envs
+  return cfg
 
 
 def _differing(saved: Dict[str, Any], current: Dict[str, Any], skip: frozenset) -> Dict[str, Any]:

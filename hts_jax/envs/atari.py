@@ -31,6 +31,9 @@ def make_atari(game: str, train: bool = True, sticky: bool = False, noop_max: in
                frame_stack: int = 4, **ale_kwargs: Any) -> gym.Env:
   import ale_py  # pylint: disable=import-outside-toplevel
   gym.register_envs(ale_py)
+  # ALE prints its version banner ("A.L.E: ... [Powered by Stella]") for every env it makes,
+  # interleaved across executors; its errors still print.
+  ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
   env = gym.make(f"ALE/{game}-v5", frameskip=1, repeat_action_probability=0.25 if sticky else 0.0,
                  full_action_space=False, **ale_kwargs)
   env = gym.wrappers.AtariPreprocessing(env, noop_max=noop_max, frame_skip=4, screen_size=84,

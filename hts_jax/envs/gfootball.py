@@ -18,8 +18,11 @@ envs from fresh resets.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
+import sys
 import warnings
 from typing import Any, Dict, Optional
 
@@ -77,9 +80,7 @@ class GFootballEnv(gym.Env):
   def _make(self, seed: int) -> None:
     if self._env is not None:
       self._env.close()
-    with warnings.catch_warnings():
-      warnings.simplefilter("ignore")
-      import gfootball.env as football  # pylint: disable=import-outside-toplevel
+    football = _import_football()
     from absl import logging  # pylint: disable=import-outside-toplevel
     logging.set_verbosity(logging.WARNING)  # GFootball logs every episode end at INFO
     pixels = self.representation.startswith("pixels")
@@ -141,6 +142,29 @@ class GFootballEnv(gym.Env):
 
   def __getstate__(self):
     raise TypeError("GFootball env states cannot be checkpointed (its engine is not picklable)")
+
+
+def _import_football():
+  """`gfootball.env`, imported without the banner its `gym` import prints to stderr once per
+  process ("Gym has been unmaintained since 2022 ...": gym_notices' notice for gym's version,
+  15 lines with 4 executors); anything else printed while importing is passed on. The warnings
+  filters gym sets at import (`simplefilter("once", DeprecationWarning)`) do not outlive it."""
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    if "gym" not in sys.modules:
+      captured = io.StringIO()
+      with contextlib.redirect_stderr(captured):
+        import gym as legacy_gym  # pylint: disable=import-outside-toplevel
+      rest = captured.getvalue()
+      try:
+        import gym_notices.notices as notices  # pylint: disable=import-outside-toplevel
+        rest = rest.replace(f"{notices.notices.get(legacy_gym.__version__, '')}\n", "", 1)
+      except ImportError:
+        pass
+      if rest:
+        sys.stderr.write(rest)
+    import gfootball.env as football  # pylint: disable=import-outside-toplevel
+  return football
 
 
 def make_gfootball(scenario: str, env_kwargs: Dict[str, Any], train: bool = True,

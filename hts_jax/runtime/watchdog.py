@@ -116,8 +116,11 @@ class Watchdog:
         seen[0], seen[1] = steps, now
     stalled = self.stalled(now, self.timeout())
     if stalled:
-      raise RunError(f"{stalled}: stalled past the watchdog's {self.timeout():.1f} s "
-                     "(--watchdog_s); the last checkpoint is kept")
+      how = "--watchdog_s" if self.watchdog_s else (
+          f"automatic: {WATCHDOG_FACTOR} times the longest gap between steps so far, at least "
+          f"{WATCHDOG_MIN_S:.0f} s; an env whose steps can take longer needs --watchdog_s=<s>")
+      raise RunError(f"{stalled}: stalled past the watchdog's {self.timeout():.1f} s ({how}); "
+                     "the last checkpoint is kept")
     for part in self._parts:
       stalled = part(now, self.watchdog_s)
       if stalled:

@@ -580,7 +580,9 @@ def test_a_hanging_env_trips_the_watchdog_derived_from_step_times(tmp_path):
   (line,) = error_lines(stderr)
   assert re.fullmatch(r"error: executor [01] \(envs \d-\d\) has not stepped for \d+\.\d s \(its "
                       r"last step: segment \d+, step \d\): stalled past the watchdog's "
-                      r"\d+\.\d s \(--watchdog_s\); the last checkpoint is kept", line), line
+                      r"\d+\.\d s \(automatic: 50 times the longest gap between steps so far, "
+                      r"at least 10 s; an env whose steps can take longer needs "
+                      r"--watchdog_s=<s>\); the last checkpoint is kept", line), line
   assert not leftover_shm(tmp_path)
 
 

@@ -91,3 +91,9 @@ def launcher_configs(flag_sets):
   out = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], cwd=ROOT,
                        capture_output=True, text=True, check=True).stdout
   return json.loads(out)
+
+
+def run_python(code: str, timeout=300):
+  """`code` run by a fresh Python in the repository root (what a new process prints)."""
+  return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                        timeout=timeout)

@@ -7,6 +7,7 @@ import pytest
 
 from hts_jax import envs
 from hts_jax.config import RunConfig
+from tests.support.cli import run_python
 
 
 def _raw_recorder(env):
@@ -198,3 +199,14 @@ def test_envpool_fake_steps_are_masked_like_the_ale_py_path():
   assert [v for v, _ in pool_games] == pool_lengths
   assert len(pool_games) >= 2 and len(ale_games) >= 2
   assert {d for _, d in pool_games} == {d for _, d in ale_games} == {5}
+
+
+def test_making_envs_prints_no_ale_banner():
+  """Issue 51, defect 12: ALE printed its version banner ("A.L.E: ...", "[Powered by Stella]")
+  for every env, interleaved across executors."""
+  proc = run_python(
+      "from hts_jax import envs\n"
+      "for train in (True, False):\n"
+      "  env = envs.make_env('atari:Pong', {}, train=train)\n  env.reset(seed=0)")
+  assert proc.returncode == 0, proc.stderr
+  assert "A.L.E" not in proc.stdout + proc.stderr and "Stella" not in proc.stdout + proc.stderr

@@ -50,3 +50,14 @@ def test_a_checkpoint_written_before_a_field_existed_resumes_as_its_default():
   assert incompatible_changes(old, changed) == {"xla_deterministic": (True, False)}
   assert incompatible_changes(dict(current, xla_deterministic=False), current) == {
       "xla_deterministic": (False, True)}
+
+
+def test_a_derived_default_is_compared_as_resolved_on_resume():
+  """Issue 51, defect 12: `--resume --actor_batch=4` at 8 envs, equal to the effective default
+  (0: num_envs // 2), was refused ("0 there, 4 now")."""
+  saved = RunConfig.make(num_envs=8).to_dict()
+  assert saved["actor_batch"] == 0
+  assert incompatible_changes(saved, RunConfig.make(num_envs=8, actor_batch=4).to_dict()) == {}
+  assert incompatible_changes(RunConfig.make(num_envs=8, actor_batch=4).to_dict(), saved) == {}
+  assert incompatible_changes(saved, RunConfig.make(num_envs=8, actor_batch=2).to_dict()) == {
+      "actor_batch": (4, 2)}

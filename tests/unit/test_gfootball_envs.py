@@ -9,6 +9,7 @@ import pytest
 
 from hts_jax import envs
 from hts_jax.config import ConfigError
+from tests.support.cli import run_python
 
 pytest.importorskip("gfootball", reason="built by .ci/setup.sh")
 
@@ -66,3 +67,16 @@ def test_all_paper_scenarios_exist():
   assert len(SCENARIOS) == 12
   for s in SCENARIOS:
     assert importlib.util.find_spec(f"gfootball.scenarios.{s}") is not None, s
+
+
+def test_making_an_env_prints_no_third_party_banner():
+  """Issue 51, defect 12: every GFootball process printed gym's "unmaintained since 2022"
+  banner (3 lines per executor); a warning that matters would still print."""
+  proc = run_python(
+      "from hts_jax import envs\n"
+      "env = envs.make_env('gfootball:academy_empty_goal_close', {})\n"
+      "env.reset(seed=0)\nenv.close()\nimport warnings\nwarnings.warn('kept')")
+  assert proc.returncode == 0, proc.stderr
+  assert "unmaintained" not in proc.stderr and proc.stdout == ""
+  assert [l for l in proc.stderr.splitlines() if "Warning" in l] == [
+      "<string>:6: UserWarning: kept"]

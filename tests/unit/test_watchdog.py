@@ -107,3 +107,21 @@ def test_a_watched_thread_returns_raises_and_keeps_its_caller_checking():
   with pytest.raises(RunError, match="stalled"):  # the check's error ends the wait
     stuck.call(time.sleep, 60)
   worker.close()
+
+
+def test_the_automatic_timeout_says_how_to_raise_it():
+  """Issue 51, defect 12: one 30 s env step (a slow simulator) is stopped by the automatic
+  timeout's 10 s minimum; its line now says how that limit is made and which flag raises it."""
+  beats = [[3, 2, 7, 4, 0]]
+  dog = Watchdog(lambda k: [0, 1], beats, 0.0)
+  dog.watch(0)
+  t0 = time.monotonic()
+  with pytest.raises(RunError) as e:
+    dog.check(t0 + 30.0)
+  assert str(e.value).endswith(
+      "stalled past the watchdog's 10.0 s (automatic: 50 times the longest gap between steps so "
+      "far, at least 10 s; an env whose steps can take longer needs --watchdog_s=<s>); the last "
+      "checkpoint is kept"), str(e.value)
+  slow = Watchdog(lambda k: [0, 1], beats, 60.0)
+  slow.watch(0)
+  slow.check(t0 + 30.0)  # a set --watchdog_s of 60 s lets the 30 s step through
