@@ -250,7 +250,13 @@ class Distributed:
   process_id: int = resumable(0)
   """This process's index in a multi-process run (0 writes the outputs and evaluates)."""
   coordinator_address: str = resumable("")
-  """host:port of the multi-process run's coordinator (process 0's machine)."""
+  """host:port of the multi-process run's coordinator (process 0's machine); port + 1 beside it
+  is the job check that every other process asks before joining (docs/multiprocess.md)."""
+  job_token: str = resumable("")
+  """What the processes of one multi-process job share, checked before a process joins the
+  coordinator (a process of another job is refused in one line and cannot harm this one).
+  hts-launch makes a random one; under SLURM pass $SLURM_JOB_ID. Empty: a digest of what the run
+  computes, its logdir and num_processes (the same flags on every machine give the same)."""
 
   def __post_init__(self):
     check(self.num_processes >= 1, f"num_processes must be >= 1, got {self.num_processes}")

@@ -4,7 +4,8 @@ r"""Starts a multi-process HTS-RL run on this machine: N processes of `hts-train
   hts-launch --num_processes=2 -- --env=CartPole-v1 --num_envs=16 \
       --total_steps=200000 --logdir=runs/two
 
-Process i gets `--num_processes=N --process_id=i --coordinator_address=127.0.0.1:<port>`; each
+Process i gets `--num_processes=N --process_id=i --coordinator_address=127.0.0.1:<port>
+--job_token=<random>` (a free port, and the next one free for the job check); each
 runs the executors and actors of its N-th of the envs, the learner spans all of them, process 0
 writes the outputs. Process 0's output is shown as it comes; the others' stderr is kept (in a
 temporary folder) to report a failure.
@@ -22,6 +23,7 @@ On several machines, run `hts-train ... --num_processes=N --process_id=i
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -58,9 +60,18 @@ def _env() -> dict:
 
 
 def free_port() -> int:
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
+  """A free port P whose next port is free too (P + 1 is the job check beside the coordinator,
+  `job_check`)."""
+  while True:
+    with socket.socket() as s:
+      s.bind(("127.0.0.1", 0))
+      port = s.getsockname()[1]
+    with socket.socket() as s:
+      try:
+        s.bind(("", port + 1))
+        return port
+      except OSError:
+        continue
 
 
 def _last_line(path) -> Optional[str]:
@@ -77,6 +88,26 @@ def _last_line(path) -> Optional[str]:
   return None
 
 
+# Native logging and dumps, which a process's stderr may hold: glog lines of JAX's C++ runtime
+# (`E1127 22:11:12.115354 32328 file.cc:518] message`), and the dumps of a native abort (a glog
+# fatal line, absl's check-failure stack, Python's faulthandler over every thread): pages that
+# the launcher keeps to its log file and sums up in its one line.
+_GLOG = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^\]]*\] ?(.*)$")
+_DUMP = re.compile(r"^(F\d{4} \d\d:|\*\*\* Check failure|Fatal Python error)")
+
+
+def _fatal(path) -> Optional[str]:
+  """A natively aborted process's own reason: its glog fatal line's message, else Python's
+  `Fatal Python error: ...`."""
+  with open(path, errors="replace") as f:
+    lines = f.read().splitlines()
+  for ln in lines:
+    m = _GLOG.match(ln)
+    if m and ln.startswith("F"):
+      return m.group(1).strip()
+  return next((ln.strip() for ln in lines if ln.startswith("Fatal Python error")), None)
+
+
 def _stopped(pid: int) -> bool:
   """Whether the process is stopped (SIGSTOP, SIGTSTP): state T in /proc/<pid>/stat."""
   try:
@@ -91,24 +122,27 @@ def _cause(code: Optional[int], err: str) -> str:
   if code is None:
     return "(stalled: stopped by a signal for more than 1 s)"
   if code < 0:
-    return f"(killed by {signal.Signals(-code).name})"
+    fatal = _fatal(err) if code == -signal.SIGABRT else None
+    return f"(killed by {signal.Signals(-code).name})" + (f": {fatal}" if fatal else "")
   line = _last_line(err)
   return f"(exit {code})" + (f": {line}" if line else "")
 
 
 class _Forward(threading.Thread):
-  """Copies a process's stderr to ours (and to a file, to name its error) until `quiet`."""
+  """Copies a process's stderr to ours (and to a file, to name its error) until `quiet`; native
+  log lines, and everything from a native abort's first dump line on, go to the file only."""
 
   def __init__(self, stream, path):
     super().__init__(daemon=True)
-    self.stream, self.path, self.quiet = stream, path, False
+    self.stream, self.path, self.quiet, self.dumping = stream, path, False, False
 
   def run(self):
     with open(self.path, "w") as f:
       for line in iter(self.stream.readline, ""):
         f.write(line)
         f.flush()
-        if not self.quiet:
+        self.dumping = self.dumping or bool(_DUMP.match(line))
+        if not (self.quiet or self.dumping or _GLOG.match(line)):
           sys.stderr.write(line)
           sys.stderr.flush()
 
@@ -143,6 +177,8 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
 
 def _run(num_processes, train_flags, grace_s, pin_cores, module, logs) -> int:
   address = f"127.0.0.1:{free_port()}"
+  if not any(f.startswith("--job_token=") for f in train_flags):  # this job's, no other's
+    train_flags = [*train_flags, f"--job_token={secrets.token_hex(16)}"]
   env = _env()
   launcher = os.getpid()
   procs, errs, forwards = [], [], []

@@ -18,10 +18,14 @@ from typing import Any, List
 import jax
 import numpy as np
 
+from hts_jax.config import resumable_fields
+from hts_jax.runtime import job_check
+
 # Seconds without a heartbeat after which the coordination service declares a process dead and
 # stops the others (a killed process must not leave its peers waiting in a collective).
 HEARTBEAT_TIMEOUT_S = 10
 _joined = False
+_checks: List[Any] = []  # process 0's job check, open for the process's life
 
 
 def initialize(config) -> None:
@@ -31,11 +35,26 @@ def initialize(config) -> None:
   if config.distributed.num_processes == 1 or _joined:  # joined once per process
     return
   _joined = True
+  _check_job(config)
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
   jax.distributed.initialize(
       coordinator_address=config.distributed.coordinator_address or None,
       num_processes=config.distributed.num_processes, process_id=config.distributed.process_id,
       initialization_timeout=120, heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S)
+
+
+def _check_job(config) -> None:
+  """Before anything connects to the coordinator: process 0 opens its job check, the others ask
+  it (`job_check`). Without an address (JAX finds a cluster's itself) there is nothing to ask."""
+  d = config.distributed
+  if not d.coordinator_address:
+    return
+  token = d.job_token or job_check.default_token(config.to_dict(), resumable_fields())
+  if d.process_id == 0:
+    _checks.append(job_check.Check(d.coordinator_address, token, d.num_processes))
+    _checks[-1].start()
+  else:
+    job_check.ask(d.coordinator_address, token, d.process_id, d.num_processes)
 
 
 def is_multiprocess() -> bool:

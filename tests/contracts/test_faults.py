@@ -800,3 +800,74 @@ def test_the_launcher_names_the_first_process_that_failed_in_one_line(tmp_path, 
   assert error_lines(err) == [line], err[-3000:]
   assert "Traceback" not in err and "Fatal" not in err, err[-3000:]
   mp.settle(logdir)
+
+
+def _running_job(logdir):
+  """An hts-launch job of 2 processes, training; (its launcher, process 1's command line)."""
+  job = mp.launch(logdir, "--total_steps=2000000", "--num_executors=2")
+  try:
+    mp.wait_training(logdir)
+    return job, mp.processes()[mp.pids(f"logdir={logdir}", "process_id=1")[0]][1]
+  except BaseException:
+    job.kill()
+    job.communicate()
+    raise
+
+
+def test_a_stray_process_on_a_jobs_port_is_refused_and_the_job_goes_on(tmp_path):
+  """Issue 51, defect 4: a second `hts-train --num_processes=2 --process_id=1` on a running
+  hts-launch job's coordinator port made JAX's service abort the job's process 0 (pages of C++
+  stack, rc 134) and hung. Each stray now asks the job check beside the coordinator first and
+  is refused in one line: another job's process, a second process 1 of this very job (its
+  token), and a process 0 whose check port is taken."""
+  logdir = str(tmp_path / "run")
+  job, line = _running_job(logdir)
+  try:
+    address = re.search(r"--coordinator_address=(\S+)", line).group(1)
+    token = re.search(r"--job_token=(\S+)", line).group(1)
+    port = int(address.rsplit(":", 1)[1]) + 1
+    stray = ["--num_processes=2", f"--coordinator_address={address}", "--num_executors=2",
+             *mp.RUN]
+    refusals = {
+        "process_id=1": "the coordinator there belongs to another job (another --job_token, or "
+                        "other flags); this process (process_id 1) did not join, the job goes on",
+        f"process_id=1 job_token={token}": "process 1 of the job there has already joined; this "
+                                              "process (process_id 1) did not join, the job goes on",
+        "process_id=0": f"port {port} beside it (the job check) is in use on this machine "
+                        "(Address already in use): another job's coordinator may be there; "
+                        "choose another port"}
+    for i, (flags, why) in enumerate(refusals.items()):
+      t0 = time.monotonic()
+      proc = run_cli(str(tmp_path / f"stray{i}"), *stray, *(f"--{f}" for f in flags.split()),
+                     "--total_steps=2000", timeout=120)
+      assert proc.returncode == 2 and time.monotonic() - t0 < 60, proc.stderr
+      assert error_lines(proc.stderr) == [f"error: --coordinator_address={address}: {why}"]
+    rows = metric_rows(logdir)
+    time.sleep(3.0)
+    assert job.poll() is None and metric_rows(logdir) > rows  # the job trains on
+  finally:
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=120)
+  assert job.returncode == 130, err[-3000:]
+
+
+def test_a_native_abort_of_a_jobs_process_is_one_line(tmp_path):
+  """Issue 51, defect 4's last part: a worker aborted by JAX's distributed service (here made to
+  by a raw `jax.distributed` client on the job's port, which no job check can stop) printed pages
+  of glog lines, an absl stack and every thread's Python stack through the launcher."""
+  job, line = _running_job(str(tmp_path / "run"))
+  try:
+    address = re.search(r"--coordinator_address=(\S+)", line).group(1)
+    subprocess.run([sys.executable, "-c", "import jax\njax.distributed.initialize("
+                    f"coordinator_address='{address}', num_processes=2, process_id=1, "
+                    "initialization_timeout=20)"], env=mp.env(), capture_output=True, timeout=120)
+    _, err = job.communicate(timeout=120)
+  finally:
+    if job.poll() is None:
+      job.kill()
+      job.communicate()
+  assert job.returncode == 134, err[-3000:]
+  (only,) = err.strip().splitlines()
+  assert re.fullmatch(r"error: process [01] failed \(killed by SIGABRT\): Terminating process "
+                      r"because the JAX distributed service detected fatal errors\..*different "
+                      r"incarnation.*", only), err[-3000:]
