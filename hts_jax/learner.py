@@ -58,7 +58,7 @@ from hts_jax.heads import Head
 from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
 
-# Convolution gradients inside `lax.scan` run ~10x slower on XLA CPU (jax-ml/jax#12868, FACTS.md),
+# Convolution gradients inside `lax.scan` run ~10x slower on XLA CPU (jax-ml/jax#12868; docs/benchmarks.md, "XLA on CPU"),
 # so conv networks loop over optimizer steps in Python (unrolled into the jitted graph); small MLPs
 # compile 7x faster with a rolled scan (2.1 s vs 14.2 s for 16 PPO steps) and run faster too.
 

@@ -174,7 +174,7 @@ class Recurrent(nn.Module):
   value [T, B], states [T, B, 2H])`: `state` is `[c, h]` entering step 0, zeroed at steps where
   `resets` is 1; `states[t]` is the state after step t (what step t + 1 starts from). The torso
   and heads run batched over T·B; only the LSTM step is scanned over time (no convolution inside
-  a scan: the XLA CPU trap in FACTS.md). An actor calls it with T = 1.
+  a scan: the XLA CPU trap in docs/benchmarks.md, "XLA on CPU"). An actor calls it with T = 1.
   """
   kind: str
   head: Head

@@ -192,7 +192,7 @@ def parse_kwargs(env_kwargs: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def make(game: str, env_kwargs: Dict[str, Any], train: bool, render: bool) -> gym.Env:
-  """`atari:<game>` for `hts_jax.envs.families` (one line for an unknown game or kwarg)."""
+  """`atari:<game>` for `hts_jax.env_families` (one line for an unknown game or kwarg)."""
   try:
     return make_atari(game, train=train, **parse_kwargs(env_kwargs),
                       **({"render_mode": "rgb_array"} if render else {}))

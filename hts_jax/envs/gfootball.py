@@ -179,5 +179,5 @@ def make_gfootball(scenario: str, env_kwargs: Dict[str, Any], train: bool = True
 
 
 def make(scenario: str, env_kwargs: Dict[str, Any], train: bool, render: bool):
-  """`gfootball:<scenario>` for `hts_jax.envs.families`."""
+  """`gfootball:<scenario>` for `hts_jax.env_families`."""
   return make_gfootball(scenario, env_kwargs, train=train, render=render)

@@ -154,6 +154,6 @@ def make_minatar(game: str, env_kwargs: Dict[str, Any], render: bool = False) ->
 
 
 def make(game: str, env_kwargs: Dict[str, Any], train: bool, render: bool) -> gym.Env:
-  """`minatar:<game>` for `hts_jax.envs.families`: the same env for training and evaluation."""
+  """`minatar:<game>` for `hts_jax.env_families`: the same env for training and evaluation."""
   del train
   return make_minatar(game, env_kwargs, render=render)

@@ -4,7 +4,7 @@ block's executor.
 
 Ready blocks are packed, in the order read, into calls of `layout.policy_rows` rows (the fixed
 shape: XLA gives a row the same bits wherever it sits in that shape and whatever its neighbours
-are, but not across shapes, FACTS.md). A row's action therefore depends only on (params, its
+are, but not across shapes: docs/determinism.md). A row's action therefore depends only on (params, its
 observation, its seed = (its env's action stream, its env's global step)), never on which other
 envs happened to be ready with it, how many actors there are or which one took it. The rows of a
 call that no ready block fills are computed and ignored; `ActorStats` counts them.

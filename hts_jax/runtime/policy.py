@@ -2,7 +2,7 @@
 number of rows, built on the pure keyed core of `hts_jax.acting`.
 
 Bitwise batch invariance. XLA CPU gives a row different low-order bits in a batch of 1 than inside
-a batch of 16 (FACTS.md), which could flip a sampled action. Inside one *fixed* shape, however, a
+a batch of 16 (docs/determinism.md, "What makes it hold"), which could flip a sampled action. Inside one *fixed* shape, however, a
 row's outputs do not depend on its position or on the other rows (checked by
 `tests/unit/test_acting.py`). So the compiled core always runs on `[batch_size, ...]`; this wrapper
 pads a request of N rows and splits it into chunks of `batch_size`. The runtime goes further and

@@ -13,10 +13,10 @@ import os
 import sys
 from typing import Dict, List
 
-import numpy as np
 from absl import logging as absl_logging
 
 from hts_jax.runtime.errors import error_line
+from hts_jax.runtime.outputs.reporting import param_sha256
 
 
 def _through_orbax(exc) -> bool:
@@ -90,22 +90,6 @@ class CorruptCheckpoint(Exception):
   """A checkpoint that cannot be read or does not match its digest (the message is one line)."""
 
 
-def _local(leaf) -> np.ndarray:
-  """A leaf's value on this host (a replicated global array: this process's copy)."""
-  if hasattr(leaf, "is_fully_addressable") and not leaf.is_fully_addressable:
-    leaf = leaf.addressable_data(0)
-  return np.ascontiguousarray(np.asarray(leaf))
-
-
-def _sha256_tree(tree) -> str:
-  """sha256 over a tree's leaves' bytes, leaves in `jax.tree.leaves` order (dicts by key)."""
-  import jax  # pylint: disable=import-outside-toplevel
-  h = hashlib.sha256()
-  for leaf in jax.tree.leaves(tree):
-    h.update(_local(leaf).tobytes())
-  return h.hexdigest()
-
-
 def _sha256_json(obj) -> str:
   return hashlib.sha256(json.dumps(json.loads(json.dumps(obj)), sort_keys=True).encode()
                         ).hexdigest()
@@ -115,11 +99,11 @@ def digest(train_state=None, storage=None, envs=None, host=None) -> Dict[str, st
   """The sha256 of each given part of a checkpoint (and the params' param_sha256)."""
   out = {}
   if train_state is not None:
-    out["state"] = _sha256_tree(train_state)
-    out["param_sha256"] = _sha256_tree(train_state.params)
+    out["state"] = param_sha256(train_state)
+    out["param_sha256"] = param_sha256(train_state.params)
   for name, part in (("storage", storage), ("envs", envs)):
     if part is not None:
-      out[name] = _sha256_tree(dict(part))
+      out[name] = param_sha256(dict(part))
   if host is not None:
     out["host"] = _sha256_json(host)
   return out

@@ -16,10 +16,14 @@ import numpy as np
 
 
 def param_sha256(params) -> str:
-  """sha256 over the params' bytes, leaves in `jax.tree.leaves` order (fixed for a given model)."""
+  """sha256 over the params' bytes, leaves in `jax.tree.leaves` order (fixed for a given model;
+  dicts by key). Any tree: a checkpoint's digest (`integrity`) hashes its parts with it too. An
+  array replicated over several processes' devices is hashed as this process's copy."""
   import jax  # pylint: disable=import-outside-toplevel
   h = hashlib.sha256()
   for leaf in jax.tree.leaves(params):
+    if hasattr(leaf, "is_fully_addressable") and not leaf.is_fully_addressable:
+      leaf = leaf.addressable_data(0)
     h.update(np.ascontiguousarray(np.asarray(leaf)).tobytes())
   return h.hexdigest()
 
