@@ -1,0 +1,196 @@
+"""The statistics rules every grid's report follows (issue 52), as pure functions with golden tests
+(`tests/unit/test_stats.py`):
+
+- **Per-seed values always.** `spread` keeps them; with n < MIN_N_INTERVAL (6) seeds its interval
+  is the [min, max], labelled so; from 6 seeds a 95% percentile bootstrap of the mean from
+  `scipy.stats.bootstrap`, labelled so. Never a "95%" interval at n <= 5: a percentile bootstrap
+  over 3 values is their [min, max] and covers about 75%.
+- **A seed that missed a target counts**, censored at its budget (`Censored`): shown as "≥", its
+  median is a bound where a censored seed reaches it, never dropped.
+- **Time ratios are geometric means over blocks** (`ratio`): a block where a side missed gives a
+  bound on its ratio, and the mean is marked as the bound they share (or as no bound at all).
+- **Floors**: steps to a target at the first full window of evaluations measure the evaluation
+  cadence, not learning (`is_floor`).
+- **Shared machines** (`shared`): a run whose calibration is well above its host kind's median, or
+  whose start load is, or that its driver marked, shared the machine; its times are left out of
+  ratios.
+- **Provenance** (`provenance_commit`): the commit that holds the last run used, read from git;
+  runs not committed yet give none.
+- **Across tasks** (Agarwal et al., NeurIPS 2021): the IQM over tasks x seeds and the probability
+  of improvement, from rliable's `metrics` module (its bootstrap module, `rliable.library`, does
+  not import with pandas 3); intervals for them come from scipy's bootstrap with each task a
+  stratum, only where every task has at least MIN_N_INTERVAL seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import subprocess
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+MIN_N_INTERVAL = 6
+CALIBRATION_SHARED = 1.5  # x the host kind's median calibration time
+LOAD_SHARED = 1.0  # + usable cores over the host kind's median start load (runnable processes)
+
+
+def spread(values: Sequence[float], resamples: int = 10_000, seed: int = 0) -> Dict[str, Any]:
+  """Per-seed `values`, their mean, median and interval: {"kind": "min-max"} below
+  MIN_N_INTERVAL values, {"kind": "95% bootstrap"} (percentile, of the mean) from there."""
+  x = [float(v) for v in values]
+  if not x:
+    raise ValueError("spread needs at least one value")
+  out = {"values": x, "n": len(x), "mean": statistics.fmean(x), "median": statistics.median(x),
+         "min": min(x), "max": max(x)}
+  if len(x) < MIN_N_INTERVAL or min(x) == max(x):
+    out["interval"] = {"kind": "min-max", "lo": min(x), "hi": max(x)}
+  else:
+    from scipy import stats  # pylint: disable=import-outside-toplevel
+    ci = stats.bootstrap((np.asarray(x),), np.mean, n_resamples=resamples, method="percentile",
+                         random_state=np.random.default_rng(seed)).confidence_interval
+    out["interval"] = {"kind": "95% bootstrap", "lo": float(ci.low), "hi": float(ci.high)}
+  return out
+
+
+def interval_cell(s: Dict[str, Any], fmt: str = "{:,.0f}") -> str:
+  """`mean [lo, hi] (kind)`: the interval named by what it is."""
+  i = s["interval"]
+  return f"{fmt.format(s['mean'])} [{fmt.format(i['lo'])}, {fmt.format(i['hi'])}] ({i['kind']})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Censored:
+  """A value to a target: `value` where reached, the budget where not (`censored`)."""
+  value: float
+  censored: bool = False
+
+  @classmethod
+  def of(cls, reached: Optional[float], budget: float) -> "Censored":
+    return cls(float(budget), True) if reached is None or math.isinf(reached) else cls(
+        float(reached))
+
+  def cell(self, fmt: str = "{:,.0f}") -> str:
+    return ("≥" if self.censored else "") + fmt.format(self.value)
+
+
+def censored_median(xs: Sequence[Censored]) -> Censored:
+  """The median of values censored at their budgets (lower is better: steps or time to a
+  target): censored where a censored value is at or below it, so the true median is at least it
+  (the budget counts as the smallest the missing value could be)."""
+  order = sorted(xs, key=lambda c: (c.value, c.censored))
+  n = len(order)
+  mid = order[(n - 1) // 2:n // 2 + 1]  # one or two middle values
+  value = statistics.fmean(c.value for c in mid)
+  return Censored(value, any(c.censored for c in mid))
+
+
+def is_floor(step: Optional[float], first_window_step: float) -> bool:
+  """Whether steps to a target sit at the first full window (the earliest the running average can
+  reach it): a floor of the evaluation cadence, not a measure of learning."""
+  return step is not None and not math.isinf(step) and step <= first_window_step
+
+
+def ratio(pairs: Sequence[Tuple[Censored, Censored]]) -> Dict[str, Any]:
+  """The geometric mean over blocks of reference / method (times or steps to a target, lower is
+  better; > 1: the method is faster). A block where the method missed gives an upper bound of its
+  ratio, where the reference missed a lower bound, where both missed nothing (its ratio is taken
+  at the budgets). "bound": None when every block was measured, "lower" or "upper" when the
+  bounded blocks agree, "none" when they do not (the mean is no bound then)."""
+  if not pairs:
+    return {"geomean": None, "n": 0, "bound": None, "ratios": []}
+  logs, kinds = [], set()
+  for ref, method in pairs:
+    logs.append(math.log(ref.value / method.value))
+    if ref.censored and method.censored:
+      kinds.add("none")
+    elif method.censored:
+      kinds.add("upper")
+    elif ref.censored:
+      kinds.add("lower")
+  bound = None if not kinds else (kinds.pop() if len(kinds) == 1 else "none")
+  return {"geomean": math.exp(statistics.fmean(logs)), "n": len(pairs), "bound": bound,
+          "ratios": [math.exp(v) for v in logs]}
+
+
+def ratio_cell(r: Dict[str, Any]) -> str:
+  if r["geomean"] is None:
+    return "-"
+  mark = {None: "", "lower": "≥", "upper": "≤", "none": "~"}[r["bound"]]
+  return f"{mark}{r['geomean']:.2f}x (geometric mean, n={r['n']})"
+
+
+def shared(host: Dict[str, Any], kind_hosts: Sequence[Dict[str, Any]],
+           marked: bool = False) -> Optional[str]:
+  """Why a run counts as having shared the machine, or None. `host`: its record in results.json
+  (`calibration_ms`, `load` [start, end], `usable_cores`); `kind_hosts`: every run's of its host
+  kind. Shared when its driver marked it, its calibration is above CALIBRATION_SHARED times the
+  kind's median, or its start load is above the kind's median by LOAD_SHARED times its usable
+  cores."""
+  if marked:
+    return "marked by its driver"
+  cal = [h["calibration_ms"] for h in kind_hosts if h.get("calibration_ms")]
+  if host.get("calibration_ms") and cal and host["calibration_ms"] > (
+      CALIBRATION_SHARED * statistics.median(cal)):
+    return (f"calibration {host['calibration_ms']:.0f} ms > {CALIBRATION_SHARED} x the host "
+            f"kind's median {statistics.median(cal):.0f} ms")
+  loads = [h["load"][0] for h in kind_hosts if (h.get("load") or [None])[0] is not None]
+  start = (host.get("load") or [None])[0]
+  cores = host.get("usable_cores") or 1
+  if start is not None and loads and start > statistics.median(loads) + LOAD_SHARED * cores:
+    return (f"start load {start:.1f} > the host kind's median {statistics.median(loads):.1f} + "
+            f"{LOAD_SHARED:g} x {cores} cores")
+  return None
+
+
+def provenance_commit(root: str, paths: Sequence[str]) -> Optional[str]:
+  """The commit that holds the last of `paths` (runs' folders or files, from `root`): None when
+  any of them is not committed as it is (new or changed since), or outside git."""
+  if not paths:
+    return None
+  try:
+    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", *paths],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", root, "log", "-1", "--format=%H", "--", *paths],
+                            capture_output=True, text=True, check=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return None
+  return None if dirty or not commit else commit
+
+
+def iqm(scores: np.ndarray) -> float:
+  """The interquartile mean over runs x tasks (rliable's `aggregate_iqm`)."""
+  from rliable import metrics  # pylint: disable=import-outside-toplevel
+  return float(metrics.aggregate_iqm(np.asarray(scores, float)))
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
+  """P(X > Y) averaged over tasks, runs x tasks each (rliable's `probability_of_improvement`:
+  per task the Mann-Whitney U over the seed pairs, ties half)."""
+  from rliable import metrics  # pylint: disable=import-outside-toplevel
+  return float(metrics.probability_of_improvement(np.asarray(x, float), np.asarray(y, float)))
+
+
+def stratified_interval(per_task: Sequence[Sequence[float]], statistic,
+                        resamples: int = 10_000, seed: int = 0) -> Optional[Dict[str, Any]]:
+  """A 95% percentile bootstrap of `statistic(list of per-task arrays)`, each task's seeds
+  resampled within it (scipy's bootstrap, one sample per task); None when a task has fewer than
+  MIN_N_INTERVAL seeds."""
+  if any(len(t) < MIN_N_INTERVAL for t in per_task):
+    return None
+  from scipy import stats  # pylint: disable=import-outside-toplevel
+  ci = stats.bootstrap(tuple(np.asarray(t, float) for t in per_task),
+                       lambda *tasks: statistic(list(tasks)), n_resamples=resamples,
+                       method="percentile", vectorized=False,
+                       random_state=np.random.default_rng(seed)).confidence_interval
+  return {"kind": "95% stratified bootstrap", "lo": float(ci.low), "hi": float(ci.high)}
+
+
+def markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+  """A GitHub markdown table (tabulate), cells as given."""
+  from tabulate import tabulate  # pylint: disable=import-outside-toplevel
+  return tabulate([[str(c) for c in r] for r in rows], headers=list(headers), tablefmt="github",
+                  disable_numparse=True) + "\n"
+
