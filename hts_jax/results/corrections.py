@@ -26,27 +26,15 @@ from typing import Any, Dict, List, Optional
 
 from absl import flags
 
-from hts_jax.analysis import metrics
-from hts_jax.results import grid, provenance, publish
-from hts_jax.results import gfootball_spec
+import numpy as np
 
-CLOSE = "academy_empty_goal_close"
-# task key -> (kind, target or None, budget); the protocol's table.
-TASKS = {CLOSE: ("steps", 0.8, 400_000), "Hopper-v5": ("final", None, 1_000_000),
-         "Walker2d-v5": ("final", None, 1_000_000), "HalfCheetah-v5": ("final", None, 1_000_000),
-         "CartPoleNoVel": ("steps", 475.0, 100_000)}
-METHODS = {"sync_ppo": {"mode": "sync"}, "behaviour": {"mode": "hts", "correction": "behaviour"},
-           "decoupled": {"mode": "hts", "correction": "decoupled"},
-           "none": {"mode": "hts", "correction": "none"}}
-REFERENCE = "sync_ppo"
-CORRECTIONS = ("behaviour", "decoupled", "none")
-SEEDS = ("0", "1", "2", "3", "4")
-# The committed GFootball runs that count (PROTOCOL.md): method here -> method there.
-COMMITTED = {"behaviour": "hts_ppo", "sync_ppo": "sync_ppo"}
-DIAGNOSTICS = ("clip_frac", "approx_kl", "kl_lag", "is_weight", "is_ess", "is_above_2",
-               "is_capped", "entropy")
-PASS_RATIO = 1.1  # steps tasks: pass at <= 1.1x sync PPO's median env steps
-SHARED = "shared_machine.json"  # a run's mark that other work shared the machine
+from hts_jax.analysis import metrics, stats
+from hts_jax.results import grid, provenance, publish
+
+from hts_jax.results.corrections_spec import (  # noqa: F401 (the study's names, re-exported)
+    CLOSE, COMMITTED, CORRECTIONS, DIAGNOSTICS, FIRST_WINDOW, METHODS, PASS_RATIO, REFERENCE,
+    SEEDS, SHARED, TASKS, run_flags)
+
 FLAGS = flags.FLAGS
 
 
@@ -58,21 +46,6 @@ def define_flags() -> None:
   flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
   flags.DEFINE_string("shared_machine", "", "What else ran on the machine during the runs made "
                       "now (recorded beside each; empty: nothing).")
-
-
-def run_flags(task: str, method: str, seed: int) -> Dict[str, Any]:
-  """One run's launcher flags, as PROTOCOL.md's table fixes them."""
-  fixed, budget = METHODS[method], TASKS[task][2]
-  if task == CLOSE:
-    out = gfootball_spec.run_flags("hts_ppo", CLOSE, seed, budget, num_envs=8, num_executors=4,
-                                   ppo_actors=1, impala_actors=4, representation="simple115v2")
-    out.pop("mode", None)
-    return {**out, **fixed}
-  common = {"seed": seed, "total_steps": budget, "tensorboard": False, "log_every_s": 60, **fixed}
-  if task == "CartPoleNoVel":
-    return {"preset": "memory_lstm_ppo", **common, "eval_every": 2_000, "eval_episodes": 5,
-            "eval_greedy": False}
-  return {"preset": "mujoco_hts_ppo", "env": task, **common, "eval_every": 50_000}
 
 
 def _runs(results: str) -> List[Dict[str, Any]]:
@@ -175,10 +148,45 @@ def report(results: str) -> Dict[str, Any]:
     cell["steps_to_target"].append(r["steps_to_target"])
     cell["final_metric"].append(r["final_metric"])
     cell["clip_frac"].append(r["clip_frac"])
+  for r in runs:  # the statistics rules' shared-machine flag, per host kind
+    kind = [q for q in runs if q["host"] == r["host"]]
+    r["shared"] = stats.shared(r, kind, marked=bool(r["shared_machine"]))
   out = {"protocol": "results/corrections/PROTOCOL.md", "runs": runs, "table": table,
          "clip_frac_matches_sync": clip_overlap(table),
-         "hosts": list(dict.fromkeys(r["host"] for r in runs)), "decision": decide(table)}
+         "hosts": list(dict.fromkeys(r["host"] for r in runs)), "decision": decide(table),
+         "aggregates": aggregates(table),
+         "runs_commit": stats.provenance_commit(provenance.ROOT, [
+             os.path.relpath(os.path.abspath(r["logdir"]), provenance.ROOT) for r in runs])}
   return publish.publish(results, out, render_markdown, [])
+
+
+def _per_seed(task: str, cell: Dict[str, Any]) -> List[float]:
+  """A cell's per-seed values, higher better: the final metric, or minus the env steps to the
+  target (a miss at minus its budget: censored, it counts as the budget)."""
+  kind, _, budget = TASKS[task]
+  if kind == "final":
+    return [-math.inf if f is None else f for f in cell["final_metric"]]
+  return [-(budget if s is None else s) for s in cell["steps_to_target"]]
+
+
+def aggregates(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+  """Across the tasks that have every method's seeds (Agarwal et al. 2021, `stats`): per
+  correction, the probability that a run of it beats a run of sync PPO on the same task (averaged
+  over tasks), and the IQM over tasks x seeds of its score normalised by sync PPO's median there
+  (final metric / sync's median; sync's median env steps / its env steps, a miss at the budget)."""
+  complete = [t for t, cells in table.items()
+              if all(len(cells.get(m, {}).get("seeds", [])) == len(SEEDS) for m in METHODS)]
+  if not complete:
+    return {"tasks": []}
+  ref = np.array([_per_seed(t, table[t][REFERENCE]) for t in complete]).T  # seeds x tasks
+  out = {"tasks": complete}
+  for c in CORRECTIONS:
+    mine = np.array([_per_seed(t, table[t][c]) for t in complete]).T
+    norm = mine / np.median(ref, axis=0)  # steps: (-s) / (-s_sync) = s / s_sync: invert
+    norm = np.where([TASKS[t][0] == "steps" for t in complete], 1.0 / norm, norm)
+    out[c] = {"probability_of_improvement_over_sync": stats.probability_of_improvement(mine, ref),
+              "iqm_normalised_to_sync": stats.iqm(norm)}
+  return out
 
 
 def clip_overlap(table: Dict[str, Dict[str, Any]]) -> Dict[str, Optional[bool]]:
@@ -200,30 +208,61 @@ def _mean(xs: List[Optional[float]]) -> Optional[float]:
   return sum(xs) / len(xs) if xs else None
 
 
-def _seeds(xs: List[Optional[float]], fmt: str, missing: str = "miss") -> str:
-  shown = ", ".join(missing if x is None else fmt.format(x) for x in xs)
+def _steps_cell(task: str, xs: List[Optional[float]]) -> str:
+  """Per seed (≥ budget: a miss, censored; `floor`: at the first full window), then the median
+  the decision rule uses and the [min, max]."""
+  budget = TASKS[task][2]
+  seeds = [stats.Censored.of(x, budget) for x in xs]
+  shown = ", ".join(c.cell() + (" (floor)" if stats.is_floor(x, FIRST_WINDOW[task]) else "")
+                    for c, x in zip(seeds, xs))
+  lo, hi = min(seeds, key=lambda c: c.value), max(seeds, key=lambda c: c.value)
+  return (f"{shown}; median {stats.censored_median(seeds).cell()} "
+          f"[{lo.cell()}, {hi.cell()}] (min-max)")
+
+
+def _values_cell(xs: List[Optional[float]], fmt: str) -> str:
   real = [x for x in xs if x is not None]
-  return f"{shown} [{fmt.format(min(real))}, {fmt.format(max(real))}]" if real else shown
+  if not real:
+    return "-"
+  s = stats.spread(real)
+  shown = ", ".join("-" if x is None else fmt.format(x) for x in xs)
+  return (f"{shown}; median {fmt.format(s['median'])} [{fmt.format(s['interval']['lo'])}, "
+          f"{fmt.format(s['interval']['hi'])}] ({s['interval']['kind']})")
 
 
 def render_markdown(out: Dict[str, Any]) -> str:
-  lines = [f"**The corrections study** ({out['protocol']}; per seed, then [min, max]; 'miss': the "
-           "target not reached within the budget, censored). Source: "
-           f"{publish.source(out, 'results/corrections/results.json')}.",
-           "", "| task | method | seeds | env steps to target | final metric | clip_frac (mean "
-           "over updates) |", "|---|---|---|---|---|---|"]
+  shared = sum(1 for r in out["runs"] if r.get("shared"))
+  commit = out.get("runs_commit")
+  lines = [f"**The corrections study** ({out['protocol']}). Cells: each seed, then the median "
+           "and the [min, max] over seeds; '≥ budget': the target not reached within the budget "
+           "(censored, counted at the budget); '(floor)': reached at the first full window of 10 "
+           "evaluations, the earliest the cadence allows. Source: "
+           f"{publish.source(out, 'results/corrections/results.json')}; the runs as committed in "
+           + (f"`{commit[:12]}`" if commit else "no commit yet (runs not committed)")
+           + f". {shared} of {len(out['runs'])} runs shared the machine (results.json's `shared`:"
+           " the decision uses env steps and returns only, which do not depend on it).", ""]
+  rows = []
   for task, cells in out["table"].items():
     for method in METHODS:
       if method in cells:
         c = cells[method]
-        lines.append(f"| {task} | {method} | {len(c['seeds'])} | "
-                     f"{_seeds(c['steps_to_target'], '{:,.0f}') if TASKS[task][1] else '-'} | "
-                     f"{_seeds(c['final_metric'], '{:,.2f}')} | "
-                     f"{_seeds(c['clip_frac'], '{:.3f}', '-')} |")
-  d = out["decision"]
+        rows.append([task, method, len(c["seeds"]),
+                     _steps_cell(task, c["steps_to_target"]) if TASKS[task][1] else "-",
+                     _values_cell(c["final_metric"], "{:,.2f}"),
+                     _values_cell(c["clip_frac"], "{:.3f}")])
+  lines.append(stats.markdown(["task", "method", "seeds", "env steps to target",
+                               "final metric", "clip_frac (mean over updates)"], rows))
+  d, agg = out["decision"], out.get("aggregates") or {"tasks": []}
   q3 = "; ".join(f"{t}: {'-' if v is None else 'yes' if v else 'no'}"
                  for t, v in out["clip_frac_matches_sync"].items())
-  lines += ["", f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}"]
+  lines += [f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}"]
+  if agg["tasks"]:
+    lines += ["", f"Across the complete tasks ({', '.join(agg['tasks'])}; Agarwal et al. 2021, "
+              "rliable's metrics; no interval at 5 seeds a task): "
+              + "; ".join(f"`{c}` P(beats sync PPO) "
+                          f"{agg[c]['probability_of_improvement_over_sync']:.2f}, IQM of its score "
+                          f"normalised to sync PPO's median {agg[c]['iqm_normalised_to_sync']:.2f}"
+                          for c in CORRECTIONS) + "."]
   lines += ["", f"Decision (PROTOCOL.md): tasks complete {d['complete_tasks'] or 'none'}; "
             + (f"winner `{d['winner']}`." if d.get("winner") else
                f"no winner until every task is complete (leading: `{d.get('leader_so_far')}`).")]

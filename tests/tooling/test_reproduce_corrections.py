@@ -62,7 +62,7 @@ def test_report_windows_censors_and_reads_the_committed_runs(tmp_path):
       {"clip_frac": 0.1, "kl_lag": 0.01})
   assert out["decision"]["winner"] is None  # no task has every method's 5 seeds
   table = open(results / "table.md").read()
-  assert "miss" in table and "24,000" in table
+  assert "≥100,000" in table and "24,000;" in table and "80,000 (floor)" in table
 
 
 def _table(steps, finals):
