@@ -16,14 +16,6 @@ def test_readme_mujoco_block_is_the_committed_json_rendered():
                         (publish.docs_path(), rm.DOCS_BLOCK, rm.render_markdown)]) == []
 
 
-def test_readme_memory_block_is_the_committed_json_rendered():
-  from hts_jax.results import memory as rm  # pylint: disable=import-outside-toplevel
-  from hts_jax.results import publish  # pylint: disable=import-outside-toplevel
-  root = ROOT
-  assert publish.stale(os.path.join(root, "results", "memory"), rm.render_markdown,
-                       [(publish.readme_path(), rm.BLOCK, rm.render_markdown)]) == []
-
-
 def test_the_mujoco_update_statistics_render(tmp_path):
   """The PPO update over the first quarter of the budget, per task and method (docs' table and
   README's clipped-share line): mean [min, max] over the seeds whose metrics.csv logged it."""
