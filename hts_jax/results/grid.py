@@ -8,42 +8,18 @@ later sitting runs only what is missing.
 """
 
 import dataclasses
-import json
 import os
 import shutil
 import statistics
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
-from absl import flags
-
 from hts_jax.analysis import metrics
-from hts_jax.results import launch, provenance, publish
+from hts_jax.results import launch, provenance
 from hts_jax.runtime import host
 
 
 class GridError(ValueError):
   """A bad option of a grid (one line: `hts-reproduce` prints it and exits 2)."""
-
-
-def define_flags(methods: Sequence[str], known: Iterable[str], seeds: Sequence[str], steps: int,
-                 results: str) -> None:
-  """The flags every paired-block grid has (defined when its grid runs, `hts-reproduce`)."""
-  flags.DEFINE_list("methods", list(methods), f"Methods to run, of {sorted(known)}.")
-  flags.DEFINE_list("seeds", list(seeds), "Seeds.")
-  flags.DEFINE_integer("steps", steps, "Env steps per run.")
-  flags.DEFINE_string("results", results, "Where runs and the report go.")
-  flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
-  flags.DEFINE_bool("readme", True, "Rewrite README.md's block from results.json.")
-  flags.DEFINE_bool("mixed_hosts", False, "Report runs made on different host kinds together "
-                    "(their SPS are then not comparable, and the table says so).")
-
-
-def doc_paths(methods: Iterable[str]):
-  """README.md's and docs/results.md's paths for the report of a grid of `define_flags`, (None,
-  None) where they are not written (`publish.doc_paths`: a grid off its protocol, another
-  `--results`, `--steps`, a seed or method outside the protocol's, writes them only when asked)."""
-  return publish.doc_paths(publish.off_protocol(
-      same=("steps",), within={"seeds": flags.FLAGS["seeds"].default, "methods": methods}))
 
 
 def check_methods(methods: Iterable[str], known: Iterable[str]) -> None:
@@ -135,15 +111,6 @@ def estimate(runs: Sequence[Run], results: str, kind: str) -> str:
           "budget over the whole-run SPS of the finished runs of its task and method there, "
           "else of its method)")
   return line + (f"; {unknown} with no finished run to go by" if unknown else "")
-
-
-def run_then_report(results: str, runs: Callable[[], Sequence[Run]], report_only: bool,
-                    report: Callable[[], Dict[str, Any]]) -> List[str]:
-  """A grid's program: its runs (unless `report_only`), then its report, whose table is printed
-  as JSON; returns the failed runs' logdirs."""
-  failed = [] if report_only else run_all(runs(), results)
-  print(json.dumps(report()["table"], indent=1))
-  return failed
 
 
 def throughput_benchmark(results: str, scenarios: Sequence[str], methods: Sequence[str],

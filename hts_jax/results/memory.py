@@ -7,7 +7,7 @@ synchronous, over seeds.
     hts-reproduce memory --report_only    # results.json, table.md, curves.png, README's block
 
 (from a clone: `python -m experiments.reproduce memory ...`). A grid record (`GRID`, run and
-reported by `hts_jax.results.record`; results/memory/PROTOCOL.md is rendered from it): each run is
+reported by `hts_jax.results.driver`; results/memory/PROTOCOL.md is rendered from it): each run is
 one training process (logdir `<results>/runs/<method>/seed<k>`), one at a time, each seed a
 paired block of its methods. The report gives per method the final and best evaluation, the env
 steps to 475 (one evaluation's mean: a window of 1), the time ratio against `sync_lstm` and SPS.
@@ -20,8 +20,8 @@ import os
 from typing import Any, Dict, List, Sequence
 
 from hts_jax.analysis import plots
-from hts_jax.results import publish, record
-from hts_jax.results.record import Column, Grid, Method, Task
+from hts_jax.results import driver, publish, record
+from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 ENV = "hts_jax/CartPoleNoVel-v1"
 THRESHOLD = 475.0  # CartPole-v1's reward_threshold (gymnasium's registration)
@@ -49,7 +49,8 @@ GRID = Grid(
                             "log_every_s": 60}, 100_000, (0, 1, 2, 3, 4), 10_000,
                 target=THRESHOLD, window=1),),
     reference="sync_lstm",
-    columns=(Column("seeds", lambda c: str(len(c["seeds"]))),
+    tables=(Table(columns=(
+             Column("seeds", lambda c: str(len(c["seeds"]))),
              Column("final evaluation", record.spread_cell("final_eval")),
              Column("best evaluation", record.spread_cell("best_eval")),
              Column(f"env steps to {THRESHOLD:.0f} (median)", record.steps_cell),
@@ -62,7 +63,7 @@ GRID = Grid(
         "paper's 10). Cells: mean [min, max] over seeds (5 seeds: no interval claimed); env "
         "steps to 475 as the median over seeds, a miss counted at the budget (≥); time ratios as "
         "geometric means over the seeds' blocks."),
-    readme=publish.Block("memory-results", "memory"),
+    block=publish.Block("memory-results", "memory")),),
     fixed="2026-11-26 (the grid's runs; rendered from its record on 2026-11-27)",
     changes=("2026-11-27: the report follows the statistics rules (issue 52): [min, max] "
              "labelled so, env steps to 475 as a censored median instead of a mean over the "
@@ -81,8 +82,8 @@ GRID = dataclasses.replace(GRID, plot=_plot)
 
 
 def define_flags() -> None:
-  record.define_flags(GRID)
+  driver.define_flags(GRID)
 
 
 def main(argv: Sequence[str]) -> List[str]:
-  return record.main(GRID, argv)
+  return driver.main(GRID, argv)

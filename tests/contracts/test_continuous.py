@@ -73,27 +73,34 @@ def test_mujoco_runs_in_sync_and_async_modes(tmp_path):
 
 
 def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
-  from hts_jax.results import grid  # pylint: disable=import-outside-toplevel
+  import dataclasses  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import driver, grid, record  # pylint: disable=import-outside-toplevel
   from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
+  task = "InvertedPendulum-v5"  # the record's, on another task: a record is data
+  g = dataclasses.replace(rm.GRID, tasks=(dataclasses.replace(rm.GRID.tasks[0], name=task,
+                                                              env=task),))
   results = tmp_path / "results"
   for method, mode in (("hts_ppo", "hts"), ("sync_ppo", "sync")):
-    modes.run(_cfg(tmp_path, "x", mode=mode, logdir=grid.run_dir(
-        str(results), "InvertedPendulum-v5", method, 11)))
-  readme = tmp_path / "README.md"
-  readme.write_text(f"# x\n{rm.BLOCK.begin}\nold\n{rm.BLOCK.end}\ntail\n")
-  out = rm.report(str(results), str(readme))
+    modes.run(_cfg(tmp_path, "x", mode=mode, logdir=grid.run_dir(str(results), task, method, 11)))
+  summary, docs = g.tables[1].block, g.tables[0].block
+  readme, results_md = tmp_path / "README.md", tmp_path / "results.md"
+  readme.write_text(f"# x\n{summary.begin}\nold\n{summary.end}\ntail\n")
+  results_md.write_text(f"{docs.begin}\n{docs.end}\n")
+  out = driver.report(g, str(results), str(readme), str(results_md))
   assert {r["method"] for r in out["runs"]} == {"hts_ppo", "sync_ppo"}
-  assert out["table"]["InvertedPendulum-v5"]["hts_ppo"]["final_return"]["n"] == 1
+  assert out["table"][task]["hts_ppo"]["final_return"]["n"] == 1
   assert out["runs"][0]["curve"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
-  assert "| InvertedPendulum-v5 | hts_ppo | 1 |" in table and "963.09 ± 22.20" in table
-  assert readme.read_text() == f"# x\n{rm.BLOCK.wrap(rm.render_summary(out))}\ntail\n"
-  assert "| InvertedPendulum-v5 | " in rm.render_summary(out)
+  assert "| hts_ppo " in table and "963.09 ± 22.20" in table
+  assert results_md.read_text() == docs.wrap(table) + "\n"
+  pivot = record.render_table(g, g.tables[1], out)
+  assert readme.read_text() == f"# x\n{summary.wrap(pivot)}\ntail\n"
+  assert f"| {task} " in pivot
   assert (results / "curves.png").stat().st_size > 0
   # A run without its metrics.csv still reports, with no curve.
-  os.remove(os.path.join(grid.run_dir(str(results), "InvertedPendulum-v5", "sync_ppo", 11),
-                         "metrics.csv"))
-  assert [bool(r["curve"]) for r in rm.report(str(results))["runs"]] == [True, False]
+  os.remove(os.path.join(grid.run_dir(str(results), task, "sync_ppo", 11), "metrics.csv"))
+  assert {r["method"]: bool(r["curve"]) for r in driver.report(g, str(results))["runs"]} == {
+      "hts_ppo": True, "sync_ppo": False}
 
 
 def test_envpool_mujoco_is_deterministic_across_actor_counts_and_runs_sync_too(tmp_path):

@@ -2,22 +2,25 @@
 rendered is its table.md and README block, its PROTOCOL.md is the record rendered, and its run
 flags are what its committed runs ran with."""
 
+import functools
 import json
 import os
 
 import pytest
 
-from hts_jax.results import memory, publish, record
+from hts_jax.results import memory, mujoco, publish, record
 from tests.support import ROOT
 
-GRIDS = [memory.GRID]
+GRIDS = [memory.GRID, mujoco.GRID]
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
 def test_the_committed_report_is_its_json_rendered(g):
-  render = lambda out: record.render_markdown(g, out)  # noqa: E731
-  targets = [(publish.readme_path(), g.readme, render)] if g.readme else []
-  assert publish.stale(os.path.join(ROOT, g.results), render, targets) == []
+  paths = {"readme": publish.readme_path(), "docs": publish.docs_path()}
+  targets = [(paths[t.doc], t.block, functools.partial(record.render_table, g, t))
+             for t in g.tables if t.block]
+  assert publish.stale(os.path.join(ROOT, g.results), functools.partial(record.render_markdown, g),
+                       targets) == []
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)

@@ -7,18 +7,9 @@ import pytest
 from tests.support import ROOT
 
 
-def test_readme_mujoco_block_is_the_committed_json_rendered():
-  from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
-  from hts_jax.results import publish  # pylint: disable=import-outside-toplevel
-  root = ROOT
-  assert publish.stale(os.path.join(root, "results", "mujoco"), rm.render_markdown,
-                       [(publish.readme_path(), rm.BLOCK, rm.render_summary),
-                        (publish.docs_path(), rm.DOCS_BLOCK, rm.render_markdown)]) == []
-
-
-def test_the_mujoco_update_statistics_render(tmp_path):
-  """The PPO update over the first quarter of the budget, per task and method (docs' table and
-  README's clipped-share line): mean [min, max] over the seeds whose metrics.csv logged it."""
+def test_the_mujoco_update_statistics_render():
+  """The PPO update over the first quarter of the budget, per task and method (docs' column and
+  README's clipped-share line): per seed, [min, max] over the seeds whose metrics.csv logged it."""
   from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
   runs = [{"early_update": {"window_steps": 250_000, "clip_frac": c, "approx_kl": 0.01,
                             "entropy": 3.0}} for c in (0.2, 0.3)] + [{"early_update": None}]
@@ -27,11 +18,11 @@ def test_the_mujoco_update_statistics_render(tmp_path):
   assert early["clip_frac"]["mean"] == pytest.approx(0.25)
   assert rm._early([{"early_update": None}]) is None
   assert rm._update_cell({"early_update": early}) == (
-      "clipped 0.250 [0.200, 0.300]; KL 0.0100 [0.0100, 0.0100]; entropy 3.00 [3.00, 3.00]")
-  cellp = {"final_eval": {"mean": 1.0, "min": 1.0, "max": 1.0, "n": 2}, "early_update": early}
-  out = {"date": "d", "commit": "c" * 12, "hosts": ["h"], "cleanrl": rm.CLEANRL,
-         "table": {"Hopper-v5": {"sync_ppo": cellp, "hts_ppo": {**cellp, "early_update": None}}}}
-  assert rm.render_summary(out).splitlines()[-1] == (
+      "clipped 0.250 [0.200, 0.300] (min-max); KL 0.0100 [0.0100, 0.0100] (min-max); entropy "
+      "3.00 [3.00, 3.00] (min-max)")
+  out = {"table": {"Hopper-v5": {"sync_ppo": {"early_update": early},
+                                 "hts_ppo": {"early_update": None}}}}
+  assert rm._clipped_line(out) == (
       "Share of samples with a clipped ratio over the first quarter of the budget (mean over "
       "seeds; sync_ppo / hts_ppo): Hopper-v5 0.25 / -.")
 

@@ -1,0 +1,189 @@
+"""Runs and reports every grid record (`hts_jax.results.record`): its `hts-reproduce` flags, the
+driver (the paired blocks one at a time, `--shared_machine` marks) and the report (per-run
+records, per-(task, method) cells under the statistics rules of `hts_jax.analysis.stats`,
+aggregates across tasks, results.json, the tables' blocks and PROTOCOL.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+from absl import flags
+
+from hts_jax.analysis import metrics, stats
+from hts_jax.results import grid, provenance, publish
+from hts_jax.results.record import Grid, protocol_markdown, render_markdown, render_table
+
+SHARED = "shared_machine.json"  # a run's mark that other work shared the machine
+FLAGS = flags.FLAGS
+
+
+def define_flags(g: Grid) -> None:
+  """`hts-reproduce <grid>`'s flags, from the record."""
+  names = [t.name for t in g.tasks if t.name]
+  if names:
+    flags.DEFINE_list("tasks", names, f"Tasks, of {names}.")
+  flags.DEFINE_list("methods", [m.name for m in g.methods if m.default],
+                    f"Methods, of {[m.name for m in g.methods]}.")
+  flags.DEFINE_list("seeds", [], "Seeds (default: each task's, PROTOCOL.md).")
+  flags.DEFINE_integer("steps", None, "Env steps per run (default: each task's budget; another "
+                       "makes a grid off its protocol, which does not write README).")
+  flags.DEFINE_string("results", g.results, "Where runs and the report go.")
+  flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
+  flags.DEFINE_bool("dry_run", False, "Print the runs still to do and the hours they would take.")
+  flags.DEFINE_bool("readme", True, "Write README's block (the protocol's grid only, unless given "
+                    "on the command line).")
+  flags.DEFINE_string("shared_machine", "", "What else ran on the machine during the runs made "
+                      "now (recorded beside each: their times are left out of ratios).")
+
+
+def main(g: Grid, argv: Sequence[str]) -> List[str]:
+  """Runs what is missing of the grid the flags ask for, then the report; returns the failed
+  runs' logdirs."""
+  if len(argv) > 1:
+    raise grid.GridError(f"unexpected arguments: {' '.join(argv[1:])}")
+  grid.check_methods(FLAGS.methods, [m.name for m in g.methods])
+  tasks = [None] if not any(t.name for t in g.tasks) else FLAGS.tasks
+  if any(t.name for t in g.tasks):
+    grid.check_tasks("--tasks", tasks, [t.name for t in g.tasks], "the protocol's tasks")
+  seeds = grid.parse_seeds(FLAGS.seeds)
+  steps = FLAGS.steps
+  runs = []
+  for task in tasks:
+    runs += grid.paired_blocks([task], FLAGS.methods, seeds or list(g.task(task).seeds),
+                               lambda t, m, s: g.run_flags(t, m, s, steps))
+  failed = []
+  if not FLAGS.report_only:
+    for run in runs:  # one at a time, each marked as it finishes
+      logdir = run.logdir(FLAGS.results)
+      fresh = not os.path.exists(os.path.join(logdir, "summary.json"))
+      failed += grid.run_all([run], FLAGS.results, dry_run=FLAGS.dry_run)
+      if fresh and FLAGS.shared_machine and os.path.exists(os.path.join(logdir, "summary.json")):
+        with open(os.path.join(logdir, SHARED), "w") as f:
+          json.dump({"note": FLAGS.shared_machine}, f)
+  if FLAGS.dry_run:
+    return []
+  protocol_seeds = {s for t in g.tasks for s in t.seeds}
+  readme, docs = publish.doc_paths(publish.off_protocol(
+      same=("steps",), within={"seeds": protocol_seeds, "methods": [m.name for m in g.methods]}))
+  out = report(g, FLAGS.results, readme, docs)
+  print(render_markdown(g, out), end="")
+  return failed
+
+
+def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
+  """One finished run as results.json keeps it."""
+  t, s = g.task(f.task), f.summary
+  evals = s.get("eval") or []
+  returns = [e["mean_return"] for e in evals]
+  hit = (metrics.first_reached(returns, t.target, t.window)
+         if t.target is not None and returns else None)
+  marked = os.path.join(f.logdir, SHARED)
+  note = json.load(open(marked))["note"] if os.path.exists(marked) else ""
+  return {"task": f.task, "method": f.method, "seed": s["seed"], "env_steps": s["env_steps"],
+          "logdir": os.path.relpath(os.path.abspath(f.logdir), provenance.ROOT),
+          "final_eval": returns[-1] if returns else None,
+          "best_eval": max(returns) if returns else None,
+          "final_metric": sum(returns[-10:]) / len(returns[-10:]) if returns else None,
+          "steps_to_target": evals[hit]["env_steps"] if hit is not None else None,
+          "time_to_target_s": evals[hit]["wall_time_s"] if hit is not None else None,
+          "floor": stats.is_floor(evals[hit]["env_steps"] if hit is not None else None,
+                                  t.first_window),
+          "sps": s["sps"], "wall_time_s": s["wall_time_s"],
+          "param_sha256": s["param_sha256"][:16], **provenance.run_host(s), "marked": note,
+          "evals": [[e["env_steps"], e["mean_return"]] for e in evals],
+          **(g.run_extra(f) if g.run_extra else {})}
+
+
+def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
+         ) -> Dict[str, Any]:
+  """A (task, method) cell: per-seed values and their spreads; steps to the target censored at
+  the budget; the time ratio of the reference over the method in the blocks (seeds) where
+  neither run shared the machine."""
+  t = g.task(task)
+  mine = sorted((r for r in runs if r["task"] == task and r["method"] == method),
+                key=lambda r: r["seed"])
+  out: Dict[str, Any] = {"seeds": [r["seed"] for r in mine]}
+  for key in ("final_eval", "best_eval", "final_metric", "env_steps"):
+    values = [r[key] for r in mine if r[key] is not None]
+    out[key] = stats.spread(values) if values else None
+  alone = [r["sps"] for r in mine if not r.get("shared")]  # SPS of runs that had the machine
+  out["sps"] = stats.spread(alone) if alone else None
+  if g.cell_extra:
+    out.update(g.cell_extra(mine))
+  if t.target is not None:
+    steps = [stats.Censored.of(r["steps_to_target"], t.budget) for r in mine]
+    out["steps_to_target"] = {
+        "per_seed": [r["steps_to_target"] for r in mine], "floors": [r["floor"] for r in mine],
+        "median": dataclasses.asdict(stats.censored_median(steps)) if steps else None,
+        "reached": sum(not c.censored for c in steps)}
+    ref = {r["seed"]: r for r in runs if r["task"] == task and r["method"] == g.reference}
+    pairs = [(_time(ref[r["seed"]]), _time(r)) for r in mine
+             if r["seed"] in ref and not r["shared"] and not ref[r["seed"]]["shared"]]
+    out["time_ratio"] = None if method == g.reference else stats.ratio(pairs)
+  return out
+
+
+def _time(r: Dict[str, Any]) -> stats.Censored:
+  """Wall time to the target, censored at the run's whole wall time where it missed."""
+  return (stats.Censored(r["wall_time_s"], True) if r["time_to_target_s"] is None
+          else stats.Censored(r["time_to_target_s"]))
+
+
+def report(g: Grid, results: str, readme: Optional[str] = None,
+           docs: Optional[str] = None) -> Dict[str, Any]:
+  """results.json and table.md (and the tables' README and docs blocks where `readme` and `docs`
+  are given) from the finished runs."""
+  tasked = any(t.name for t in g.tasks)
+  runs = [run_record(g, f) for f in grid.finished_runs(
+      results, tasks=tasked, methods=[m.name for m in g.methods])
+          if f.task in [t.name for t in g.tasks]]
+  for r in runs:
+    r["shared"] = stats.shared(r, [q for q in runs if q["host"] == r["host"]],
+                               marked=bool(r["marked"]))
+  table = {t.name or t.env: {m.name: cell(g, runs, t.name, m.name) for m in g.methods
+                         if any(r["task"] == t.name and r["method"] == m.name for r in runs)}
+           for t in g.tasks}
+  out = {"grid": g.name, "protocol": os.path.join(g.results, "PROTOCOL.md"), "runs": runs,
+         "table": table, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
+         "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in runs]),
+         "aggregates": aggregates(g, runs) if g.aggregate else None}
+  if g.plot is not None and runs:
+    g.plot(results, runs)
+  os.makedirs(results, exist_ok=True)
+  with open(os.path.join(results, "PROTOCOL.md"), "w") as f:
+    f.write(protocol_markdown(g))
+  paths = {"readme": readme, "docs": docs}
+  targets = [(paths[t.doc], t.block, functools.partial(render_table, g, t)) for t in g.tables
+             if t.block and paths[t.doc]]
+  return publish.publish(results, out, functools.partial(render_markdown, g), targets)
+
+
+def aggregates(g: Grid, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+  """Across the tasks where every method has the reference's seeds (Agarwal et al. 2021,
+  `stats`): per method, the IQM over tasks x seeds of `g.aggregate` normalised by the reference's
+  median on each task, and the probability that a run of it beats a run of the reference on the
+  same task, averaged over tasks (no interval below 6 seeds a task)."""
+  key, tasks, out = g.aggregate, [], {}
+  by = lambda t, m: sorted((r for r in runs if r["task"] == t and r["method"] == m  # noqa: E731
+                            and r[key] is not None), key=lambda r: r["seed"])
+  for t in g.tasks:
+    ref = [r["seed"] for r in by(t.name, g.reference)]
+    if ref and all([r["seed"] for r in by(t.name, m.name)] == ref for m in g.methods
+                   if any(r["task"] == t.name and r["method"] == m.name for r in runs)):
+      tasks.append(t.name)
+  if not tasks:
+    return {"tasks": []}
+  ref = np.array([[r[key] for r in by(t, g.reference)] for t in tasks]).T  # seeds x tasks
+  for m in g.methods:
+    if m.name == g.reference or not all(by(t, m.name) for t in tasks):
+      continue
+    mine = np.array([[r[key] for r in by(t, m.name)] for t in tasks]).T
+    out[m.name] = {"iqm_normalised": stats.iqm(mine / np.median(ref, axis=0)),
+                   "probability_of_improvement": stats.probability_of_improvement(mine, ref),
+                   "seeds_per_task": int(mine.shape[0])}
+  return {"tasks": [str(t) for t in tasks], "metric": key, "reference": g.reference, **out}
