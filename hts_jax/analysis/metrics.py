@@ -210,20 +210,18 @@ def required_time_metric(run: Run, target: float,
           "env_steps": float(run.evals[i]["env_steps"])}
 
 
-def bootstrap_ci(values: Sequence[float], *, resamples: int = 10_000, confidence: float = 0.95,
-                 seed: int = 0) -> Dict[str, float]:
-  """Mean of `values` and its percentile bootstrap interval: resample the values (seeds) with
-  replacement `resamples` times, take the mean of each resample, report the (1 - confidence) / 2
-  and (1 + confidence) / 2 quantiles."""
-  x = np.asarray(values, dtype=np.float64)
-  if x.size == 0:
-    raise ValueError("bootstrap_ci needs at least one value")
-  if not 0 < confidence < 1 or resamples < 1:
-    raise ValueError(f"need 0 < confidence < 1 and resamples >= 1, got {confidence}, {resamples}")
-  rng = np.random.default_rng(seed)
-  means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
-  lo, hi = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
-  return {"mean": float(x.mean()), "lo": float(lo), "hi": float(hi), "n": int(x.size)}
+def seed_interval(values: Sequence[float], *, resamples: int = 10_000,
+                  seed: int = 0) -> Dict[str, Any]:
+  """Mean of `values` (one per seed) and its interval under the statistics rules
+  (`hts_jax.analysis.stats.spread`): the [min, max] below 6 values ("kind": "min-max"), from 6 on
+  the 95% percentile bootstrap of the mean from `scipy.stats.bootstrap` ("95% bootstrap")."""
+  from hts_jax.analysis import stats  # pylint: disable=import-outside-toplevel
+  x = [float(v) for v in values]
+  if not x:
+    raise ValueError("seed_interval needs at least one value")
+  s = stats.spread(x, resamples=resamples, seed=seed)
+  return {"mean": s["mean"], "lo": s["interval"]["lo"], "hi": s["interval"]["hi"], "n": s["n"],
+          "kind": s["interval"]["kind"]}
 
 
 def group_runs(runs: Sequence[Run]) -> Dict[Tuple, List[Run]]:
@@ -252,11 +250,12 @@ def summarize(groups: Dict[Tuple, List[Run]], *, last: int = 10,
               time_limit_s: Optional[float] = None, targets: Optional[Dict[str, float]] = None,
               window: int = RUNNING_WINDOW, resamples: int = 10_000,
               seed: int = 0) -> List[Dict[str, Any]]:
-  """One row per group: the three metrics (mean and bootstrap CI over seeds) and the mean SPS.
+  """One row per group: the three metrics (mean and interval over seeds, `seed_interval`) and the
+  mean SPS.
   `targets` maps env name to the required-time target ('*' for any env)."""
   rows = []
   keys = list(groups)
-  ci = lambda xs: bootstrap_ci(xs, resamples=resamples, seed=seed) if xs else None
+  ci = lambda xs: seed_interval(xs, resamples=resamples, seed=seed) if xs else None
   for key, runs in groups.items():
     f = dict(zip(GROUP_FIELDS, key))
     row: Dict[str, Any] = {"env": f["env"], "method": method_label(key, keys),

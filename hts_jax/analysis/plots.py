@@ -12,6 +12,7 @@ import numpy as np
 from hts_jax.analysis import lag_model
 from hts_jax.analysis import metrics
 from hts_jax.analysis import runtime_model
+from hts_jax.analysis import stats
 
 _NS = (4, 16, 64)
 
@@ -118,7 +119,8 @@ def mean_band(curves: Sequence[Curve], points: int = 150, resamples: int = 2_000
               seed: int = 0) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
   """Per-seed step curves (each value carried forward to the next x) on a common grid from the
   earliest first x to the latest last x, kept where every seed has a value: the grid, the mean
-  over seeds and its 95% percentile-bootstrap band over seeds."""
+  over seeds and its band over seeds under the statistics rules (`stats`): the [min, max] envelope
+  below 6 seeds, from 6 the 95% percentile bootstrap of the mean (`scipy.stats.bootstrap`)."""
   xs = [np.asarray(x, float) for x, _ in curves]
   ys = [np.asarray(y, float) for _, y in curves]
   grid = np.linspace(min(x[0] for x in xs), max(x[-1] for x in xs), points)
@@ -127,17 +129,21 @@ def mean_band(curves: Sequence[Curve], points: int = 150, resamples: int = 2_000
                    for x, y in zip(xs, ys)])
   ok = ~np.isnan(vals).any(axis=0)
   vals, grid = vals[:, ok], grid[ok]
-  rng = np.random.default_rng(seed)
-  boot = vals[rng.integers(0, len(curves), size=(resamples, len(curves)))].mean(axis=1)
-  lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
-  return grid, vals.mean(axis=0), lo, hi
+  if len(curves) < stats.MIN_N_INTERVAL or not vals.size:
+    return grid, vals.mean(axis=0), vals.min(axis=0), vals.max(axis=0)
+  from scipy import stats as sps  # pylint: disable=import-outside-toplevel
+  ci = sps.bootstrap((vals,), np.mean, axis=0, n_resamples=resamples, method="percentile",
+                     random_state=np.random.default_rng(seed)).confidence_interval
+  mean = vals.mean(axis=0)  # a constant point has no bootstrap spread (NaN): its band is the mean
+  return grid, mean, np.fmin(ci.low, mean), np.fmax(ci.high, mean)
 
 
 def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]], *, xlabel: str,
                 ylabel: str, ylim: Optional[Tuple[float, float]] = None,
                 hline: Optional[float] = None, resamples: int = 2_000) -> str:
-  """One panel per (title, {label: per-seed curves}): each label's mean over seeds and its 95%
-  bootstrap band (`mean_band`), labelled with its seed count. Returns the PNG path."""
+  """One panel per (title, {label: per-seed curves}): each label's mean over seeds and its band
+  (`mean_band`: [min, max] below 6 seeds, else 95% bootstrap), labelled with its seed count.
+  Returns the PNG path."""
   plt = _plt()
   fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.5), squeeze=False)
   for ax, (title, lines) in zip(axes[0], panels):

@@ -7,7 +7,8 @@ Runs that differ only in their seed are one group; each group is one method colu
 row (as the paper's Tables 1, 2 and A7-A10). Three tables: the final metric (last 10 evaluated
 policies x their evaluation episodes), the final time metric (the same within --time_limit seconds
 of wall time), the required time metric (seconds until the evaluation return first reaches the
-env's target); each cell is the mean over seeds with its 95% bootstrap interval (10,000 resamples).
+env's target); each cell is the mean over seeds with its [min, max] below 6 seeds, else the 95%
+bootstrap interval.
 Also draws return vs env steps and return vs wall time (paper Fig. 5) and a throughput bar chart
 (SPS per method) into --out, and writes report.json there. It reads summary.json (and nothing
 TensorBoard wrote). `--json` prints that JSON instead of the tables.
@@ -102,7 +103,8 @@ def format_tables(rows: List[Dict[str, Any]]) -> str:
           line.append(_cell(r.get(key), fmt))
       lines.append(line)
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(header))]
-    out.append(title if fmt is None else f"{title}; per cell: mean over seeds [95% bootstrap CI]")
+    out.append(title if fmt is None else f"{title}; per cell: mean over seeds [min, max] below 6 "
+               "seeds, else [95% bootstrap CI]")
     for i, l in enumerate(lines):
       out.append("  ".join(str(c).ljust(w) for c, w in zip(l, widths)).rstrip())
       if i == 0:

@@ -54,7 +54,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
   summ, paired = report["summary"], report.get("paired") or {}
   lines = [f"Protocol: `results/atari/PROTOCOL.md` (game, seeds, the budget and the target scores "
            f"{_targets()} fixed before the runs). Source: {_source(report)}. Cells: mean over "
-           "seeds [95% bootstrap interval]; '-' where a seed's budget ran out before the target "
+           "seeds [min, max] (fewer than 6 seeds: no interval claimed); '-' where a seed's budget ran out before the target "
            "(k/n: seeds that reached it). Full Atari at a 2-core CPU's budget, not the paper's "
            "20M steps on a GPU desktop." + (_partial(report) if summ else ""), ""]
   if not summ:
@@ -92,7 +92,7 @@ def render_summary(report: Dict[str, Any]) -> str:
     return f"No finished runs yet (source: {_source(report)}).\n"
   lines = [f"Source: {_source(report)}; the protocol is `results/atari/PROTOCOL.md`, every table "
            "in [docs/results.md](docs/results.md#atari). Cells: final metric (last 10 "
-           f"evaluations, mean over seeds [95% interval]); env steps to a running-average score "
+           f"evaluations, mean over seeds [min, max]); env steps to a running-average score "
            f"of {top}." + _partial(report), "",
            "| game (budget, seeds) | " + " | ".join(LABELS[m] for m in METHODS) + " |",
            "|---" * (len(METHODS) + 1) + "|"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from hts_jax.results import gfootball_spec
+from hts_jax.results import gfootball_spec, grid
 
 CLOSE = "academy_empty_goal_close"
 # task key -> (kind, target or None, budget); the protocol's table.
@@ -23,10 +23,10 @@ SEEDS = ("0", "1", "2", "3", "4")
 COMMITTED = {"behaviour": "hts_ppo", "sync_ppo": "sync_ppo"}
 DIAGNOSTICS = ("clip_frac", "approx_kl", "kl_lag", "is_weight", "is_ess", "is_above_2",
                "is_capped", "entropy")
+SHARED = grid.SHARED  # a run's mark that other work shared the machine
 PASS_RATIO = 1.1  # steps tasks: pass at <= 1.1x sync PPO's median env steps
 # Steps tasks: env steps of the first full window (the 10th evaluation), the earliest possible hit.
 FIRST_WINDOW = {CLOSE: 10 * 8_000, "CartPoleNoVel": 10 * 2_000}
-SHARED = "shared_machine.json"  # a run's mark that other work shared the machine
 
 
 def run_flags(task: str, method: str, seed: int) -> Dict[str, Any]:

@@ -16,9 +16,9 @@ from absl import flags
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import grid, provenance, publish
+from hts_jax.results.grid import SHARED
 from hts_jax.results.record import Grid, protocol_markdown, render_markdown, render_table
 
-SHARED = "shared_machine.json"  # a run's mark that other work shared the machine
 FLAGS = flags.FLAGS
 
 

@@ -28,7 +28,7 @@ a 2-core CPU, against the paper's 16 envs, extracted maps and CNN on a 4-GPU des
 The report (`gfootball_report`) writes, from the runs' `summary.json` only, into `<results>/`:
 results.json (every number, the protocol, the hosts), tables.md (every table; also
 docs/results.md's block), score_vs_env_steps.png / score_vs_wall_time.png (Figs. A6 / A5: mean
-score over seeds and its 95% band), and README's summary block.
+score over seeds and its band: [min, max] below 6 seeds), and README's summary block.
 """
 
 from __future__ import annotations

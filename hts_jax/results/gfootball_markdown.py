@@ -30,7 +30,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
       f"runs; every method's learning rate over the paper's 5M-step schedule). Every method: "
       f"{st['num_envs']} envs, {st['representation']} observations, network "
       f"{'/'.join(networks)}; each (scenario, seed) a block of its methods back to back on one "
-      f"host. Source: {_source(report)}. Cells: mean over seeds [95% bootstrap interval]; '-' "
+      f"host. Source: {_source(report)}. Cells: mean over seeds [min, max] (fewer than 6 seeds: no interval claimed); '-' "
       "where a seed's budget ran out before the target (k/n: seeds that reached it). Paper (Liu "
       "et al. 2020): 4 GPUs, 16 envs, extracted maps and the CNN, 5M steps, 5 seeds; its ± is a "
       "spread over seeds whose statistic it does not state.", ""]
@@ -72,8 +72,9 @@ def render_markdown(report: Dict[str, Any]) -> str:
           "evaluations (host-independent; data efficiency, Appendix H)",
           both(lambda c: fmt_ci(c, "{:,.0f}"), lambda sc, m, r, t: r["required_steps"][t]))
     table(f"Required time relative to HTS-PPO's, to {targets}: per block (one seed, one host) "
-          "the method's minutes over HTS-PPO's; mean over blocks [95% bootstrap interval] "
-          "(n: blocks where both reached the target)",
+          "the method's minutes over HTS-PPO's; geometric mean over blocks [min, max] (n: blocks "
+          "on one host kind where no run shared the machine; ≥ / ≤: a bound, where a run missed "
+          "the target and counts at its end)",
           both(lambda c: c, lambda sc, m, r, t: ratio_cell(report, sc, m, t, "1 (reference)")))
     bench = report.get("throughput")
     if bench:
@@ -160,7 +161,7 @@ def render_summary(report: Dict[str, Any]) -> str:
   lines = [f"Source: {_source(report)}; the protocol is `results/gfootball/PROTOCOL.md`, every "
            "table in [docs/results.md](docs/results.md#gfootball). Cells: env steps to a "
            f"running-average score of {t} (mean over seeds; k/n where some seeds missed it); "
-           f"time to {t} relative to HTS-PPO's, paired per block (mean over blocks) / from env "
+           f"time to {t} relative to HTS-PPO's, paired per block (geometric mean over blocks) / from env "
            "steps over the interleaved benchmark's SPS; final metric (last 10 evaluations) / "
            "final time metric (by the block's IMPALA wall time, Table A9).", ""]
   if not summ:

@@ -1,11 +1,12 @@
 """The GFootball grid's report, from the runs' summary.json files only: the paper's metrics per
-scenario and method (mean over seeds, 95% bootstrap intervals), required time two ways (paired
+scenario and method (mean over seeds, [min, max] below 6 seeds), required time two ways (paired
 ratios per block; env steps to the target over the benchmark's SPS), the IMPALA validation, the
 actor-count identity (Tables 4/5), the markdown of docs/results.md and README's summary, and the
 curves (results/gfootball/PROTOCOL.md says what each figure is)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from typing import Any, Dict, List, Optional
@@ -81,7 +82,7 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
   """Why the PPO methods learn at different rates, in the runs' own metrics.csv: per scenario and
   PPO method (the runs whose rows carry `clip_frac`), over the updates of the first WINDOW of the
   budget, the mean share of samples with a clipped ratio, of |ρ - 1| and of the approximate KL,
-  and the policy's entropy over the window's last fifth; each a mean over seeds [95% interval].
+  and the policy's entropy over the window's last fifth; each a mean over seeds [min, max].
   Under `--correction=behaviour` the ratio's denominator is the behaviour policy, one update
   behind the params the epochs start from, so more samples start outside 1 ± clip."""
   out = {}
@@ -104,7 +105,7 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
     if per:
       out[sc] = {"window_steps": sorted(window), "clip_eps": sorted(clip - {None}),
                  "methods": {m: {"seeds": v.pop("seeds"),
-                                 **{k: metrics.bootstrap_ci(x, resamples=resamples)
+                                 **{k: metrics.seed_interval(x, resamples=resamples)
                                     for k, x in v.items() if x}} for m, v in per.items()}}
   return out
 
@@ -131,10 +132,10 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
     for m, cell in cells.items():
       lengths = [r["env_steps"] / r["episodes"] for r in cell if r.get("episodes")]
       b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
-      length = metrics.bootstrap_ci(lengths, resamples=resamples) if lengths else None
+      length = metrics.seed_interval(lengths, resamples=resamples) if lengths else None
       # SPS against the benchmark only from the runs on the benchmark's host kind.
       same = [r for r in cell if r["host"] == bench_host]
-      sps = metrics.bootstrap_ci([r["sps"] for r in same], resamples=resamples) if same else None
+      sps = metrics.seed_interval([r["sps"] for r in same], resamples=resamples) if same else None
       out[sc]["methods"][m] = {
           "seeds": [r["seed"] for r in cell], "sps_seeds": [r["seed"] for r in same],
           "sps": sps, "benchmark_sps": b, "benchmark_host": bench_host,
@@ -165,8 +166,8 @@ def by_host(body: Dict[str, Any], resamples: int) -> None:
         if mine:
           row["by_host"][kind] = {
               "seeds": [r["seed"] for r in mine],
-              "sps": metrics.bootstrap_ci([r["sps"] for r in mine], resamples=resamples),
-              "wall_time_min": metrics.bootstrap_ci([r["wall_time_s"] / 60 for r in mine],
+              "sps": metrics.seed_interval([r["sps"] for r in mine], resamples=resamples),
+              "wall_time_min": metrics.seed_interval([r["wall_time_s"] / 60 for r in mine],
                                                     resamples=resamples)}
 
 
@@ -177,7 +178,7 @@ def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict
   report = {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
             "settings": settings, "targets": list(TARGETS), "paper": PAPER,
             "validation": validation_report(results),
-            "identity": paper_report.identity_report(results),
+            "identity": identity_report(results),
             "update_diagnostics": update_diagnostics(results, body["runs"], resamples),
             "run_throughput": run_throughput(
                 body["runs"], body["throughput"],
@@ -204,3 +205,29 @@ def write_report(results: str, resamples: int, settings: Dict[str, Any],
   return paper_report.write_report(results, build_report(results, resamples, settings),
                                    render_markdown, render_summary, (README_BLOCK, DOCS_BLOCK),
                                    plot_curves, readme, docs)
+
+
+def identity_report(results: str) -> Optional[Dict[str, Any]]:
+  root = os.path.join(results, "actor_counts")
+  if not os.path.isdir(root):
+    return None
+  rows = []
+  names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
+  for name in sorted(names, key=lambda n: int(n[len("actors"):])):
+    path = os.path.join(root, name)
+    s = launch.read_summary(path)
+    if s is not None:
+      rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
+                   "env_steps": s["env_steps"], "sps": s["sps"],
+                   "param_sha256": s["param_sha256"],
+                   "eval_scores": [e["mean_return"] for e in s["eval"]],
+                   "episode_returns_sha256": _sha([s["episode_returns"]])})
+  if not rows:
+    return None
+  return {"runs": rows, "identical": len({(r["param_sha256"], tuple(r["eval_scores"]),
+                                           r["episode_returns_sha256"]) for r in rows}) == 1}
+
+
+def _sha(obj) -> str:
+  import hashlib  # pylint: disable=import-outside-toplevel
+  return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()

@@ -66,7 +66,7 @@ def update_lines(report: Dict[str, Any]) -> List[str]:
     return []
   return _per_scenario_table(
       "**The PPO update over the first quarter of each budget** (each run's metrics.csv: the "
-      "mean over its updates, then over seeds [95% bootstrap interval]): the share of samples "
+      "mean over its updates, then over seeds [min, max]): the share of samples "
       "whose ratio lies outside 1 ± clip; the mean of \\|ρ - 1\\|; the approximate KL; the "
       "policy's entropy over the quarter's last fifth (uniform over 19 actions: 2.94). "
       + UPDATE_INTRO + ".", "scenario (first env steps, clip)", diag,
@@ -129,7 +129,7 @@ def throughput_lines(report: Dict[str, Any]) -> List[str]:
     return f"{fmt_ci(r['sps'], '{:,.0f}')} SPS{share}{length}{resets}"
   return _per_scenario_table(
       "**Whole runs against the benchmark.** A run's SPS (its evaluations included, mean over "
-      "the seeds that ran on the benchmark's host kind [95% interval]) as a share of the "
+      "the seeds that ran on the benchmark's host kind [min, max]) as a share of the "
       "throughput benchmark's median (the first 30,000 "
       "steps, no evaluation); the runs' mean training episode length (env steps over finished "
       "episodes); and what resets add to a step's env time at that length"
@@ -144,9 +144,9 @@ def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Opt
 
 def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
   """The paired ratio's cell: `ref` for HTS-PPO where one of its seeds reached the target ('-'
-  where none did), else the mean over the blocks where both reached it, as 'n=k of N' where N
-  blocks could count (`paired_ratios`' `could`: both runs, one host kind) and k < N (a method
-  that missed in a block is left out of the mean, which then flatters it)."""
+  where none did), else the geometric mean over the blocks (a miss counts at its run's end and
+  makes the ratio a bound), as 'n=k of N' where N blocks could count (`paired_ratios`' `could`:
+  both runs, one host kind) and k < N (blocks where a run shared the machine are left out)."""
   if method == REFERENCE:
     steps = report["summary"][scenario]["methods"][REFERENCE]["required_steps"][t]
     return ref if steps.get("reached") else "-"

@@ -18,6 +18,9 @@ from hts_jax.results import launch, provenance
 from hts_jax.runtime import host
 
 
+SHARED = "shared_machine.json"  # a run's mark, by its driver, that other work shared the machine
+
+
 class GridError(ValueError):
   """A bad option of a grid (one line: `hts-reproduce` prints it and exits 2)."""
 

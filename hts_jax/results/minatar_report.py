@@ -59,7 +59,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
   summ, paper, paired = report["summary"], report["paper"], report.get("paired") or {}
   lines = [f"Protocol: `results/minatar/PROTOCOL.md` (games, seeds, the 2M-step budget and the "
            f"reference score fixed before the runs). Source: {_source(report)}. Cells: mean over "
-           "seeds [95% bootstrap interval]; '-' where a seed's budget ran out before the target "
+           "seeds [min, max] (fewer than 6 seeds: no interval claimed); '-' where a seed's budget ran out before the target "
            "(k/n: seeds that reached it). Paper: full Atari, 20M steps, a 4-GPU desktop; its "
            "figures are beside ours for the shape of the comparison only.", ""]
   if not summ:
@@ -79,7 +79,8 @@ def render_markdown(report: Dict[str, Any]) -> str:
       f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values()) for g, s in summ.items()
       if s["targets"]) + ".", ""]
   _table(lines, "Required time relative to HTS-A2C's (Table A8), to 40% / 80%: per block the "
-         "method's minutes over HTS-A2C's; mean over blocks [95% interval] (n: blocks)", summ,
+         "method's minutes over HTS-A2C's; geometric mean over blocks [min, max] (n: blocks; ≥ / ≤: a "
+         "bound where a run missed)", summ,
          MAIN, lambda g, m, r: "1 (reference)" if m == "hts_a2c" else " / ".join(
              fmt_ratio(c) for c in ((paired.get(g) or {}).get(m) or {}).values()))
   bench, minutes = report.get("throughput"), report.get("throughput_minutes") or {}
@@ -103,7 +104,7 @@ def render_summary(report: Dict[str, Any]) -> str:
   summ = report["summary"]
   lines = [f"Source: {_source(report)}; the protocol is `results/minatar/PROTOCOL.md`, every "
            "table in [docs/results.md](docs/results.md#minatar). Cells: final metric (last 10 "
-           "evaluations; mean over seeds [95% interval]); final time metric by IMPALA's wall "
+           "evaluations; mean over seeds [min, max]); final time metric by IMPALA's wall "
            "time in the same block.", ""]
   if not summ:
     return "\n".join(lines + ["No finished runs yet."]) + "\n"

@@ -166,7 +166,7 @@ GRID = Grid(
 
 
 def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
-  """Training return vs env steps per task: each method's mean over seeds and its 95% band."""
+  """Training return vs env steps per task: each method's mean over seeds and its band ([min, max] below 6 seeds)."""
   tasks = sorted({r["task"] for r in runs})
   methods = [m.name for m in GRID.methods if any(r["method"] == m.name for r in runs)]
   panels = [(task, {m: [tuple(zip(*r["curve"])) for r in runs

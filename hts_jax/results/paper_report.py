@@ -14,8 +14,9 @@ import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from hts_jax.analysis import metrics, plots
-from hts_jax.results import grid, launch, publish
+from hts_jax.analysis import metrics, plots, stats
+from hts_jax.results import grid, provenance, publish
+from hts_jax.results.grid import SHARED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +45,9 @@ def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> D
       "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
       "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
       "host": run.host, "host_recorded": bool(s.get("host")), "final": metrics.final_metric(run),
+      "calibration_ms": provenance.run_host(s)["calibration_ms"],
+      "load": provenance.run_host(s)["load"], "usable_cores": (s.get("host") or {}).get(
+          "usable_cores"), "marked": os.path.exists(os.path.join(run.path, SHARED)),
       "evals": [{"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
                  "score": e["mean_return"]} for e in run.evals],
   }
@@ -61,6 +65,8 @@ def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
   records = [_run_record(run, results, f.task, f.method) for run, f in loaded]
   targets = {sc: spec.targets(sc, [r for r in records if r["scenario"] == sc])
              for sc in dict.fromkeys(r["scenario"] for r in records)}
+  for r in records:  # the statistics rules' shared-machine flag, per host kind
+    r["shared"] = stats.shared(r, [q for q in records if q["host"] == r["host"]], r["marked"])
   for (run, _), r in zip(loaded, records):
     r["targets"] = targets[r["scenario"]]
     r["required"] = {}
@@ -85,7 +91,7 @@ def report_body(results: str, spec: Spec, resamples: int,
 
 
 def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
-  return metrics.bootstrap_ci(values, resamples=resamples) if values else None
+  return metrics.seed_interval(values, resamples=resamples) if values else None
 
 
 def _reached(values: Sequence[float], resamples: int) -> Dict[str, Any]:
@@ -102,7 +108,7 @@ def _reached(values: Sequence[float], resamples: int) -> Dict[str, Any]:
 
 
 def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -> Dict[str, Any]:
-  """Per scenario and method: the paper's metrics, mean over seeds with 95% bootstrap intervals.
+  """Per scenario and method: the paper's metrics, mean over seeds with [min, max] below 6 seeds.
   The final time metric's limit (Table A9 / A7: "the time when IMPALA finishes training") is the
   wall time of the same block's `spec.limit_method` run (one seed, one host), for the other
   methods; that method's own value is each seed's final metric (its limit is its own end). A seed
@@ -175,37 +181,16 @@ def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
   return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
 
 
-def identity_report(results: str) -> Optional[Dict[str, Any]]:
-  root = os.path.join(results, "actor_counts")
-  if not os.path.isdir(root):
-    return None
-  rows = []
-  names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
-  for name in sorted(names, key=lambda n: int(n[len("actors"):])):
-    path = os.path.join(root, name)
-    s = launch.read_summary(path)
-    if s is not None:
-      rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
-                   "env_steps": s["env_steps"], "sps": s["sps"],
-                   "param_sha256": s["param_sha256"],
-                   "eval_scores": [e["mean_return"] for e in s["eval"]],
-                   "episode_returns_sha256": _sha([s["episode_returns"]])})
-  if not rows:
-    return None
-  return {"runs": rows, "identical": len({(r["param_sha256"], tuple(r["eval_scores"]),
-                                           r["episode_returns_sha256"]) for r in rows}) == 1}
-
-
-def _sha(obj) -> str:
-  import hashlib  # pylint: disable=import-outside-toplevel
-  return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
-
-
 def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
                   resamples: int = 10_000) -> Dict[str, Any]:
   """Per scenario, method and target: each block's minutes to the target over `spec.reference`'s
-  where both reached it and the block ran on one recorded host kind; mean, 95% bootstrap interval
-  (`blocks`: seeds that count; `could`: those on one host kind, missed or not; `left_out`: rest)."""
+  (`stats.ratio`): the geometric mean over the blocks that ran on one recorded host kind with
+  neither run sharing the machine, [min, max] over them, and where a run missed the target its
+  run's whole wall time, censored, which makes the block's ratio and the mean a bound ("bound":
+  "lower" where the method missed, "upper" where the reference did, "none" where they disagree).
+  `blocks`: seeds that count; `could`: those on one host kind; `shared`: left out for a shared
+  machine; `left_out`: the rest."""
+  del resamples  # geometric means over blocks: no resampling
   out: Dict[str, Any] = {}
   for scenario in dict.fromkeys(r["scenario"] for r in runs):
     here = [r for r in runs if r["scenario"] == scenario]
@@ -215,22 +200,32 @@ def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
                    if m != spec.reference and any(r["method"] == m for r in here)):
       row = {}
       for t in here[0]["targets"]:
-        ratios, seeds, could, left_out = [], [], [], []
+        pairs, seeds, could, left_out, shared = [], [], [], [], []
         for r in (r for r in here if r["method"] == method and r["seed"] in ref):
           base, kinds = ref[r["seed"]], {x["host"] for x in here if x["seed"] == r["seed"]}
           if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the whole block, one known kind
             left_out.append(r["seed"])
             continue
           could.append(r["seed"])
-          num, den = r["required"][t]["minutes"], base["required"][t]["minutes"]
-          if math.isfinite(num) and math.isfinite(den) and den > 0:
-            ratios.append(num / den)
-            seeds.append(r["seed"])
-        row[t] = {**(_ci(ratios, resamples) or {"mean": None}), "blocks": seeds, "could": could,
-                  "left_out": left_out}
+          if r.get("shared") or base.get("shared"):
+            shared.append(r["seed"])
+            continue
+          pairs.append((_minutes(r, t), _minutes(base, t)))
+          seeds.append(r["seed"])
+        ratio = stats.ratio(pairs)
+        row[t] = {"mean": ratio["geomean"], "n": ratio["n"], "bound": ratio["bound"],
+                  "ratios": ratio["ratios"], "lo": min(ratio["ratios"], default=None),
+                  "hi": max(ratio["ratios"], default=None), "blocks": seeds, "could": could,
+                  "shared": shared, "left_out": left_out}
       rows[method] = row
     out[scenario] = rows
   return out
+
+
+def _minutes(r: Dict[str, Any], t: str) -> stats.Censored:
+  """Minutes to target `t`, censored at the run's whole wall time where it missed."""
+  m = r["required"][t]["minutes"]
+  return stats.Censored(r["wall_time_s"] / 60, True) if not math.isfinite(m) else stats.Censored(m)
 
 
 def throughput_minutes(summary: Dict[str, Any],
@@ -264,8 +259,8 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
                 labels: Dict[str, str], title: Callable[[str], str], prefix: str, ylabel: str,
                 ylim: Optional[tuple] = None, resamples: int = 2_000) -> List[str]:
   """Evaluation score vs env steps and vs wall time (the paper's curve figures), one panel per
-  scenario: per method the mean over seeds (each seed's last score carried forward) and its 95%
-  bootstrap band; `<prefix>_vs_env_steps.png` and `<prefix>_vs_wall_time.png`."""
+  scenario: per method the mean over seeds (each seed's last score carried forward) and its band
+  (`plots.mean_band`: [min, max] below 6 seeds); `<prefix>_vs_env_steps.png` and `<prefix>_vs_wall_time.png`."""
   scenarios = list(report["summary"])
   if not scenarios:
     return []

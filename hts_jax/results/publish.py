@@ -148,8 +148,8 @@ def cell(s: Optional[Dict[str, Any]], fmt: str = "{:,.0f}") -> str:
 
 
 def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
-  """A mean over seeds with its interval (`metrics.bootstrap_ci`) as `mean [lo, hi]`, and `(k/n)`
-  where only k of n seeds reached a target; `-` where there is no mean."""
+  """A mean over seeds with its interval (`metrics.seed_interval`: [min, max] below 6 seeds) as
+  `mean [lo, hi]`, and `(k/n)` where only k of n seeds reached a target; `-` where none."""
   if not ci or ci.get("mean") is None:
     if ci and "runs" in ci:
       return f"- ({ci['reached']}/{ci['runs']})"
@@ -163,10 +163,13 @@ def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
 
 
 def fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
-  """A paired time ratio over blocks as `mean x [lo, hi] (n=blocks)`; `-` where none."""
+  """A paired time ratio over blocks (`paper_report.paired_ratios`) as `mean x [lo, hi] (n=k)`:
+  the geometric mean and the [min, max] over the blocks, marked `≥` / `≤` where it is a bound (a
+  run missed the target: `stats.ratio`) and `~` where the bounds disagree; `-` where none."""
   if not ci or ci.get("mean") is None:
     return "-"
-  s = f"{ci['mean']:.2f}x"
+  mark = {"lower": "≥", "upper": "≤", "none": "~"}.get(ci.get("bound"), "")
+  s = f"{mark}{ci['mean']:.2f}x"
   if ci.get("n", 1) > 1:
     s += f" [{ci['lo']:.2f}, {ci['hi']:.2f}]"
   return s + f" (n={ci.get('n', 0)})"

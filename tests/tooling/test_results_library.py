@@ -137,12 +137,15 @@ def test_the_dispatcher_names_its_grids_in_one_line():
   assert proc.returncode == 0, proc.stderr
 
 
-def test_the_band_is_the_bootstrap_interval_of_the_mean_over_seeds():
+def test_the_band_is_min_max_below_6_seeds_and_the_bootstrap_interval_from_6():
   curves = [([0, 10], [0.0, 1.0]), ([0, 10], [0.0, 3.0]), ([5, 10], [2.0, 2.0])]
   x, mean, lo, hi = plots.mean_band(curves, points=11)
   assert x[0] == 5 and x[-1] == 10  # only where every seed has a value
-  assert mean[-1] == pytest.approx(2.0) and lo[-1] <= 2.0 <= hi[-1]
+  assert mean[-1] == pytest.approx(2.0) and (lo[-1], hi[-1]) == (1.0, 3.0)  # [min, max]
   assert mean[0] == pytest.approx((0 + 0 + 2) / 3)
+  six = [([0, 10], [0.0, float(v)]) for v in (1, 2, 3, 4, 5, 9)]
+  _, mean, lo, hi = plots.mean_band(six, points=3)
+  assert 1.0 < lo[-1] < mean[-1] < hi[-1] < 9.0  # a 95% interval of the mean, inside the range
   assert np.all(lo <= mean + 1e-12) and np.all(mean <= hi + 1e-12)
 
 

@@ -113,26 +113,27 @@ def test_metrics_known_answers(tmp_path):
   assert metrics.final_metric(ep) == 2.0
 
 
-def test_bootstrap_ci():
-  ci = metrics.bootstrap_ci([3.0] * 5)
-  assert ci == {"mean": 3.0, "lo": 3.0, "hi": 3.0, "n": 5}
-  x = [1.0, 2.0, 3.0, 4.0, 10.0]
-  assert metrics.bootstrap_ci(x, seed=1) == metrics.bootstrap_ci(x, seed=1)
-  ci = metrics.bootstrap_ci(x)
-  assert ci["lo"] < ci["mean"] == 4.0 < ci["hi"] and ci["lo"] >= 1.0 and ci["hi"] <= 10.0
+def test_seed_interval_follows_the_n_rule():
+  """Below 6 seeds the [min, max], labelled so (a percentile bootstrap over 3 values is exactly
+  that, and covers about 75%); from 6 scipy's 95% percentile bootstrap of the mean."""
+  ci = metrics.seed_interval([3.0] * 5)
+  assert ci == {"mean": 3.0, "lo": 3.0, "hi": 3.0, "n": 5, "kind": "min-max"}
+  assert metrics.seed_interval([1.0, 2.0, 3.0, 4.0, 10.0]) == {
+      "mean": 4.0, "lo": 1.0, "hi": 10.0, "n": 5, "kind": "min-max"}
+  x = [1.0, 2.0, 3.0, 4.0, 10.0, 5.0]
+  assert metrics.seed_interval(x, seed=1) == metrics.seed_interval(x, seed=1)
+  ci = metrics.seed_interval(x)
+  assert ci["kind"] == "95% bootstrap" and 1.0 <= ci["lo"] < ci["mean"] < ci["hi"] <= 10.0
   # Seeded coverage check: 10 seeds from N(5, 2); the 95% interval holds the true mean in most
   # of 200 repetitions (the percentile bootstrap under-covers a little at 10 samples).
   rng = np.random.default_rng(0)
   hits = 0
   for i in range(200):
-    c = metrics.bootstrap_ci(rng.normal(5.0, 2.0, size=10), resamples=2000, seed=i)
+    c = metrics.seed_interval(rng.normal(5.0, 2.0, size=10), resamples=2000, seed=i)
     hits += c["lo"] <= 5.0 <= c["hi"]
   assert 0.85 <= hits / 200 <= 0.99
-  # And one full-size (10,000 resamples) check that contains the true mean.
-  c = metrics.bootstrap_ci(np.random.default_rng(7).normal(5.0, 2.0, size=10))
-  assert c["lo"] <= 5.0 <= c["hi"]
   with pytest.raises(ValueError):
-    metrics.bootstrap_ci([])
+    metrics.seed_interval([])
 
 
 def test_groups_and_summary(tmp_path):
