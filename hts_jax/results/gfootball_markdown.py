@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from hts_jax.results import publish
+from hts_jax.results import paper_ratios, publish
 from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
 from hts_jax.results.gfootball_update import (paired_ci, partial, per_host, ratio_cell, seeds_of,
                                               short, throughput_lines, update_lines,
@@ -118,7 +118,8 @@ def render_markdown(report: Dict[str, Any]) -> str:
                    f"{r['sps']:,.0f} | `{r['param_sha256'][:16]}` | ... {scores} |")
     lines.extend(["", "Identical parameters and scores: " +
                   ("yes" if ident["identical"] else "**no**"), ""])
-  return "\n".join(lines).rstrip() + "\n"
+  agg = paper_ratios.aggregates_line(report, lambda m: LABELS.get(m, m))
+  return "\n".join(lines).rstrip() + "\n" + (f"\n{agg}\n" if agg else "")
 
 
 def _bench_sps(bench: Dict[str, Any], scenario: str, method: str) -> str:

@@ -18,7 +18,7 @@ from hts_jax.results.gfootball_spec import LABELS, METHODS, PAPER, PROTOCOL, REF
 
 SPEC = paper_report.Spec(methods=list(METHODS), reference=REFERENCE, limit_method="impala",
                          targets=lambda scenario, runs: {str(t): t for t in TARGETS},
-                         scenarios=tuple(PROTOCOL["budgets"]))
+                         scenarios=tuple(PROTOCOL["budgets"]), baseline="sync_ppo")
 README_BLOCK = publish.Block("gfootball-results", "gfootball")
 DOCS_BLOCK = publish.Block("gfootball-tables", "gfootball")
 THROUGHPUT = "throughput.json"  # `hts-reproduce gfootball --benchmark` writes it

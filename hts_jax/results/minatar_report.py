@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from hts_jax.results import paper_report, publish
+from hts_jax.results import paper_ratios, paper_report, publish
 from hts_jax.results.publish import fmt_ci, fmt_ratio
 from hts_jax.results.minatar_spec import A1, LABELS, MAIN, METHODS, PAPER, PROTOCOL
 
@@ -28,7 +28,7 @@ def targets(game: str, runs: List[Dict[str, Any]]) -> Dict[str, float]:
 
 
 SPEC = paper_report.Spec(methods=list(METHODS), reference="hts_a2c", limit_method="impala",
-                         targets=targets)
+                         targets=targets, baseline="a2c")
 
 
 def build_report(results: str, resamples: int, deviations: Dict[str, Any]) -> Dict[str, Any]:
@@ -96,7 +96,8 @@ def render_markdown(report: Dict[str, Any]) -> str:
          lambda g, m, r: fmt_ci(r["final"], "{:.2f}") + paper_cell(g, m, "a1", lambda v: f"{v:,}"))
   _table(lines, "Final metric and SPS, every method", summ, list(METHODS),
          lambda g, m, r: f"{fmt_ci(r['final'], '{:.2f}')}; {fmt_ci(r['sps'], '{:,.0f}')} SPS")
-  return "\n".join(lines).rstrip() + "\n"
+  agg = paper_ratios.aggregates_line(report, lambda m: LABELS.get(m, m))
+  return "\n".join(lines).rstrip() + "\n" + (f"\n{agg}\n" if agg else "")
 
 
 def render_summary(report: Dict[str, Any]) -> str:

@@ -8,27 +8,15 @@ by the GFootball, MinAtar and Atari reports."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import grid, provenance, publish
+from hts_jax.results import grid, paper_ratios, provenance, publish
 from hts_jax.results.grid import SHARED
-
-
-@dataclasses.dataclass(frozen=True)
-class Spec:
-  methods: List[str]  # in the tables' order
-  reference: str  # the paired ratios' denominator (HTS)
-  limit_method: str  # the final time metric's clock: this method's run in the same block
-  # Each scenario's targets, name -> score, from its finished runs' records (fixed scores, or
-  # fractions of a reference score the runs give).
-  targets: Callable[[str, List[Dict[str, Any]]], Dict[str, float]]
-  # The tables' scenario order (the protocol's); scenarios not named follow, by name.
-  scenarios: Tuple[str, ...] = ()
+from hts_jax.results.paper_ratios import Spec  # noqa: F401 (the grids' name for it)
 
 
 def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> Dict[str, Any]:
@@ -85,7 +73,8 @@ def report_body(results: str, spec: Spec, resamples: int,
   summary = summarize(runs, spec, resamples)
   throughput = read_optional(results, "throughput.json", as_json=True)
   return {"protocol": protocol, "summary": summary,
-          "paired": paired_ratios(runs, spec, resamples), "throughput": throughput,
+          "paired": paper_ratios.paired_ratios(runs, spec, resamples), "throughput": throughput,
+          "aggregates": paper_ratios.aggregates(runs, spec),
           "throughput_minutes": throughput_minutes(summary, throughput),
           "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs}
 
@@ -179,53 +168,6 @@ def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
   """Mean over seeds of each part's idle share (`_idle_share`)."""
   keys = [k for k, _ in IDLE_PARTS if all(k in r["idle_share"] for r in runs)]
   return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
-
-
-def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
-                  resamples: int = 10_000) -> Dict[str, Any]:
-  """Per scenario, method and target: each block's minutes to the target over `spec.reference`'s
-  (`stats.ratio`): the geometric mean over the blocks that ran on one recorded host kind with
-  neither run sharing the machine, [min, max] over them, and where a run missed the target its
-  run's whole wall time, censored, which makes the block's ratio and the mean a bound ("bound":
-  "lower" where the method missed, "upper" where the reference did, "none" where they disagree).
-  `blocks`: seeds that count; `could`: those on one host kind; `shared`: left out for a shared
-  machine; `left_out`: the rest."""
-  del resamples  # geometric means over blocks: no resampling
-  out: Dict[str, Any] = {}
-  for scenario in dict.fromkeys(r["scenario"] for r in runs):
-    here = [r for r in runs if r["scenario"] == scenario]
-    ref = {r["seed"]: r for r in here if r["method"] == spec.reference}
-    rows = {}
-    for method in (m for m in spec.methods
-                   if m != spec.reference and any(r["method"] == m for r in here)):
-      row = {}
-      for t in here[0]["targets"]:
-        pairs, seeds, could, left_out, shared = [], [], [], [], []
-        for r in (r for r in here if r["method"] == method and r["seed"] in ref):
-          base, kinds = ref[r["seed"]], {x["host"] for x in here if x["seed"] == r["seed"]}
-          if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the whole block, one known kind
-            left_out.append(r["seed"])
-            continue
-          could.append(r["seed"])
-          if r.get("shared") or base.get("shared"):
-            shared.append(r["seed"])
-            continue
-          pairs.append((_minutes(r, t), _minutes(base, t)))
-          seeds.append(r["seed"])
-        ratio = stats.ratio(pairs)
-        row[t] = {"mean": ratio["geomean"], "n": ratio["n"], "bound": ratio["bound"],
-                  "ratios": ratio["ratios"], "lo": min(ratio["ratios"], default=None),
-                  "hi": max(ratio["ratios"], default=None), "blocks": seeds, "could": could,
-                  "shared": shared, "left_out": left_out}
-      rows[method] = row
-    out[scenario] = rows
-  return out
-
-
-def _minutes(r: Dict[str, Any], t: str) -> stats.Censored:
-  """Minutes to target `t`, censored at the run's whole wall time where it missed."""
-  m = r["required"][t]["minutes"]
-  return stats.Censored(r["wall_time_s"] / 60, True) if not math.isfinite(m) else stats.Censored(m)
 
 
 def throughput_minutes(summary: Dict[str, Any],

@@ -163,7 +163,7 @@ def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
 
 
 def fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
-  """A paired time ratio over blocks (`paper_report.paired_ratios`) as `mean x [lo, hi] (n=k)`:
+  """A paired time ratio over blocks (`paper_ratios.paired_ratios`) as `mean x [lo, hi] (n=k)`:
   the geometric mean and the [min, max] over the blocks, marked `≥` / `≤` where it is a bound (a
   run missed the target: `stats.ratio`) and `~` where the bounds disagree; `-` where none."""
   if not ci or ci.get("mean") is None:

@@ -43,3 +43,19 @@ def test_the_committed_runs_ran_with_the_records_flags(g):
     for name, value in given.items():
       if name in flat:
         assert flat[name] == value, (r["logdir"], name)
+
+
+def test_aggregates_across_scenarios_with_unequal_seed_counts():
+  """GFootball's scenarios have 5 and 3 seeds: the probability of improvement per scenario,
+  averaged, and the IQM over every run normalised by the baseline's median there."""
+  from hts_jax.results import paper_ratios  # pylint: disable=import-outside-toplevel
+  spec = paper_ratios.Spec(methods=["hts", "sync"], reference="hts", limit_method="sync",
+                           targets=lambda sc, runs: {}, baseline="sync")
+  runs = [{"scenario": sc, "method": m, "seed": k, "final": v}
+          for sc, m, values in (("a", "hts", (2.0, 4.0)), ("a", "sync", (1.0, 3.0)),
+                                ("b", "hts", (1.0, 1.0, 1.0)), ("b", "sync", (1.0, 1.0, 1.0)))
+          for k, v in enumerate(values)]
+  got = paper_ratios.aggregates(runs, spec)["methods"]["hts"]
+  # a: 2 > 1, 2 < 3, 4 > 1, 4 > 3: 3/4; b: all ties, 1/2; normalised runs 1, 2, 1, 1, 1: IQM 1.
+  assert got == {"scenarios": ["a", "b"], "seeds": [2, 3], "iqm_normalised": 1.0,
+                 "probability_of_improvement": 0.625}
