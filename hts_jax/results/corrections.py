@@ -232,13 +232,11 @@ def _values_cell(xs: List[Optional[float]], fmt: str) -> str:
 
 def render_markdown(out: Dict[str, Any]) -> str:
   shared = sum(1 for r in out["runs"] if r.get("shared"))
-  commit = out.get("runs_commit")
   lines = [f"**The corrections study** ({out['protocol']}). Cells: each seed, then the median "
            "and the [min, max] over seeds; '≥ budget': the target not reached within the budget "
            "(censored, counted at the budget); '(floor)': reached at the first full window of 10 "
            "evaluations, the earliest the cadence allows. Source: "
-           f"{publish.source(out, 'results/corrections/results.json')}; the runs as committed in "
-           + (f"`{commit[:12]}`" if commit else "no commit yet (runs not committed)")
+           f"{publish.source(out, 'results/corrections/results.json')}"
            + f". {shared} of {len(out['runs'])} runs shared the machine (results.json's `shared`:"
            " the decision uses env steps and returns only, which do not depend on it).", ""]
   rows = []

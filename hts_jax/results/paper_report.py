@@ -76,7 +76,10 @@ def report_body(results: str, spec: Spec, resamples: int,
           "paired": paper_ratios.paired_ratios(runs, spec, resamples), "throughput": throughput,
           "aggregates": paper_ratios.aggregates(runs, spec),
           "throughput_minutes": throughput_minutes(summary, throughput),
-          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs}
+          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs,
+          "runs_commit": stats.provenance_commit(provenance.ROOT, [os.path.relpath(
+              os.path.join(os.path.abspath(results), r["path"]), provenance.ROOT)
+              for r in runs])}
 
 
 def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:

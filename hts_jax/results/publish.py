@@ -190,10 +190,13 @@ def source_name(path: str) -> str:
 
 def source(report: Dict[str, Any], name: str, mixed: str = "MIXED host kinds") -> str:
   """A report's source line: its results.json (as recorded when it was written, else `name`),
-  date, commit, the runs' host kinds (`mixed` said where there are several)."""
+  date, the commit it was rendered at and the one holding its runs (the provenance: `stats.
+  provenance_commit`), the runs' host kinds (`mixed` said where there are several)."""
   name = report.get("source", name)
   commit = report["commit"]
   commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
   hosts = report.get("hosts") or []
-  return (f"`{name}`, {report['date']}, commit `{commit}`; runs on {'; '.join(hosts) or '-'}"
-          + (f" ({mixed})" if len(hosts) > 1 else ""))
+  runs = ("" if "runs_commit" not in report else "; the runs as committed in "
+          + (f"`{report['runs_commit'][:12]}`" if report["runs_commit"] else "no commit yet"))
+  return (f"`{name}`, {report['date']}, commit `{commit}`{runs}; runs on "
+          f"{'; '.join(hosts) or '-'}" + (f" ({mixed})" if len(hosts) > 1 else ""))

@@ -129,10 +129,8 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
     rows = [[*([task] if tasks else []), method, *(c.cell(dict(cells[method], task=task))
                                                   for c in t.columns)]
             for task, cells in out["table"].items() for method in cells]
-  commit = out.get("runs_commit")
   shared = [r for r in out["runs"] if r.get("shared")]
-  source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; the runs "
-            f"as committed in {f'`{commit[:12]}`' if commit else 'no commit yet'}; "
+  source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; "
             f"{len(shared)} of {len(out['runs'])} runs shared the machine (results.json's "
             "`shared`; their times are left out of ratios).")
   tail = " ".join(x for x in (aggregates_line(out), t.tail(out) if t.tail else "") if x)
