@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.results import paper_report, publish
 from hts_jax.results.atari_spec import LABELS, METHODS, PROTOCOL, REFERENCE
-from hts_jax.results.publish import fmt_ci, fmt_ratio
+from hts_jax.results.publish import fmt_ci, fmt_ratio, fmt_steps
 
 README_BLOCK = publish.Block("atari-results", "atari")
 DOCS_BLOCK = publish.Block("atari-tables", "atari")
@@ -64,7 +64,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
              ("final time metric (by A2C's wall time in the block)",
               lambda g, m, r: fmt_ci(r.get("final_time"), "{:.2f}")),
              (f"env steps to {_targets()}", lambda g, m, r: " / ".join(
-                 fmt_ci(c, "{:,.0f}") for c in r["required_steps"].values())),
+                 fmt_steps(c) for c in r["required_steps"].values())),
              (f"time to {_targets()} over HTS-A2C's in the block", lambda g, m, r: (
                  "1 (reference)" if m == REFERENCE else " / ".join(
                      fmt_ratio(c) for c in ((paired.get(g) or {}).get(m) or {}).values()))),
@@ -98,7 +98,7 @@ def render_summary(report: Dict[str, Any]) -> str:
            "|---" * (len(METHODS) + 1) + "|"]
   for game, s in summ.items():
     cells = ["" if r is None else f"{fmt_ci(r['final'], '{:.2f}')}; "
-             f"{fmt_ci(r['required_steps'][top], '{:,.0f}')}"
+             f"{fmt_steps(r['required_steps'][top])}"
              for r in (s["methods"].get(m) for m in METHODS)]
     seeds = max(len(r["seeds"]) for r in s["methods"].values())
     lines.append(f"| {game} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")

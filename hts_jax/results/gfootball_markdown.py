@@ -10,7 +10,7 @@ from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
 from hts_jax.results.gfootball_update import (paired_ci, partial, per_host, ratio_cell, seeds_of,
                                               short, throughput_lines, update_lines,
                                               update_summary)
-from hts_jax.results.publish import fmt_ci
+from hts_jax.results.publish import fmt_ci, fmt_steps
 
 
 def _source(report: Dict[str, Any]) -> str:
@@ -70,7 +70,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
   if summ:
     table(f"Env steps to a running-average score of {targets}, over full windows of 10 "
           "evaluations (host-independent; data efficiency, Appendix H)",
-          both(lambda c: fmt_ci(c, "{:,.0f}"), lambda sc, m, r, t: r["required_steps"][t]))
+          both(fmt_steps, lambda sc, m, r, t: r["required_steps"][t]))
     table(f"Required time relative to HTS-PPO's, to {targets}: per block (one seed, one host) "
           "the method's minutes over HTS-PPO's; geometric mean over blocks [min, max] (n: blocks "
           "on one host kind where no run shared the machine; ≥ / ≤: a bound, where a run missed "
@@ -180,7 +180,7 @@ def render_summary(report: Dict[str, Any]) -> str:
       paired = ratio_cell(report, scenario, m, t, "1")
       bench = _benchratio_cell(report, scenario, m, t)
       bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
-      cells.append(f"{partial(s, m)}{fmt_ci(r['required_steps'][t], '{:,.0f}')}; {paired} / "
+      cells.append(f"{partial(s, m)}{fmt_steps(r['required_steps'][t])}; {paired} / "
                    f"{bench}; "
                    f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
     lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")

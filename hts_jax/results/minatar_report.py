@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from hts_jax.results import paper_ratios, paper_report, publish
-from hts_jax.results.publish import fmt_ci, fmt_ratio
+from hts_jax.results.publish import fmt_ci, fmt_ratio, fmt_steps
 from hts_jax.results.minatar_spec import A1, LABELS, MAIN, METHODS, PAPER, PROTOCOL
 
 README_BLOCK = publish.Block("minatar-results", "minatar")
@@ -74,7 +74,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
          lambda g, m, r: fmt_ci(r.get("final_time")) + paper_cell(
              g, m, "final_time", lambda v: f"{v[0]:,} ± {v[1]:,}"))
   _table(lines, "Env steps to 40% / 80% of A2C's final metric (host-independent)", summ, MAIN,
-         lambda g, m, r: " / ".join(fmt_ci(c, "{:,.0f}") for c in r["required_steps"].values()))
+         lambda g, m, r: " / ".join(fmt_steps(c) for c in r["required_steps"].values()))
   lines[-1:] = ["", "Targets (40% / 80% of A2C's final metric in this grid): " + "; ".join(
       f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values()) for g, s in summ.items()
       if s["targets"]) + ".", ""]

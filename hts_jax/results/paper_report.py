@@ -86,6 +86,14 @@ def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
   return metrics.seed_interval(values, resamples=resamples) if values else None
 
 
+def _floor(r: Dict[str, Any], t: str) -> bool:
+  """Whether a run's env steps to target `t` sit at its first full window of evaluations (the
+  earliest the running average can reach it): a floor of the cadence, not a measure of learning."""
+  window = metrics.RUNNING_WINDOW
+  return len(r["evals"]) >= window and stats.is_floor(r["required"][t]["env_steps"],
+                                                      r["evals"][window - 1]["env_steps"])
+
+
 def _reached(values: Sequence[float], resamples: int) -> Dict[str, Any]:
   """Mean and interval over the seeds when every seed reached the target (the paper's '-'
   otherwise: a mean over the seeds that happened to reach it would flatter the method), and how
@@ -124,8 +132,9 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
           "final": _ci([r["final"] for r in mine if r["final"] is not None], resamples),
           "required_min": {t: _reached([r["required"][t]["minutes"] for r in mine], resamples)
                            for t in targets},
-          "required_steps": {t: _reached([r["required"][t]["env_steps"] for r in mine],
-                                         resamples) for t in targets},
+          "required_steps": {t: dict(_reached([r["required"][t]["env_steps"] for r in mine],
+                                              resamples), floors=sum(_floor(r, t) for r in mine))
+                             for t in targets},
           "idle_share": _idle(mine)}
       if limit is not None:
         scores = []

@@ -162,6 +162,17 @@ def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
   return s
 
 
+def fmt_steps(ci: Optional[Dict[str, Any]]) -> str:
+  """Env steps to a target (`fmt_ci` with thousands separators), marked where seeds reached it at
+  their first full window of evaluations (`paper_report._floor`): '(floor)' when every seed that
+  reached it did, '(k at the floor)' when some did; such steps measure the cadence, not learning."""
+  cell = fmt_ci(ci, "{:,.0f}")
+  floors, reached = (ci or {}).get("floors", 0), (ci or {}).get("reached", 0)
+  if floors and floors >= reached:
+    return f"{cell} (floor)"
+  return f"{cell} ({floors} at the floor)" if floors else cell
+
+
 def fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
   """A paired time ratio over blocks (`paper_ratios.paired_ratios`) as `mean x [lo, hi] (n=k)`:
   the geometric mean and the [min, max] over the blocks, marked `≥` / `≤` where it is a bound (a

@@ -59,3 +59,10 @@ def test_aggregates_across_scenarios_with_unequal_seed_counts():
   # a: 2 > 1, 2 < 3, 4 > 1, 4 > 3: 3/4; b: all ties, 1/2; normalised runs 1, 2, 1, 1, 1: IQM 1.
   assert got == {"scenarios": ["a", "b"], "seeds": [2, 3], "iqm_normalised": 1.0,
                  "probability_of_improvement": 0.625}
+
+
+def test_steps_at_the_first_full_window_are_marked_as_floors():
+  ci = {"mean": 80_000, "lo": 80_000, "hi": 80_000, "n": 3, "reached": 3, "runs": 3}
+  assert publish.fmt_steps(dict(ci, floors=3)) == "80,000 [80,000, 80,000] (floor)"
+  assert publish.fmt_steps(dict(ci, floors=1)) == "80,000 [80,000, 80,000] (1 at the floor)"
+  assert publish.fmt_steps(dict(ci, floors=0)) == "80,000 [80,000, 80,000]"

@@ -70,9 +70,9 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
   docs.write_text(f"{ar.DOCS_BLOCK.begin}\n{ar.DOCS_BLOCK.end}\n")
   out = ar.write_report(str(tmp_path), 500, {}, str(readme), str(docs))
   tables = (tmp_path / "tables.md").read_text()
-  # Score 0: both at the first full window (evaluation 10), minutes 5 and 10.
-  assert "| env steps to 0 / 15 | 10,000 [10,000, 10,000] / 11,000 [11,000, 11,000] | " \
-      "10,000 [10,000, 10,000] / 12,000 [12,000, 12,000] |" in tables
+  # Score 0: both at the first full window (evaluation 10: a floor), minutes 5 and 10.
+  assert "| env steps to 0 / 15 | 10,000 [10,000, 10,000] (floor) / 11,000 [11,000, 11,000] | " \
+      "10,000 [10,000, 10,000] (floor) / 12,000 [12,000, 12,000] |" in tables
   assert "| time to 0 / 15 over HTS-A2C's in the block | 1 (reference) | 2.00x [2.00, 2.00] " \
       "(n=2) / 2.18x [2.18, 2.18] (n=2) |" in tables
   assert "| Pong (12,000, 2) | 18.00 [18.00, 18.00]; 11,000 [11,000, 11,000] | 18.00 " \

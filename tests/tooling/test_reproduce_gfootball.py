@@ -197,7 +197,8 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   summary = rg.render_summary(saved).splitlines()
   # No benchmark here: the ratio from its SPS is '-'; seed 1 has no IMPALA run to time it by;
   # IMPALA's cells say it has fewer seeds than the scenario.
-  assert summary[4] == ("| Empty goal close (12,000, 5) | (2 of 5 seeds) 10,000 [10,000, 10,000]; "
+  assert summary[4] == ("| Empty goal close (12,000, 5) | (2 of 5 seeds) 10,000 [10,000, 10,000] "
+                        "(floor); "
                         "1 / -; 1.00 [1.00, 1.00] / 1.00 (1/2) | (1 of 5 seeds) - (0/1); - / -; "
                         "0.10 / 0.10 |")
   assert summary[7] == "- Empty goal close: it is ahead of every baseline in every cell."
