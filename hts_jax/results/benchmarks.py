@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 
 from absl import flags
 
+from hts_jax.analysis import stats
 from hts_jax.results import provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
@@ -63,13 +64,11 @@ def render_speedup(data: Dict[str, Any]) -> str:
       f"every {s['hts_alpha']} steps, sync every step; median of {s['repeats']} interleaved "
       f"runs; the prediction is Eq. 7's, rollout only). Source: {_source(data, 'speedup.json')}.",
       "",
-      "| step-time var / mean² | HTS SPS | sync SPS | HTS / sync | Eq. 7 prediction |",
-      "|---|---|---|---|---|",
   ]
-  for r in rows:
-    lines.append(f"| {r['var_over_mean2']:g} | {_int(r['sps_hts'])} | {_int(r['sps_sync'])} | "
-                 f"{r['speedup']:.2f}x | {r['predicted_speedup']:.2f}x |")
-  return "\n".join(lines) + "\n"
+  return "\n".join(lines) + "\n" + stats.markdown(
+      ["step-time var / mean²", "HTS SPS", "sync SPS", "HTS / sync", "Eq. 7 prediction"],
+      [[f"{r['var_over_mean2']:g}", _int(r["sps_hts"]), _int(r["sps_sync"]),
+        f"{r['speedup']:.2f}x", f"{r['predicted_speedup']:.2f}x"] for r in rows])
 
 
 def render_sampler(data: Dict[str, Any]) -> str:
@@ -80,19 +79,18 @@ def render_sampler(data: Dict[str, Any]) -> str:
       f"capacity for HTS to reclaim, and a learner that runs beside the executors (HTS) takes "
       f"longer than one that runs alone (sync): the last column, the same updates in both). Source: {_source(data, 'sampler.json')}.",
       "",
-      "| case | HTS SPS | sync SPS | HTS / sync | ready envs per actor call | learner idle (HTS) "
-      "| learner busy s, HTS / sync |",
-      "|---|---|---|---|---|---|---|",
   ]
+  rows = []
   for r in data["rows"]:
     hts, sync = r["hts"], r["sync"]
     learner_idle = hts["idle_s"].get("learner", 0.0) / max(hts["wall_time_s"], 1e-9)
-    lines.append(
-        f"| {SAMPLER_CASES.get(r['case'], r['case'])} | {_int(r['sps_hts'])} | "
-        f"{_int(r['sps_sync'])} | {r['hts_over_sync']:.2f}x | "
-        f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f} | {learner_idle:.0%} | "
-        f"{hts['learn_s']:.1f} / {sync['learn_s']:.1f} |")
-  return "\n".join(lines) + "\n"
+    rows.append([SAMPLER_CASES.get(r["case"], r["case"]), _int(r["sps_hts"]), _int(r["sps_sync"]),
+                 f"{r['hts_over_sync']:.2f}x",
+                 f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f}",
+                 f"{learner_idle:.0%}", f"{hts['learn_s']:.1f} / {sync['learn_s']:.1f}"])
+  return "\n".join(lines) + "\n" + stats.markdown(
+      ["case", "HTS SPS", "sync SPS", "HTS / sync", "ready envs per actor call",
+       "learner idle (HTS)", "learner busy s, HTS / sync"], rows)
 
 
 def render_recurrent(data: Dict[str, Any]) -> str:
@@ -104,19 +102,15 @@ def render_recurrent(data: Dict[str, Any]) -> str:
       f"or the actors' policy calls that the executors wait for). Source: "
       f"{_source(data, 'recurrent.json')}.",
       "",
-      "| case | feed-forward SPS | LSTM SPS | LSTM / feed-forward | learner busy s, LSTM / "
-      "feed-forward | executors waiting for actions s, LSTM / feed-forward |",
-      "|---|---|---|---|---|---|",
   ]
-  for r in data["rows"]:
-    lstm, ff = r["lstm"], r["ff"]
-    lines.append(
-        f"| {SAMPLER_CASES.get(r['case'], r['case'])} | {_int(r['sps_ff'])} | "
-        f"{_int(r['sps_lstm'])} | {r['lstm_over_ff']:.2f}x | "
-        f"{lstm['learn_s']:.1f} / {ff['learn_s']:.1f} | "
-        f"{lstm['idle_s']['executors_waiting_for_actions']:.1f} / "
-        f"{ff['idle_s']['executors_waiting_for_actions']:.1f} |")
-  return "\n".join(lines) + "\n"
+  rows = [[SAMPLER_CASES.get(r["case"], r["case"]), _int(r["sps_ff"]), _int(r["sps_lstm"]),
+           f"{r['lstm_over_ff']:.2f}x", f"{r['lstm']['learn_s']:.1f} / {r['ff']['learn_s']:.1f}",
+           f"{r['lstm']['idle_s']['executors_waiting_for_actions']:.1f} / "
+           f"{r['ff']['idle_s']['executors_waiting_for_actions']:.1f}"] for r in data["rows"]]
+  return "\n".join(lines) + "\n" + stats.markdown(
+      ["case", "feed-forward SPS", "LSTM SPS", "LSTM / feed-forward",
+       "learner busy s, LSTM / feed-forward",
+       "executors waiting for actions s, LSTM / feed-forward"], rows)
 
 
 RENDERERS = {"speedup.json": render_speedup, "sampler.json": render_sampler,
