@@ -65,23 +65,14 @@ def _runs(results: str) -> List[Dict[str, Any]]:
     kind, target, budget = TASKS[task]
     returns = [e["mean_return"] for e in run.evals]
     hit = metrics.first_reached(returns, target) if target is not None else None
-    shared = os.path.join(logdir, SHARED)
     out.append({"task": task, "method": method, "seed": run.summary["seed"],
                 "logdir": os.path.relpath(logdir), "evaluations": len(returns),
                 "steps_to_target": run.evals[hit]["env_steps"] if hit is not None else None,
                 "final_metric": metrics.final_metric(run), **provenance.run_host(run.summary),
-                "shared_machine": _note(shared),
+                "shared_machine": grid.shared_note(logdir) or False,
                 "clip_frac": _mean([r.get("clip_frac") for r in run.train_curve()]),
                 "quarters": quarters(run, budget)})
   return sorted(out, key=lambda r: (r["task"], r["method"], r["seed"]))
-
-
-def _note(path: str):
-  """The shared-machine note beside a run (False: none)."""
-  if not os.path.exists(path):
-    return False
-  with open(path) as f:
-    return json.load(f)["note"]
 
 
 def quarters(run: metrics.Run, budget: int) -> List[Dict[str, float]]:
@@ -275,18 +266,8 @@ def main(argv):
   todo = grid.paired_blocks(FLAGS.tasks, FLAGS.methods, seeds, run_flags)
   # The committed GFootball runs count: never run them again here.
   todo = [r for r in todo if not (r.task == CLOSE and r.method in COMMITTED)]
-  failed = [] if FLAGS.report_only else _run_all(todo)
+  failed = [] if FLAGS.report_only else grid.run_all_marked(todo, FLAGS.results,
+                                                             FLAGS.shared_machine)
   print(json.dumps(report(FLAGS.results)["table"], indent=1))
   return failed
 
-
-def _run_all(todo: List[grid.Run]) -> List[str]:
-  failed = []
-  for run in todo:
-    logdir = run.logdir(FLAGS.results)
-    fresh = not os.path.exists(os.path.join(logdir, "summary.json"))
-    failed += grid.run_all([run], FLAGS.results)
-    if fresh and FLAGS.shared_machine and os.path.exists(os.path.join(logdir, "summary.json")):
-      with open(os.path.join(logdir, SHARED), "w") as f:
-        json.dump({"note": FLAGS.shared_machine}, f)
-  return failed

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -16,7 +15,6 @@ from absl import flags
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import grid, provenance, publish
-from hts_jax.results.grid import SHARED
 from hts_jax.results.record import Grid, protocol_markdown, render_markdown, render_table
 
 FLAGS = flags.FLAGS
@@ -58,13 +56,8 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
                                lambda t, m, s: g.run_flags(t, m, s, steps))
   failed = []
   if not FLAGS.report_only:
-    for run in runs:  # one at a time, each marked as it finishes
-      logdir = run.logdir(FLAGS.results)
-      fresh = not os.path.exists(os.path.join(logdir, "summary.json"))
-      failed += grid.run_all([run], FLAGS.results, dry_run=FLAGS.dry_run)
-      if fresh and FLAGS.shared_machine and os.path.exists(os.path.join(logdir, "summary.json")):
-        with open(os.path.join(logdir, SHARED), "w") as f:
-          json.dump({"note": FLAGS.shared_machine}, f)
+    failed = grid.run_all_marked(runs, FLAGS.results, FLAGS.shared_machine,
+                                 dry_run=FLAGS.dry_run)
   if FLAGS.dry_run:
     return []
   protocol_seeds = {s for t in g.tasks for s in t.seeds}
@@ -82,8 +75,6 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
   returns = [e["mean_return"] for e in evals]
   hit = (metrics.first_reached(returns, t.target, t.window)
          if t.target is not None and returns else None)
-  marked = os.path.join(f.logdir, SHARED)
-  note = json.load(open(marked))["note"] if os.path.exists(marked) else ""
   return {"task": f.task, "method": f.method, "seed": s["seed"], "env_steps": s["env_steps"],
           "logdir": os.path.relpath(os.path.abspath(f.logdir), provenance.ROOT),
           "final_eval": returns[-1] if returns else None,
@@ -94,7 +85,7 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
           "floor": stats.is_floor(evals[hit]["env_steps"] if hit is not None else None,
                                   t.first_window),
           "sps": s["sps"], "wall_time_s": s["wall_time_s"],
-          "param_sha256": s["param_sha256"][:16], **provenance.run_host(s), "marked": note,
+          "param_sha256": s["param_sha256"][:16], **provenance.run_host(s), "marked": grid.shared_note(f.logdir),
           "evals": [[e["env_steps"], e["mean_return"]] for e in evals],
           **(g.run_extra(f) if g.run_extra else {})}
 

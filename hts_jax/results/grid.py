@@ -8,6 +8,7 @@ later sitting runs only what is missing.
 """
 
 import dataclasses
+import json
 import os
 import shutil
 import statistics
@@ -89,6 +90,30 @@ def run_all(runs: Sequence[Run], results: str, *, dry_run: bool = False) -> List
   if dry_run:
     print(estimate(runs, results, metrics.host_kind(host.start_record(calibration=False))))
   return failed
+
+
+def run_all_marked(runs: Sequence[Run], results: str, shared_machine: str = "", *,
+                   dry_run: bool = False) -> List[str]:
+  """`run_all`, one run at a time, writing `shared_machine` (what else ran on the machine) as the
+  SHARED mark beside each run that finishes now; returns the failed runs' logdirs."""
+  failed = []
+  for run in runs:
+    done = os.path.join(run.logdir(results), "summary.json")
+    fresh = not os.path.exists(done)
+    failed += run_all([run], results, dry_run=dry_run)
+    if fresh and shared_machine and os.path.exists(done):
+      with open(os.path.join(run.logdir(results), SHARED), "w") as f:
+        json.dump({"note": shared_machine}, f)
+  return failed
+
+
+def shared_note(logdir: str) -> str:
+  """The SHARED mark's note beside a run ("" where it has none)."""
+  path = os.path.join(logdir, SHARED)
+  if not os.path.exists(path):
+    return ""
+  with open(path) as f:
+    return json.load(f)["note"]
 
 
 def estimate(runs: Sequence[Run], results: str, kind: str) -> str:

@@ -15,7 +15,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hts_jax.analysis import metrics, plots, stats
 from hts_jax.results import grid, paper_ratios, provenance, publish
-from hts_jax.results.grid import SHARED
 from hts_jax.results.paper_ratios import Spec  # noqa: F401 (the grids' name for it)
 
 
@@ -33,9 +32,9 @@ def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> D
       "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
       "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
       "host": run.host, "host_recorded": bool(s.get("host")), "final": metrics.final_metric(run),
-      "calibration_ms": provenance.run_host(s)["calibration_ms"],
-      "load": provenance.run_host(s)["load"], "usable_cores": (s.get("host") or {}).get(
-          "usable_cores"), "marked": os.path.exists(os.path.join(run.path, SHARED)),
+      **{k: v for k, v in provenance.run_host(s).items() if k != "host"},
+      "usable_cores": (s.get("host") or {}).get("usable_cores"),
+      "marked": bool(grid.shared_note(run.path)),
       "evals": [{"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
                  "score": e["mean_return"]} for e in run.evals],
   }
