@@ -55,8 +55,7 @@ def _run(argv: Optional[List[str]]) -> None:
   module.define_flags()
   sys.modules["__main__"].__doc__ = module.__doc__  # what --help prints
   # the grid's flags and the shared ones
-  for name in (module.__name__, "hts_jax.results.grid", "hts_jax.results.games",
-               "hts_jax.results.driver"):
+  for name in (module.__name__, "hts_jax.results.grid", "hts_jax.results.driver"):
     for flag in flags.FLAGS.get_key_flags_for_module(name):
       flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 

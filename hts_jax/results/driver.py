@@ -14,8 +14,9 @@ import numpy as np
 from absl import flags
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import grid, provenance, publish
-from hts_jax.results.record import Grid, protocol_markdown, render_markdown, render_table
+from hts_jax.results import grid, paper_report, provenance, publish
+from hts_jax.results.record import (Grid, protocol_markdown, render_markdown, render_table,
+                                    table_file)
 
 FLAGS = flags.FLAGS
 
@@ -24,7 +25,8 @@ def define_flags(g: Grid) -> None:
   """`hts-reproduce <grid>`'s flags, from the record."""
   names = [t.name for t in g.tasks if t.name]
   if names:
-    flags.DEFINE_list("tasks", names, f"Tasks, of {names}.")
+    flags.DEFINE_list(g.task_flag, [t.name for t in g.tasks if t.name and t.seeds],
+                      f"Tasks, of {names}.")
   flags.DEFINE_list("methods", [m.name for m in g.methods if m.default],
                     f"Methods, of {[m.name for m in g.methods]}.")
   flags.DEFINE_list("seeds", [], "Seeds (default: each task's, PROTOCOL.md).")
@@ -37,6 +39,11 @@ def define_flags(g: Grid) -> None:
                     "on the command line).")
   flags.DEFINE_string("shared_machine", "", "What else ran on the machine during the runs made "
                       "now (recorded beside each: their times are left out of ratios).")
+  if g.paper:
+    flags.DEFINE_bool("benchmark", False, "Run the interleaved throughput benchmark of "
+                      f"{list(g.paper.benchmarked)} on each task into <results>/throughput.json "
+                      "instead of the grid.")
+    flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples (6 seeds or more).")
 
 
 def main(g: Grid, argv: Sequence[str]) -> List[str]:
@@ -45,17 +52,25 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   if len(argv) > 1:
     raise grid.GridError(f"unexpected arguments: {' '.join(argv[1:])}")
   grid.check_methods(FLAGS.methods, [m.name for m in g.methods])
-  tasks = [None] if not any(t.name for t in g.tasks) else FLAGS.tasks
+  tasks = [None] if not any(t.name for t in g.tasks) else getattr(FLAGS, g.task_flag)
   if any(t.name for t in g.tasks):
-    grid.check_tasks("--tasks", tasks, [t.name for t in g.tasks], "the protocol's tasks")
+    grid.check_tasks(f"--{g.task_flag}", tasks, [t.name for t in g.tasks],
+                     "the protocol's tasks")
   seeds = grid.parse_seeds(FLAGS.seeds)
   steps = FLAGS.steps
   runs = []
   for task in tasks:
-    runs += grid.paired_blocks([task], FLAGS.methods, seeds or list(g.task(task).seeds),
+    methods = [m for m in FLAGS.methods if task in (g.method(m).tasks or (task,))]
+    runs += grid.paired_blocks([task], methods, seeds or list(g.task(task).seeds or (0, 1, 2)),
                                lambda t, m, s: g.run_flags(t, m, s, steps))
   failed = []
-  if not FLAGS.report_only:
+  benchmark = bool(g.paper and FLAGS.benchmark)
+  if benchmark:
+    repeats, n = g.paper.benchmark
+    grid.throughput_benchmark(FLAGS.results, tasks, [m for m in g.paper.benchmarked
+                                                     if m in FLAGS.methods],
+                              lambda t, m, k: g.run_flags(t, m, 0, k), repeats, n)
+  elif not FLAGS.report_only:
     failed = grid.run_all_marked(runs, FLAGS.results, FLAGS.shared_machine,
                                  dry_run=FLAGS.dry_run)
   if FLAGS.dry_run:
@@ -63,7 +78,11 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   protocol_seeds = {s for t in g.tasks for s in t.seeds}
   readme, docs = publish.doc_paths(publish.off_protocol(
       same=("steps",), within={"seeds": protocol_seeds, "methods": [m.name for m in g.methods]}))
-  out = report(g, FLAGS.results, readme, docs)
+  if g.paper:
+    deviations = {} if steps is None else {"budget": steps}
+    out = paper(g, FLAGS.results, readme, docs, FLAGS.resamples, deviations)
+  else:
+    out = report(g, FLAGS.results, readme, docs)
   print(render_markdown(g, out), end="")
   return failed
 
@@ -145,13 +164,39 @@ def report(g: Grid, results: str, readme: Optional[str] = None,
          "aggregates": aggregates(g, runs) if g.aggregate else None}
   if g.plot is not None and runs:
     g.plot(results, runs)
+  return _publish(g, results, out, readme, docs)
+
+
+def _publish(g: Grid, results: str, out: Dict[str, Any], readme: Optional[str],
+             docs: Optional[str]) -> Dict[str, Any]:
+  """PROTOCOL.md, results.json, the first table's file and the tables' blocks where given."""
   os.makedirs(results, exist_ok=True)
   with open(os.path.join(results, "PROTOCOL.md"), "w") as f:
     f.write(protocol_markdown(g))
   paths = {"readme": readme, "docs": docs}
   targets = [(paths[t.doc], t.block, functools.partial(render_table, g, t)) for t in g.tables
              if t.block and paths[t.doc]]
-  return publish.publish(results, out, functools.partial(render_markdown, g), targets)
+  return publish.publish(results, out, functools.partial(render_markdown, g), targets,
+                         table=table_file(g))
+
+
+def paper(g: Grid, results: str, readme: Optional[str], docs: Optional[str], resamples: int,
+          deviations: Dict[str, Any]) -> Dict[str, Any]:
+  """A paper-style grid's report (`paper_report`: the paper's metrics per task and method), with
+  the protocol's settings and `deviations` from them, the paper's figures and the curves."""
+  p = g.paper
+  settings = {"methods": {m.name: dict(m.flags) for m in g.methods},
+              "tasks": {t.name: {"budget": t.budget, "seeds": list(t.seeds),
+                                 "eval_every": t.eval_every} for t in g.tasks}, **p.settings}
+  out = {"title": g.title, "paper": dict(p.figures), "reference": p.spec.reference,
+         **paper_report.report_body(results, p.spec, resamples,
+                                    {"settings": settings, "deviations": deviations})}
+  out = _publish(g, results, out, readme, docs)
+  prefix, ylabel, ylim = p.curves
+  out["plots"] = paper_report.plot_curves(out, results, list(p.benchmarked),
+                                          {m.name: m.header for m in g.methods}, lambda t: t,
+                                          prefix, ylabel, ylim)
+  return out
 
 
 def aggregates(g: Grid, runs: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -199,6 +199,20 @@ def throughput_minutes(summary: Dict[str, Any],
   return out
 
 
+def paired_cell(task: str, method: str, out: Dict[str, Any]) -> str:
+  """A paper-style grid's paired time ratios of `method` to the reference, a target each."""
+  if method == out.get("reference"):
+    return "1 (reference)"
+  return " / ".join(map(publish.fmt_ratio, (((out.get("paired") or {}).get(task) or {})
+                                           .get(method) or {}).values()))
+
+
+def bench_minutes(task: str, method: str, out: Dict[str, Any]) -> str:
+  """Minutes to each target from env steps over the throughput benchmark's median SPS."""
+  got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}
+  return " / ".join("-" if v is None else f"{v:.1f}" for v in got.values())
+
+
 def read_optional(results: str, name: str, as_json: bool = False) -> Any:
   """`<results>/<name>` (a grid's throughput.json or PROTOCOL.md), None when absent."""
   path = os.path.join(results, name)

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from hts_jax.results import memory, mujoco, publish, record
+from hts_jax.results import atari, memory, minatar, mujoco, publish, record
 from tests.support import ROOT
 
-GRIDS = [memory.GRID, mujoco.GRID]
+GRIDS = [memory.GRID, mujoco.GRID, minatar.GRID, atari.GRID]
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
@@ -20,7 +20,7 @@ def test_the_committed_report_is_its_json_rendered(g):
   targets = [(paths[t.doc], t.block, functools.partial(record.render_table, g, t))
              for t in g.tables if t.block]
   assert publish.stale(os.path.join(ROOT, g.results), functools.partial(record.render_markdown, g),
-                       targets) == []
+                       targets, table=record.table_file(g)) == []
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
@@ -35,11 +35,12 @@ def test_the_committed_runs_ran_with_the_records_flags(g):
   with open(os.path.join(ROOT, g.results, "results.json")) as f:
     runs = json.load(f)["runs"]
   assert runs
-  for r in runs:
-    with open(os.path.join(ROOT, r["logdir"], "summary.json")) as f:
+  for r in runs:  # a paper-style grid's runs name their task `scenario`, their logdir `path`
+    logdir = r.get("logdir") or os.path.join(g.results, r["path"])
+    with open(os.path.join(ROOT, logdir, "summary.json")) as f:
       config = json.load(f)["config"]
     flat = {**config, **config.get("learner", {})}
-    given = g.run_flags(r["task"], r["method"], r["seed"])
+    given = g.run_flags(r.get("task", r.get("scenario")), r["method"], r["seed"])
     for name, value in given.items():
       if name in flat:
         assert flat[name] == value, (r["logdir"], name)

@@ -1,25 +1,36 @@
-"""`hts-reproduce atari` (hts_jax/results/atari*.py): every run is a valid launcher config at the
+"""`hts-reproduce atari` (hts_jax/results/atari.py): every run is a valid launcher config at the
 protocol's budget (envpool Pong, only the mode differs), the targets are the protocol's fixed
 scores, and the tables render from the JSON (golden values by hand). The grid machinery it shares
 (paired blocks, resume, the launch path) is run for real by the MinAtar grid's tiny-grid test."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from hts_jax.results import atari_report as ar
-from hts_jax.results import atari_spec as spec
-from hts_jax.results import grid, paper_ratios, paper_report, publish
+from hts_jax.results import driver, grid, paper_ratios, paper_report
+from hts_jax.results.atari import GRID
 from tests.support import ROOT
 from tests.support.cli import launcher_configs
 
+SPEC = GRID.paper.spec
+
+
+def flat(text: str) -> str:
+  """A rendered table with tabulate's padding collapsed to one space."""
+  return re.sub(r" +", " ", re.sub(r"-{3,}", "---", text))
+
+
+def _report(tmp_path, readme=None, docs=None):
+  return driver.paper(GRID, str(tmp_path), readme and str(readme), docs and str(docs), 500, {})
+
 
 def test_every_method_is_a_valid_launcher_config_at_the_protocols_budget():
-  steps = spec.PROTOCOL["budget"]
-  hts, a2c = launcher_configs([spec.run_flags(m, "Pong", 1, steps) for m in ("hts_a2c", "a2c")])
+  steps = GRID.task("Pong").budget
+  hts, a2c = launcher_configs([GRID.run_flags("Pong", m, 1) for m in ("hts_a2c", "a2c")])
   for c in (hts, a2c):
     assert c["env"] == "atari:Pong" and c["envpool"] and c["network"] == "cnn"
     assert (c["num_envs"], c["num_actors"], c["num_executors"], c["alpha"]) == (16, 2, 2, 5)
@@ -52,34 +63,31 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
   for seed in (0, 1):
     _fake(tmp_path, "a2c", seed, [-21.0] * 2 + [18.0] * 10, 60)
     _fake(tmp_path, "hts_a2c", seed, [-5.0] * 2 + [18.0] * 10, 30)
-  runs = paper_report.load_runs(str(tmp_path), ar.SPEC)
+  runs = paper_report.load_runs(str(tmp_path), SPEC)
   assert runs[0]["targets"] == {"0": 0.0, "15": 15.0}
-  summary = paper_report.summarize(runs, ar.SPEC, resamples=500)["Pong"]
+  summary = paper_report.summarize(runs, SPEC, resamples=500)["Pong"]
   # HTS-A2C's first full window (10 evaluations): (2 x -5 + 8 x 18) / 10 = 13.4 < 15; the next
   # one, 15.7: at 11 evaluations, minute 5.5 (11 x 30 s), 11,000 env steps.
   hts = summary["methods"]["hts_a2c"]
   assert hts["required_min"]["15"]["mean"] == pytest.approx(5.5)
   assert hts["required_steps"]["15"]["mean"] == pytest.approx(11_000)
   # A2C: (2 x -21 + 8 x 18) / 10 = 10.2, then 14.1, then 18: minute 12 (12 x 60 s); ratio 12/5.5.
-  paired = paper_ratios.paired_ratios(runs, ar.SPEC, resamples=500)["Pong"]
+  paired = paper_ratios.paired_ratios(runs, SPEC, resamples=500)["Pong"]
   assert paired["a2c"]["15"]["mean"] == pytest.approx(12 / 5.5)
   # The final time metric's clock is A2C's wall time: HTS-A2C's final metric by then is its own.
   assert hts["final_time"]["mean"] == pytest.approx(18.0)
   readme, docs = tmp_path / "README.md", tmp_path / "results.md"
-  readme.write_text(f"{ar.README_BLOCK.begin}\n{ar.README_BLOCK.end}\n")
-  docs.write_text(f"{ar.DOCS_BLOCK.begin}\n{ar.DOCS_BLOCK.end}\n")
-  out = ar.write_report(str(tmp_path), 500, {}, str(readme), str(docs))
-  tables = (tmp_path / "tables.md").read_text()
+  readme.write_text(f"{GRID.tables[1].block.begin}\n{GRID.tables[1].block.end}\n")
+  docs.write_text(f"{GRID.tables[0].block.begin}\n{GRID.tables[0].block.end}\n")
+  out = _report(tmp_path, readme, docs)
+  tables = flat((tmp_path / "tables.md").read_text())
   # Score 0: both at the first full window (evaluation 10: a floor), minutes 5 and 10.
   assert "| env steps to 0 / 15 | 10,000 [10,000, 10,000] (floor) / 11,000 [11,000, 11,000] | " \
       "10,000 [10,000, 10,000] (floor) / 12,000 [12,000, 12,000] |" in tables
   assert "| time to 0 / 15 over HTS-A2C's in the block | 1 (reference) | 2.00x [2.00, 2.00] " \
       "(n=2) / 2.18x [2.18, 2.18] (n=2) |" in tables
   assert "| Pong (12,000, 2) | 18.00 [18.00, 18.00]; 11,000 [11,000, 11,000] | 18.00 " \
-      "[18.00, 18.00]; 12,000 [12,000, 12,000] |" in readme.read_text()
-  assert publish.stale(str(tmp_path), ar.render_markdown,
-                       [(str(readme), ar.README_BLOCK, ar.render_summary),
-                        (str(docs), ar.DOCS_BLOCK, ar.render_markdown)], table="tables.md") == []
+      "[18.00, 18.00]; 12,000 [12,000, 12,000] |" in flat(readme.read_text())
   assert [os.path.basename(p) for p in out["plots"]] == ["return_vs_env_steps.png",
                                                           "return_vs_wall_time.png"]
   # 2 of the protocol's 3 seeds: both renderings say so.
@@ -91,31 +99,23 @@ def test_a_game_with_one_seed_is_labelled_as_such(tmp_path):
   _fake(tmp_path, "a2c", 0, [0.0] * 12, 60)
   _fake(tmp_path, "hts_a2c", 0, [0.0] * 12, 30)
   readme = tmp_path / "README.md"
-  readme.write_text(f"{ar.README_BLOCK.begin}\n{ar.README_BLOCK.end}\n")
-  ar.write_report(str(tmp_path), 200, {}, str(readme))
+  readme.write_text(f"{GRID.tables[1].block.begin}\n{GRID.tables[1].block.end}\n")
+  _report(tmp_path, readme)
   label = ("**Partial:** Pong has 1 of the protocol's 3 seeds so far (one run per method: no "
            "interval, one block's time ratio).")
   assert label in readme.read_text() and label in (tmp_path / "tables.md").read_text()
   for seed in (1, 2):
     _fake(tmp_path, "a2c", seed, [0.0] * 12, 60)
     _fake(tmp_path, "hts_a2c", seed, [0.0] * 12, 30)
-  ar.write_report(str(tmp_path), 200, {}, str(readme))
+  _report(tmp_path, readme)
   assert "Partial" not in readme.read_text() + (tmp_path / "tables.md").read_text()
 
 
 def test_bad_options_are_one_line_errors():
   for args, message in ((["--games=Breakout"], "error: --games: unknown ['Breakout']; the "
-                         "protocol's games are ['Pong']"),
+                         "protocol's tasks are ['Pong']"),
                         (["--seeds=x"], "error: --seeds: invalid literal for int() with base 10: "
                          "'x'")):
     proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "atari", *args,
                            "--dry_run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [message]
-
-
-def test_readme_shows_the_committed_results():
-  results = os.path.join(ROOT, "results", "atari")
-  assert publish.stale(results, ar.render_markdown,
-                       [(publish.readme_path(), ar.README_BLOCK, ar.render_summary),
-                        (publish.docs_path(), ar.DOCS_BLOCK, ar.render_markdown)],
-                       table="tables.md") == []
