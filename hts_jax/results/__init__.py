@@ -9,10 +9,13 @@
 - `provenance`: where a committed result came from (date, commit, machine, command) and each
   run's host record; `publish`: results.json, the rendered markdown, README's and docs' blocks
   between their markers, and the staleness check the tests make.
-- the grids: `gfootball` (the paper's Table 2 / A9 / A10), `minatar` (its Atari Tables 1/A7, A8
-  and A1 at CPU scale), `atari` (full Atari Pong), `mujoco`, `memory`, and `benchmarks` (README's
-  throughput block from the benchmark scripts' JSON); `paper_report` computes the paper's metrics
-  for the first three.
+- `record`: a grid as data (`Grid`: methods, tasks, tables, protocol); `driver`: the one program
+  that runs and reports every record; `render`: the one renderer of its tables and PROTOCOL.md.
+- the grids, each a record: `gfootball` (the paper's Table 2 / A9 / A10, Tables 4/5), `minatar`
+  (its Atari Tables 1/A7, A8 and A1 at CPU scale), `atari` (full Atari Pong), `mujoco`, `memory`;
+  `paper_report` computes the paper's metrics for the first three. `corrections` (the policy-lag
+  corrections study) and `benchmarks` (README's throughput block from the benchmark scripts'
+  JSON) have their own reports.
 
 Nothing here is imported by the runtime; the benchmark scripts in `experiments/` use `launch` and
 `provenance` and import no other script.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
-from hts_jax.results import driver, paper_ratios, paper_report, publish, record
+from hts_jax.results import driver, paper_ratios, paper_report, publish, render
 from hts_jax.results.publish import fmt_ci, fmt_steps
 from hts_jax.results.record import Grid, Method, Paper, Section, Table, Task
 
@@ -130,7 +130,7 @@ GRID = Grid(
          "evaluation); minutes appear only beside the host that made them.")),
     fixed="2026-11-26, before any run of this grid",
     changes=(
-        record.STATS_RULES,
+        render.STATS_RULES,
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed."))
 
 

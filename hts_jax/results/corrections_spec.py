@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from hts_jax.results import gfootball_spec, grid
+from hts_jax.results import gfootball, grid
 
 CLOSE = "academy_empty_goal_close"
 # task key -> (kind, target or None, budget); the protocol's table.
@@ -33,8 +33,7 @@ def run_flags(task: str, method: str, seed: int) -> Dict[str, Any]:
   """One run's launcher flags, as PROTOCOL.md's table fixes them."""
   fixed, budget = METHODS[method], TASKS[task][2]
   if task == CLOSE:
-    out = gfootball_spec.run_flags("hts_ppo", CLOSE, seed, budget, num_envs=8, num_executors=4,
-                                   ppo_actors=1, impala_actors=4, representation="simple115v2")
+    out = gfootball.GRID.run_flags(CLOSE, "hts_ppo", seed, budget)  # the protocol's scale
     out.pop("mode", None)
     return {**out, **fixed}
   common = {"seed": seed, "total_steps": budget, "tensorboard": False, "log_every_s": 60, **fixed}

@@ -14,8 +14,9 @@ import numpy as np
 from absl import flags
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import grid, paper_report, provenance, publish
-from hts_jax.results.record import (Grid, protocol_markdown, render_markdown, render_table,
+from hts_jax.results import grid, launch, paper_report, provenance, publish
+from hts_jax.results.record import Grid
+from hts_jax.results.render import (protocol_markdown, render_markdown, render_table,
                                     table_file)
 
 FLAGS = flags.FLAGS
@@ -26,12 +27,14 @@ def define_flags(g: Grid) -> None:
   names = [t.name for t in g.tasks if t.name]
   if names:
     flags.DEFINE_list(g.task_flag, [t.name for t in g.tasks if t.name and t.seeds],
-                      f"Tasks, of {names}.")
+                      f"Tasks, of {names}" + (" or others with their --steps." if g.make_task
+                                              else "."))
   flags.DEFINE_list("methods", [m.name for m in g.methods if m.default],
                     f"Methods, of {[m.name for m in g.methods]}.")
   flags.DEFINE_list("seeds", [], "Seeds (default: each task's, PROTOCOL.md).")
-  flags.DEFINE_integer("steps", None, "Env steps per run (default: each task's budget; another "
-                       "makes a grid off its protocol, which does not write README).")
+  flags.DEFINE_list("steps", [], "Env steps per run: N for every task, or TASK=N each (default: "
+                    "each task's budget; another makes a grid off its protocol, which does not "
+                    "write README).")
   flags.DEFINE_string("results", g.results, "Where runs and the report go.")
   flags.DEFINE_bool("report_only", False, "Only rewrite the report from the runs there are.")
   flags.DEFINE_bool("dry_run", False, "Print the runs still to do and the hours they would take.")
@@ -39,11 +42,33 @@ def define_flags(g: Grid) -> None:
                     "on the command line).")
   flags.DEFINE_string("shared_machine", "", "What else ran on the machine during the runs made "
                       "now (recorded beside each: their times are left out of ratios).")
+  for o in g.options:
+    define = {int: flags.DEFINE_integer, str: flags.DEFINE_string,
+              list: flags.DEFINE_list}[type(o.default)]
+    define(o.name, o.default, o.help)
   if g.paper:
     flags.DEFINE_bool("benchmark", False, "Run the interleaved throughput benchmark of "
                       f"{list(g.paper.benchmarked)} on each task into <results>/throughput.json "
                       "instead of the grid.")
     flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples (6 seeds or more).")
+  if g.identity:
+    i = g.identity
+    flags.DEFINE_list("actor_counts", [], f"Also run {i.method} with each of these actor counts "
+                      f"(Tables 4/5; the protocol's: {list(i.counts)}).")
+    flags.DEFINE_string("identity_task", i.task, "--actor_counts: the task.")
+    flags.DEFINE_integer("identity_seed", i.seed, "--actor_counts: the seed.")
+    flags.DEFINE_integer("identity_steps", i.steps, "--actor_counts: env steps.")
+
+
+def _budgets(values: Sequence[str]) -> Dict[Optional[str], int]:
+  """`--steps`: N (every task: key None) or TASK=N items (N's range is the launcher's check)."""
+  out: Dict[Optional[str], int] = {}
+  for v in values:
+    name, _, n = v.rpartition("=")
+    if not n.isdigit():
+      raise grid.GridError(f"--steps: expected STEPS or TASK=STEPS, got {v!r}")
+    out[name or None] = int(n)
+  return out
 
 
 def main(g: Grid, argv: Sequence[str]) -> List[str]:
@@ -53,37 +78,54 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
     raise grid.GridError(f"unexpected arguments: {' '.join(argv[1:])}")
   grid.check_methods(FLAGS.methods, [m.name for m in g.methods])
   tasks = [None] if not any(t.name for t in g.tasks) else getattr(FLAGS, g.task_flag)
-  if any(t.name for t in g.tasks):
+  if any(t.name for t in g.tasks) and not g.make_task:
     grid.check_tasks(f"--{g.task_flag}", tasks, [t.name for t in g.tasks],
                      "the protocol's tasks")
-  seeds = grid.parse_seeds(FLAGS.seeds)
-  steps = FLAGS.steps
+  seeds, budgets = grid.parse_seeds(FLAGS.seeds), _budgets(FLAGS.steps)
+  options = {o.name: FLAGS[o.name].value for o in g.options}
+
+  def make(task, method, seed, steps=None):
+    return g.run_flags(task, method, seed, steps or budgets.get(task, budgets.get(None)),
+                       options)
   runs = []
   for task in tasks:
     methods = [m for m in FLAGS.methods if task in (g.method(m).tasks or (task,))]
     runs += grid.paired_blocks([task], methods, seeds or list(g.task(task).seeds or (0, 1, 2)),
-                               lambda t, m, s: g.run_flags(t, m, s, steps))
+                               make)
+  identity = []
+  if g.identity:
+    i, n = g.identity, [grid.parse_seeds([c])[0] for c in FLAGS.actor_counts]
+    identity = [(os.path.join(FLAGS.results, "actor_counts", f"actors{k}"), dict(make(
+        FLAGS.identity_task, i.method, FLAGS.identity_seed, FLAGS.identity_steps), num_actors=k))
+                for k in n]
   failed = []
-  benchmark = bool(g.paper and FLAGS.benchmark)
-  if benchmark:
-    repeats, n = g.paper.benchmark
+  if g.paper and FLAGS.benchmark:
+    repeats, steps = g.paper.benchmark
     grid.throughput_benchmark(FLAGS.results, tasks, [m for m in g.paper.benchmarked
                                                      if m in FLAGS.methods],
-                              lambda t, m, k: g.run_flags(t, m, 0, k), repeats, n)
+                              lambda t, m, k: make(t, m, 0, k), repeats, steps)
   elif not FLAGS.report_only:
     failed = grid.run_all_marked(runs, FLAGS.results, FLAGS.shared_machine,
                                  dry_run=FLAGS.dry_run)
+    for logdir, values in identity:
+      if not launch.launch(values, logdir, dry_run=FLAGS.dry_run) and not FLAGS.dry_run:
+        failed.append(logdir)
   if FLAGS.dry_run:
     return []
   protocol_seeds = {s for t in g.tasks for s in t.seeds}
   readme, docs = publish.doc_paths(publish.off_protocol(
-      same=("steps",), within={"seeds": protocol_seeds, "methods": [m.name for m in g.methods]}))
+      same=("steps", *options), within={"seeds": protocol_seeds,
+                                        "methods": [m.name for m in g.methods]}))
   if g.paper:
-    deviations = {} if steps is None else {"budget": steps}
-    out = paper(g, FLAGS.results, readme, docs, FLAGS.resamples, deviations)
+    deviations = {"budget" if k is None else k: v for k, v in budgets.items()}
+    out = paper(g, FLAGS.results, readme, docs, FLAGS.resamples,
+                dict(deviations, **{k: v for k, v in options.items()
+                                    if v != FLAGS[k].default}), options)
   else:
     out = report(g, FLAGS.results, readme, docs)
   print(render_markdown(g, out), end="")
+  for p in out.get("plots") or []:
+    print(f"wrote {p}")
   return failed
 
 
@@ -104,7 +146,8 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
           "floor": stats.is_floor(evals[hit]["env_steps"] if hit is not None else None,
                                   t.first_window),
           "sps": s["sps"], "wall_time_s": s["wall_time_s"],
-          "param_sha256": s["param_sha256"][:16], **provenance.run_host(s), "marked": grid.shared_note(f.logdir),
+          "param_sha256": s["param_sha256"][:16], **provenance.run_host(s),
+          "marked": grid.shared_note(f.logdir),
           "evals": [[e["env_steps"], e["mean_return"]] for e in evals],
           **(g.run_extra(f) if g.run_extra else {})}
 
@@ -181,20 +224,27 @@ def _publish(g: Grid, results: str, out: Dict[str, Any], readme: Optional[str],
 
 
 def paper(g: Grid, results: str, readme: Optional[str], docs: Optional[str], resamples: int,
-          deviations: Dict[str, Any]) -> Dict[str, Any]:
+          deviations: Dict[str, Any],
+          options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """A paper-style grid's report (`paper_report`: the paper's metrics per task and method), with
   the protocol's settings and `deviations` from them, the paper's figures and the curves."""
   p = g.paper
   settings = {"methods": {m.name: dict(m.flags) for m in g.methods},
               "tasks": {t.name: {"budget": t.budget, "seeds": list(t.seeds),
-                                 "eval_every": t.eval_every} for t in g.tasks}, **p.settings}
+                                 "eval_every": t.eval_every} for t in g.tasks},
+              "options": {**{o.name: o.default for o in g.options}, **(options or {})},
+              **p.settings}
   out = {"title": g.title, "paper": dict(p.figures), "reference": p.spec.reference,
          **paper_report.report_body(results, p.spec, resamples,
                                     {"settings": settings, "deviations": deviations})}
+  if p.extras:
+    out.update(p.extras(results, out, resamples))
+  if g.identity:
+    out["identity"] = paper_report.identity_report(results)
   out = _publish(g, results, out, readme, docs)
   prefix, ylabel, ylim = p.curves
   out["plots"] = paper_report.plot_curves(out, results, list(p.benchmarked),
-                                          {m.name: m.header for m in g.methods}, lambda t: t,
+                                          {m.name: m.header for m in g.methods}, p.panel,
                                           prefix, ylabel, ylim)
   return out
 

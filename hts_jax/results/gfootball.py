@@ -1,6 +1,5 @@
-r"""The paper's GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6) under a written
-protocol (results/gfootball/PROTOCOL.md: budgets, seeds and every method's schedule fixed before
-the runs).
+r"""The paper's GFootball learning results (Table 2 / A10, Table A9, Tables 4/5, Figs. A5/A6) as a
+grid record (`GRID`; results/gfootball/PROTOCOL.md is rendered from it).
 
   hts-reproduce gfootball                     # the protocol's grid, then the report
   hts-reproduce gfootball --scenarios=academy_empty_goal_close --seeds=0
@@ -9,122 +8,281 @@ the runs).
   hts-reproduce gfootball --report_only       # tables, plots, JSON from the runs
   hts-reproduce gfootball --actor_counts=1,2,4 --methods= --scenarios=   # Tables 4/5
 
-(from a clone: `python -m experiments.reproduce gfootball ...`). Runs the grid as paired blocks
-(`hts_jax.results.grid`: each (scenario, seed)'s methods back to back in an order seeded by the
-block), each run one fresh training process, into `<results>/runs/<scenario>/<method>/seed<k>/`.
-A run with a `summary.json` is finished and never run again, so the grid fills over several
-sittings; a run directory without one (an interrupted run) is deleted and run again from the
-start: a run's wall time must come from one uninterrupted sitting. Runs go one at a time (the
-wall-time metrics need a machine nothing else loads).
-
-Methods, each from its preset (`hts_jax/presets.py`, every value cited there):
-  hts_ppo          `gfootball_ppo`                 HTS-PPO as the released code runs it
-  sync_ppo         `gfootball_ppo --mode=sync`     synchronous PPO: the same hyperparameters
-  impala           `gfootball_impala`              IMPALA (Table A6's column)
-  hts_ppo_delayed  `gfootball_ppo --correction=delayed`   the paper's Eq. 6 (a fourth column)
-Scale (the same for every method, flags below): 8 envs, simple115v2 observations and the MLP on
-a 2-core CPU, against the paper's 16 envs, extracted maps and CNN on a 4-GPU desktop.
-
-The report (`gfootball_report`) writes, from the runs' `summary.json` only, into `<results>/`:
-results.json (every number, the protocol, the hosts), tables.md (every table; also
-docs/results.md's block), score_vs_env_steps.png / score_vs_wall_time.png (Figs. A6 / A5: mean
-score over seeds and its band: [min, max] below 6 seeds), and README's summary block.
+(from a clone: `python -m experiments.reproduce gfootball ...`). Each (scenario, seed) is a paired
+block of its methods, each run one fresh training process into
+`<results>/runs/<scenario>/<method>/seed<k>/`; a finished run is never run again, an interrupted
+one is run again from the start (a run's wall time comes from one sitting). A scenario outside
+the protocol runs with its `--steps=SCENARIO=N`. The report (`hts_jax.results.driver.paper` with
+`gfootball_report`'s parts) writes results.json, tables.md (also docs/results.md's block), the
+score curves (Figs. A5/A6) and README's summary block, from the runs' own files only.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import json
+from typing import Any, Dict, List, Mapping, Sequence
 
-from absl import flags
+from hts_jax.results import driver, grid, paper_ratios, paper_report, publish, render
+from hts_jax.results import gfootball_markdown as md
+from hts_jax.results.gfootball_markdown import partial, ratio_cell, short
+from hts_jax.results.gfootball_report import LABELS, TARGETS, extras
+from hts_jax.results.publish import fmt_ci, fmt_steps
+from hts_jax.results.record import Grid, Identity, Method, Option, Paper, Section, Table, Task
 
-from hts_jax.results import grid, launch, publish
-from hts_jax.results import gfootball_report as report
-from hts_jax.results.gfootball_spec import (DEFAULT_METHODS, METHODS, PROTOCOL, budget_of,
-                                            parse_steps, run_flags)
+BUDGETS = {"academy_empty_goal_close": 400_000, "academy_empty_goal": 800_000,
+           "academy_run_to_score": 1_000_000}
+SEEDS = {"academy_empty_goal_close": (0, 1, 2, 3, 4), "academy_empty_goal": (0, 1, 2),
+         "academy_run_to_score": (0, 1, 2)}
+# The paper's figures for these scenarios (Liu, Yeh & Schwing 2020; 4 GPUs, 16 envs, extracted
+# maps): Table A10 (= Table 2) required minutes to 0.4 / 0.8 (None: '-'), Table A9 final time
+# metric at IMPALA's 5M-step time (mean, +-).
+PAPER = {
+    "academy_empty_goal_close": {"required_min": {"impala": (1.7, 2.6), "sync_ppo": (5.4, 15.5),
+                                                  "hts_ppo": (1.0, 2.0)},
+                                 "final_time": {"impala": (1.00, 0.00), "sync_ppo": (1.00, 0.00),
+                                                "hts_ppo": (1.00, 0.00)}},
+    "academy_empty_goal": {"required_min": {"impala": (8.4, 11.7), "sync_ppo": (12.8, 19.2),
+                                            "hts_ppo": (2.0, 3.9)},
+                           "final_time": {"impala": (1.00, 0.00), "sync_ppo": (0.89, 0.05),
+                                          "hts_ppo": (0.94, 0.04)}},
+    "academy_run_to_score": {"required_min": {"impala": (27.0, 34.6), "sync_ppo": (16.2, 32.5),
+                                              "hts_ppo": (6.3, 11.4)},
+                             "final_time": {"impala": (0.65, 0.42), "sync_ppo": (0.89, 0.05),
+                                            "hts_ppo": (0.93, 0.03)}},
+}
+
+
+def _task(name: str, budget: int = 0, seeds: Sequence[int] = ()) -> Task:
+  return Task(name, f"gfootball:{name}", {"env": f"gfootball:{name}",
+                                          "lr_decay_steps": 5_000_000, "tensorboard": False,
+                                          "log_every_s": 60}, budget, tuple(seeds),
+              budget // 50, evals=50)
+
+
+def adjust(out: Dict[str, Any], method: str, o: Mapping[str, Any]) -> Dict[str, Any]:
+  """The scale options over a run's flags: envs and executors of every method, the actors of
+  PPO and IMPALA (each IMPALA actor owns whole executors; its batch is Table A6's 8 one-env
+  unrolls of 32 steps, whatever the actors' share), the observations, extra flags."""
+  envs, executors, ppo, impala = (o["num_envs"], o["num_executors"], o["ppo_actors"],
+                                  o["impala_actors"])
+  if min(envs, executors, ppo, impala) < 1:
+    raise grid.GridError("--num_envs, --num_executors, --ppo_actors and --impala_actors "
+                                "must be >= 1")
+  stacked = o["representation"] not in ("simple115", "simple115v2")
+  out = {**out, "env_kwargs": json.dumps({"representation": o["representation"],
+                                          "stacked": stacked}, separators=(",", ":")),
+         "num_envs": envs, "num_executors": executors, "num_actors": ppo}
+  if out["preset"] == "gfootball_impala":
+    if envs % impala or executors % impala or 8 % (envs // impala):
+      raise grid.GridError(f"impala: {impala} actors must divide num_envs ({envs}) and "
+                                  f"num_executors ({executors}), each actor's envs dividing 8")
+    out.update(num_actors=impala, async_batch_unrolls=8 // (envs // impala))
+  for item in o["extra"]:
+    name, sep, value = item.partition("=")
+    if not sep:
+      raise grid.GridError(f"--extra: expected NAME=VALUE, got {item!r}")
+    out[name] = value
+  return out
+
+
+def _paper(key: str, fmt) -> Any:
+  def cell(sc: str, m: str) -> str:
+    p = (PAPER.get(sc) or {}).get(key) or {}
+    return f" (paper: {fmt(p[m])})" if m in p else ""
+  return cell
+
+
+_req = _paper("required_min", lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v))
+_final_time = _paper("final_time", lambda v: "{:.2f} ± {:.2f}".format(*v))
+BOTH = " / ".join(TARGETS)
+
+
+def _both(get) -> Any:
+  """A cell: `partial` then `get(scenario, method, row, report, target)` for each target."""
+  return lambda sc, m, r, out: partial(out["summary"][sc], m) + " / ".join(
+      get(sc, m, r, out, t) for t in TARGETS)
+
+
+def _bench_title(out: Dict[str, Any]) -> Any:
+  bench = out.get("throughput")
+  return bench and (f"Required minutes from env steps to {BOTH} over the benchmark's SPS on "
+                    f"{bench.get('host', '?')} (training only, no evaluations; the benchmark's "
+                    "median SPS in parentheses; Table 2 / A10)")
+
+
+def _one_host_title(out: Dict[str, Any]) -> Any:
+  hosts = out.get("hosts") or []
+  return (f"Required time as measured (minutes to {BOTH}, evaluations included) on {hosts[0]}"
+          if len(hosts) == 1 else None)
+
+
+def _final_time_row(sc: str, s: Dict[str, Any]) -> str:
+  limit = (f"; IMPALA {s['time_limit_s'] / 60:.1f} min"
+           if s["time_limit_s"] and len(s.get("hosts", ())) < 2 else "")
+  return f"{short(sc)} ({s['budget']:,} steps{limit})"
+
+
+def _notes(out: Dict[str, Any]) -> str:
+  o = out["protocol"]["settings"]["options"]
+  networks = sorted({str(r.get("network")) for r in out["runs"]}) or ["-"]
+  redo = ("**These runs are to be re-run** (the GFootball protocol issue): they were made before "
+          "evaluations played new episodes and before runs recorded their host. "
+          if any(not r.get("host_recorded") for r in out["runs"]) else "")
+  return (f"{redo}Protocol: `results/gfootball/PROTOCOL.md` (budgets, seeds and schedules fixed "
+          f"before the runs; every method's learning rate over the paper's 5M-step schedule). "
+          f"Every method: {o['num_envs']} envs, {o['representation']} observations, network "
+          f"{'/'.join(networks)}; each (scenario, seed) a block of its methods back to back on "
+          "one host. Cells: mean over seeds [min, max] (fewer than 6 seeds: no interval "
+          "claimed); '-' where a seed's budget ran out before the target (k/n: seeds that "
+          "reached it). Paper (Liu et al. 2020): 4 GPUs, 16 envs, extracted maps and the CNN, "
+          "5M steps, 5 seeds; its ± is a spread over seeds whose statistic it does not state.")
+
+
+def _steps_row(sc: str, s: Dict[str, Any]) -> str:
+  return f"{short(sc)} ({s['budget']:,} steps)"
+
+
+PROSE = (
+    ("Scale",
+     "Every value of the presets is cited in `hts_jax/presets.py`. Deviations from Table A6 at "
+     "this scale: 8 envs instead of 16, `simple115v2` observations and the MLP instead of "
+     "extracted maps and the CNN (a 2-core CPU, not the paper's 4-GPU desktop); PPO with 1 actor "
+     "thread; IMPALA with 4 actors each owning one executor of 2 envs, a learner batch of 4 "
+     "two-env unrolls of 32 steps (= 8 one-env unrolls, Table A6's batch 8); budgets below 5M. "
+     "The options `--num_envs`, `--num_executors`, `--ppo_actors`, `--impala_actors`, "
+     "`--representation` and `--extra` change the scale (off the protocol)."),
+    ("Schedule, evaluation, targets",
+     "Every method decays its learning rate linearly to 0 over the paper's 5M env steps "
+     "(`--lr_decay_steps=5000000`), so each run is the beginning of the paper's schedule (at 400k "
+     "steps the rate is still 92% of its start): the paper compares the methods on one 5M-step "
+     "schedule, and decaying each to 0 over a short budget would change them unequally (IMPALA "
+     "takes about 4x fewer optimizer steps per env step than PPO here). Evaluation: 50 per run "
+     "(the paper's every 100k of 5M), 10 episodes each with sampled actions (the released "
+     "evaluation), every evaluation new episodes. Targets: 0.4 and 0.8 of the running average "
+     "over full windows of the 10 most recent evaluations (Table 2 / A10); the final metric is "
+     "the mean of the last 10 evaluations; the final time metric (Table A9) is the final metric "
+     "by the wall time of the same block's IMPALA run. Tables 4/5: HTS-PPO on "
+     "`academy_empty_goal_close`, seed 0, 100,000 steps, with 1, 2 and 4 actors "
+     "(`--actor_counts=1,2,4`): identical `param_sha256` and scores expected."),
+    ("Time metrics",
+     "Wall time depends on the host, so required time is given two ways and two hosts' minutes "
+     "are never side by side: paired ratios per block (each method's minutes to a target over "
+     "HTS-PPO's in the same block, on one host kind), and env steps to a target (host-"
+     "independent) over the method's median SPS in one interleaved throughput benchmark on one "
+     "host (`--benchmark`: 3 repeats of 30,000 steps each, no evaluation), minutes on that host, "
+     "training only. A block split across sittings keeps its finished runs; one whose runs "
+     "differ in host kind is left out of the paired ratios and listed."),
+    ("IMPALA validation",
+     "Table A5's \"the reported IMPALA results match the original papers\": `gfootball_impala` "
+     "at this scale on `academy_empty_goal_close`, seeds 0 and 1, a 1,000,000-step budget with "
+     "the 5M-step schedule, an evaluation every 20,000 steps, stopping once the running average "
+     "over a full window of 10 evaluations reaches 0.9 (`--stop_at_return=0.9`). It passes when "
+     "both seeds stop there within the budget. The runs started at commit ddc1190, before this "
+     "protocol, with that command (`results/gfootball/impala_validation/`)."))
+IDLE = {"executors_waiting_for_actions": "executors wait for actions",
+        "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
+DOCS = Table(
+    columns=(), head="scenario (budget)", row=_steps_row, notes=_notes, doc="docs",
+    block=publish.Block("gfootball-tables", "gfootball"), after=md.docs_tail, sections=(
+        Section(f"Env steps to a running-average score of {BOTH}, over full windows of 10 "
+                "evaluations (host-independent; data efficiency, Appendix H)",
+                _both(lambda sc, m, r, out, t: fmt_steps(r["required_steps"][t]))),
+        Section(f"Required time relative to HTS-PPO's, to {BOTH}: per block (one seed, one host) "
+                "the method's minutes over HTS-PPO's; geometric mean over blocks [min, max] (n: "
+                "blocks on one host kind where no run shared the machine; ≥ / ≤: a bound, where "
+                "a run missed the target and counts at its end)",
+                _both(lambda sc, m, r, out, t: ratio_cell(out, sc, m, t, "1 (reference)"))),
+        Section(_bench_title, lambda sc, m, r, out: partial(out["summary"][sc], m)
+                + paper_report.bench_minutes(sc, m, out) + md.bench_sps(out, sc, m)
+                + _req(sc, m)),
+        Section(_one_host_title, lambda sc, m, r, out: _both(
+            lambda sc, m, r, out, t: fmt_ci(r["required_min"][t]))(sc, m, r, out)
+                + _req(sc, m)),
+        Section(lambda out: "Final time metric (score of the last 10 evaluations by the wall "
+                "time of the same block's IMPALA run; IMPALA's own: its final metric; Table A9)"
+                if any(s["time_limit_s"] for s in out["summary"].values()) else None,
+                lambda sc, m, r, out: partial(out["summary"][sc], m)
+                + fmt_ci(r.get("final_time"), "{:.2f}") + _final_time(sc, m),
+                row=_final_time_row),
+        Section("Final metric (last 10 evaluations x 10 episodes) and SPS (per host kind where a "
+                "scenario's runs ran on several)", lambda sc, m, r, out: partial(
+                    out["summary"][sc], m) + f"{fmt_ci(r['final'], '{:.2f}')}; "
+                + md.per_host(r, "sps", "{:,.0f}", " SPS")),
+        Section("Wall time of the whole budget (minutes, per host kind where a scenario's runs "
+                "ran on several); share of it each part waited (executors and actors: mean over "
+                "them)", lambda sc, m, r, out: partial(out["summary"][sc], m)
+                + md.per_host(r, "wall_time_min", "{:.1f}", "") + "; " + ", ".join(
+                    f"{IDLE[k]} {v:.0%}" for k, v in r["idle_share"].items())),
+        Section(md.UPDATE_TITLE, md.update_cell, data="update_diagnostics", row=md.update_row,
+                head="scenario (first env steps, clip)"),
+        Section(md.throughput_title, md.throughput_cell, data="run_throughput",
+                row=lambda sc, d: short(sc), head="scenario")))
+README = Table(
+    columns=(), head="scenario (budget, seeds)", aggregates=False, after=md.readme_tail,
+    block=publish.Block("gfootball-results", "gfootball"),
+    row=lambda sc, s: f"{short(sc)} ({s['budget']:,}, {md.seeds_of(s)})",
+    notes=lambda out: (
+        "The protocol is `results/gfootball/PROTOCOL.md`, every table in "
+        "[docs/results.md](docs/results.md#gfootball). Cells: env steps to a running-average "
+        f"score of {TARGETS[-1]} (mean over seeds; k/n where some seeds missed it); time to "
+        f"{TARGETS[-1]} relative to HTS-PPO's, paired per block (geometric mean over blocks) / "
+        "from env steps over the interleaved benchmark's SPS; final metric (last 10 "
+        "evaluations) / final time metric (by the block's IMPALA wall time, Table A9)."),
+    sections=(Section("", md.readme_cell),))
+
+GRID = Grid(
+    name="gfootball", title="HTS-RL GFootball learning results (Table 2 / A10, Table A9, "
+    "Figs. A5/A6)", results="results/gfootball", task_flag="scenarios",
+    question="Does HTS-PPO reach GFootball's academy scores in less time than synchronous PPO "
+             "and IMPALA (Table 2 / A10), end where they end by IMPALA's wall time (Table A9), "
+             "and give the same run whatever its actor count (Tables 4/5)?",
+    methods=(
+        Method("hts_ppo", {"preset": "gfootball_ppo", "mode": "hts"},
+               "HTS-PPO as the released code runs it (the preset's `--correction=behaviour`)",
+               short=LABELS["hts_ppo"]),
+        Method("sync_ppo", {"preset": "gfootball_ppo", "mode": "sync"},
+               "synchronous PPO, the same hyperparameters", short=LABELS["sync_ppo"]),
+        Method("impala", {"preset": "gfootball_impala"},
+               "IMPALA, Table A6's column (`--mode=async`, V-trace)", short=LABELS["impala"]),
+        Method("hts_ppo_delayed", {"preset": "gfootball_ppo", "mode": "hts",
+                                   "correction": "delayed"},
+               "the paper's Eq. 6 delayed gradient: a fourth column, run after a scenario's "
+               "three-method blocks where time allows (opt-in)", default=False,
+               short=LABELS["hts_ppo_delayed"])),
+    tasks=tuple(_task(sc, BUDGETS[sc], SEEDS[sc]) for sc in BUDGETS),
+    make_task=_task, reference="hts_ppo", tables=(DOCS, README),
+    options=(Option("num_envs", 8, "Envs of every method."),
+             Option("num_executors", 4, "Executor processes of every method."),
+             Option("ppo_actors", 1, "Actor threads of HTS-PPO and sync PPO."),
+             Option("impala_actors", 4, "IMPALA's actors (each owns whole executors)."),
+             Option("representation", "simple115v2", "GFootball observations: simple115v2 "
+                    "(MLP) or extracted (the paper's CNN)."),
+             Option("extra", [], "More launcher flags for every run, e.g. "
+                    "learner_devices=0,1.")),
+    adjust=adjust,
+    identity=Identity("academy_empty_goal_close", "hts_ppo", 0, 100_000, (1, 2, 4)),
+    paper=Paper(spec=paper_ratios.Spec(
+        methods=list(LABELS), reference="hts_ppo", limit_method="impala",
+        targets=lambda sc, runs: {t: float(t) for t in TARGETS}, scenarios=tuple(BUDGETS),
+        baseline="sync_ppo"), figures=PAPER, benchmark=(3, 30_000), benchmarked=tuple(LABELS),
+        curves=("score", "evaluation score (10 episodes)", (-0.05, 1.05)),
+        settings={"targets": list(TARGETS)}, extras=extras, panel=short),
+    prose=PROSE, fixed="2026-11-26, before any run of this grid (the grid of the earlier "
+    "protocol, with budgets chosen after PPO's runs and each method's learning rate decayed over "
+    "its own budget, left in git history)",
+    changes=(render.STATS_RULES + (
+        " The runs whose commit messages disclosed other work on the machine now carry that "
+        "mark (`shared_machine.json`, quoting the message): close seeds 0 (hts_ppo, sync_ppo: "
+        "a46617a), 1 and 2 (hts_ppo, sync_ppo, impala: 1b05c4f, 5bff3bc), run to score impala "
+        "seed 1 (594ddf5)."),
+        "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed; "
+        "`--steps` takes N for every scenario or SCENARIO=N; `--identity_scenario` is "
+        "`--identity_task`."))
 
 
 def define_flags() -> None:
-  """This grid's flags, defined only when it runs (`hts-reproduce gfootball`)."""
-  flags.DEFINE_list("scenarios", list(PROTOCOL["budgets"]),
-                    f"Scenarios to run (the protocol's budgets: {PROTOCOL['budgets']}).")
-  flags.DEFINE_list("methods", list(DEFAULT_METHODS), f"Methods to run, of {list(METHODS)}.")
-  flags.DEFINE_list("seeds", [], "Seeds to run (default: the protocol's, per scenario).")
-  flags.DEFINE_list("steps", [], "SCENARIO=STEPS budget overrides (the same for every method; a "
-                    "deviation from the protocol, recorded in results.json).")
-  flags.DEFINE_string("results", "results/gfootball", "Results folder (runs, JSON, tables, PNGs).")
-  flags.DEFINE_integer("num_envs", 8, "Envs of every method.")
-  flags.DEFINE_integer("num_executors", 4, "Executor processes of every method.")
-  flags.DEFINE_integer("ppo_actors", 1, "Actor threads of HTS-PPO and sync PPO.")
-  flags.DEFINE_integer("impala_actors", 4, "IMPALA's actors (each owns whole executors).")
-  flags.DEFINE_string("representation", "simple115v2",
-                      "GFootball observations: simple115v2 (MLP) or extracted (the paper's CNN).")
-  flags.DEFINE_list("extra", [], "More launcher flags for every run, e.g. learner_devices=0,1.")
-  flags.DEFINE_bool("report_only", False, "Write the report from the finished runs; run nothing.")
-  flags.DEFINE_bool("dry_run", False, "Print the commands of the runs still to do and the hours "
-                    "they would take (from the finished runs on this host kind); run nothing.")
-  flags.DEFINE_bool("readme", True, "Rewrite README.md's and docs/results.md's GFootball blocks.")
-  flags.DEFINE_bool("benchmark", False, "Run the interleaved throughput benchmark of --methods on "
-                    "each of --scenarios into <results>/throughput.json, instead of the grid.")
-  identity = PROTOCOL["identity"]
-  flags.DEFINE_list("actor_counts", [], "Also run HTS-PPO with each of these actor counts "
-                    f"(the protocol's: {identity['actor_counts']}).")
-  flags.DEFINE_string("identity_scenario", identity["scenario"], "--actor_counts: the scenario.")
-  flags.DEFINE_integer("identity_seed", identity["seed"], "--actor_counts: the seed.")
-  flags.DEFINE_integer("identity_steps", identity["steps"], "--actor_counts: env steps.")
-  flags.DEFINE_integer("resamples", 10_000, "Bootstrap resamples.")
+  driver.define_flags(GRID)
 
 
-FLAGS = flags.FLAGS
-
-
-def main(argv):
-  if len(argv) > 1:
-    raise grid.GridError(f"unexpected arguments: {' '.join(argv[1:])}")
-  try:
-    overrides = parse_steps(FLAGS.steps)
-    seeds = [int(s) for s in FLAGS.seeds]
-    scale = dict(num_envs=FLAGS.num_envs, num_executors=FLAGS.num_executors,
-                 ppo_actors=FLAGS.ppo_actors, impala_actors=FLAGS.impala_actors,
-                 representation=FLAGS.representation, extra=FLAGS.extra)
-    runs = []
-    for scenario in FLAGS.scenarios:
-      here = seeds or PROTOCOL["seeds"].get(scenario, [0, 1, 2])
-      runs += grid.paired_blocks([scenario], FLAGS.methods, here, lambda sc, m, seed: run_flags(
-          m, sc, seed, budget_of(sc, overrides), **scale))
-    identity = [(int(n), run_flags("hts_ppo", FLAGS.identity_scenario, FLAGS.identity_seed,
-                                   FLAGS.identity_steps, num_actors=int(n), **scale))
-                for n in FLAGS.actor_counts]
-  except ValueError as e:  # GridError, int()
-    raise grid.GridError(str(e)) from None
-  results = FLAGS.results
-  if FLAGS.benchmark:
-    spec = PROTOCOL["benchmark"]
-    saved = grid.throughput_benchmark(
-        results, FLAGS.scenarios, FLAGS.methods,
-        lambda sc, m, n: run_flags(m, sc, 0, n, **scale), spec["repeats"], spec["steps"])
-    print({sc: {m: v["median_sps"] for m, v in ms.items()}
-           for sc, ms in saved["scenarios"].items()}, file=sys.stderr)
-  failed = []
-  if not FLAGS.report_only and not FLAGS.benchmark:
-    failed = grid.run_all(runs, results, dry_run=FLAGS.dry_run)
-    for n, values in identity:
-      logdir = os.path.join(results, "actor_counts", f"actors{n}")
-      if not launch.launch(values, logdir, dry_run=FLAGS.dry_run) and not FLAGS.dry_run:
-        failed.append(logdir)
-  if FLAGS.dry_run:
-    return []
-  settings = {**{k: v for k, v in scale.items() if k != "extra"}, "extra": list(FLAGS.extra),
-              "budgets": {**PROTOCOL["budgets"], **overrides}, "deviations": overrides,
-              "evals_per_run": PROTOCOL["evals_per_run"],
-              "eval_episodes": PROTOCOL["eval_episodes"],
-              "methods": {m: {"preset": p, **f} for m, (p, f) in METHODS.items()}}
-  out = report.write_report(results, FLAGS.resamples, settings, *publish.doc_paths(
-      publish.off_protocol(same=("steps", "num_envs", "num_executors", "ppo_actors",
-                                 "impala_actors", "representation", "extra"),
-                           within={"seeds": {s for seeds in PROTOCOL["seeds"].values() for s in seeds},
-                                   "methods": METHODS})))
-  print(report.render_markdown(out), end="")
-  for p in out["plots"]:
-    print(f"wrote {p}")
-  return failed
+def main(argv: Sequence[str]) -> List[str]:
+  return driver.main(GRID, argv)

@@ -1,192 +1,204 @@
-"""The GFootball report's markdown, from results.json only: every table (results/gfootball/
-tables.md and docs/results.md) and README's summary."""
+"""The GFootball report's markdown pieces (`hts_jax.results.gfootball`'s tables, from
+results.json only): the cells every table shares ('(k of n seeds)', paired ratios, per-host
+figures), the PPO update's and the whole runs' tables, the IMPALA validation and the actor-count
+identity under docs' tables, and README's cell and its lines (where HTS-PPO is not ahead, the
+update in brief, the validation's verdict)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from hts_jax.results import paper_ratios, publish
-from hts_jax.results.gfootball_spec import LABELS, METHODS, REFERENCE, TARGETS
-from hts_jax.results.gfootball_update import (paired_ci, partial, per_host, ratio_cell, seeds_of,
-                                              short, throughput_lines, update_lines,
-                                              update_summary)
-from hts_jax.results.publish import fmt_ci, fmt_steps
+from hts_jax.analysis import stats
+from hts_jax.results import render
+from hts_jax.results.gfootball_report import LABELS, REFERENCE, TARGETS
+from hts_jax.results.publish import fmt_ci, fmt_ratio, fmt_steps
+
+UPDATE_INTRO = ("HTS-PPO's ratio (`--correction=behaviour`, the released code's) is taken against "
+                "the behaviour policy, one update behind the params its epochs start from")
+UPDATE_TITLE = (
+    "The PPO update over the first quarter of each budget (each run's metrics.csv: the mean over "
+    "its updates, then over seeds [min, max]): the share of samples whose ratio lies outside 1 ± "
+    "clip; the mean of \\|ρ - 1\\|; the approximate KL; the policy's entropy over the quarter's "
+    "last fifth (uniform over 19 actions: 2.94). " + UPDATE_INTRO + ".")
+UPDATE_KEYS = (("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
+               ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))
 
 
-def _source(report: Dict[str, Any]) -> str:
-  return publish.source(report, "results/gfootball/results.json",
-                        "MIXED host kinds: their minutes are never put side by side")
+def update_row(sc: str, d: Dict[str, Any]) -> str:
+  return f"{short(sc)} ({_listed(d['window_steps'])}, {_listed(d['clip_eps'], '{:g}')})"
 
 
-def render_markdown(report: Dict[str, Any]) -> str:
-  """Every table of `report` (results.json) as markdown: results/gfootball/tables.md and
-  docs/results.md."""
-  summ, paper = report["summary"], report["paper"]
-  methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
-  st = report["settings"]
-  networks = sorted({str(r.get("network")) for r in report["runs"]}) or ["-"]
-  lines = [
-      f"Protocol: `results/gfootball/PROTOCOL.md` (budgets, seeds and schedules fixed before the "
-      f"runs; every method's learning rate over the paper's 5M-step schedule). Every method: "
-      f"{st['num_envs']} envs, {st['representation']} observations, network "
-      f"{'/'.join(networks)}; each (scenario, seed) a block of its methods back to back on one "
-      f"host. Source: {_source(report)}. Cells: mean over seeds [min, max] (fewer than 6 seeds: no interval claimed); '-' "
-      "where a seed's budget ran out before the target (k/n: seeds that reached it). Paper (Liu "
-      "et al. 2020): 4 GPUs, 16 envs, extracted maps and the CNN, 5M steps, 5 seeds; its ± is a "
-      "spread over seeds whose statistic it does not state.", ""]
-  runs = report.get("runs", [])
-  if any(not r.get("host_recorded") for r in runs):
-    lines[0:0] = ["**These runs are to be re-run** (the GFootball protocol issue): they were made "
-                  "before evaluations played new episodes and before runs recorded their host.",
-                  ""]
-  if not summ:
-    lines.append("No finished runs yet.")
-  head = "| scenario (budget) | " + " | ".join(LABELS[m] for m in methods)
-  sep = "|---" * (len(methods) + 1) + "|"
-
-  def table(title, cell, paper_cell=None, final_time=False, rows=None):
-    """One row per scenario; `paper_cell(paper figures, method)` adds the paper's beside ours."""
-    lines.extend([f"**{title}**", "", head + " |", sep])
-    for scenario, s in summ.items():
-      cells = []
-      for m in methods:
-        here = partial(s, m) + cell(scenario, m, s["methods"][m]) if m in s["methods"] else ""
-        if paper_cell and paper.get(scenario) and m in paper[scenario]["required_min"]:
-          here += f" (paper: {paper_cell(paper[scenario], m)})"
-        cells.append(here)
-      limit = f"; IMPALA {s['time_limit_s'] / 60:.1f} min" if final_time and \
-          s["time_limit_s"] and len(s.get("hosts", ())) < 2 else ""
-      lines.append(f"| {short(scenario)} ({s['budget']:,} steps{limit}) | " +
-                   " | ".join(cells) + " |")
-    lines.append("")
-
-  def paper_req(p, m):
-    return " / ".join("-" if v is None else f"{v:.1f}" for v in p["required_min"][m])
-
-  def both(fmt, get):
-    return lambda sc, m, r: " / ".join(fmt(get(sc, m, r, t)) for t in map(str, TARGETS))
-
-  targets = " / ".join(map(str, TARGETS))
-  if summ:
-    table(f"Env steps to a running-average score of {targets}, over full windows of 10 "
-          "evaluations (host-independent; data efficiency, Appendix H)",
-          both(fmt_steps, lambda sc, m, r, t: r["required_steps"][t]))
-    table(f"Required time relative to HTS-PPO's, to {targets}: per block (one seed, one host) "
-          "the method's minutes over HTS-PPO's; geometric mean over blocks [min, max] (n: blocks "
-          "on one host kind where no run shared the machine; ≥ / ≤: a bound, where a run missed "
-          "the target and counts at its end)",
-          both(lambda c: c, lambda sc, m, r, t: ratio_cell(report, sc, m, t, "1 (reference)")))
-    bench = report.get("throughput")
-    if bench:
-      bm = report.get("throughput_minutes") or {}
-      table(f"Required minutes from env steps to {targets} over the benchmark's SPS on "
-            f"{bench.get('host', '?')} (training only, no evaluations; the benchmark's median "
-            f"SPS in parentheses; Table 2 / A10)",
-            lambda sc, m, r: " / ".join(
-                "-" if v is None else f"{v:.1f}" for v in (bm.get(sc, {}).get(m) or {}).values())
-            + _bench_sps(bench, sc, m), paper_req)
-    hosts = report.get("hosts") or []
-    if len(hosts) == 1:
-      table(f"Required time as measured (minutes to {targets}, evaluations included) on "
-            f"{hosts[0]}", both(fmt_ci, lambda sc, m, r, t: r["required_min"][t]), paper_req)
-    if any(s["time_limit_s"] for s in summ.values()):
-      table("Final time metric (score of the last 10 evaluations by the wall time of the same "
-            "block's IMPALA run; IMPALA's own: its final metric; Table A9)",
-            lambda sc, m, r: fmt_ci(r.get("final_time"), "{:.2f}"),
-            lambda p, m: "{:.2f} ± {:.2f}".format(*p["final_time"][m]), final_time=True)
-    table("Final metric (last 10 evaluations x 10 episodes) and SPS (per host kind where a "
-          "scenario's runs ran on several)",
-          lambda sc, m, r: f"{fmt_ci(r['final'], '{:.2f}')}; " + per_host(r, "sps", "{:,.0f}",
-                                                                           " SPS"))
-    names = {"executors_waiting_for_actions": "executors wait for actions",
-             "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
-    table("Wall time of the whole budget (minutes, per host kind where a scenario's runs ran on "
-          "several); share of it each part waited (executors and actors: mean over them)",
-          lambda sc, m, r: per_host(r, "wall_time_min", "{:.1f}", "") + "; " + ", ".join(
-              f"{names[k]} {v:.0%}" for k, v in r["idle_share"].items()))
-  lines.extend(update_lines(report))
-  lines.extend(throughput_lines(report))
-  lines.extend(_validation_lines(report.get("validation")))
-  ident = report.get("identity")
-  if ident:
-    lines.extend(["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
-                  "| actors | env | seed | env steps | SPS | param_sha256 | evaluation scores |",
-                  "|---|---|---|---|---|---|---|"])
-    for r in ident["runs"]:
-      scores = ", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:])
-      lines.append(f"| {r['num_actors']} | {r['env']} | {r['seed']} | {r['env_steps']:,} | "
-                   f"{r['sps']:,.0f} | `{r['param_sha256'][:16]}` | ... {scores} |")
-    lines.extend(["", "Identical parameters and scores: " +
-                  ("yes" if ident["identical"] else "**no**"), ""])
-  agg = paper_ratios.aggregates_line(report, lambda m: LABELS.get(m, m))
-  return "\n".join(lines).rstrip() + "\n" + (f"\n{agg}\n" if agg else "")
+def update_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  return partial(out["update_diagnostics"][sc], m) + "; ".join(
+      f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in UPDATE_KEYS)
 
 
-def _bench_sps(bench: Dict[str, Any], scenario: str, method: str) -> str:
-  sps = (((bench.get("scenarios") or {}).get(scenario) or {}).get(method) or {}).get("median_sps")
+def throughput_title(out: Dict[str, Any]) -> str:
+  """The whole runs' table's title: what it shows, and what a reset costs (env_costs.json)."""
+  costs = [f"{short(sc)} {d['reset_in_steps']:.1f} steps (a random policy's episodes: "
+           f"{d['random_episode_length']:.0f} steps, so resets add {d['random_reset_share']:.0%} "
+           "to a step's env time)" for sc, d in (out.get("run_throughput") or {}).items()
+           if d.get("random_reset_share")]
+  return ("Whole runs against the benchmark: a run's SPS (its evaluations included, mean over the "
+          "seeds that ran on the benchmark's host kind [min, max]) as a share of the throughput "
+          "benchmark's median (the first 30,000 steps, no evaluation); the runs' mean training "
+          "episode length (env steps over finished episodes); and what resets add to a step's "
+          "env time at that length" + (": a reset costs " + "; ".join(costs)
+                                       + ", results/gfootball/env_costs.json" if costs else "")
+          + ". A policy that scores sooner plays shorter episodes and resets more often per step.")
+
+
+def throughput_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  length = ("" if r["episode_length"] is None else
+            f"; episodes {fmt_ci(r['episode_length'], '{:.1f}')} steps")
+  resets = "" if r["reset_share"] is None else f"; resets +{r['reset_share']:.0%}"
+  cell = partial(out["run_throughput"][sc], m)
+  if r["sps"] is None:
+    return f"{cell}- SPS (no run on the benchmark's host, {r['benchmark_host']}){length}{resets}"
+  share = ("" if r["sps_to_benchmark"] is None else
+           f" = {r['sps_to_benchmark']:.2f} of {r['benchmark_sps']:,.0f}")
+  if len(r.get("sps_seeds", r["seeds"])) < len(r["seeds"]):
+    share += f" (the {len(r['sps_seeds'])} of {len(r['seeds'])} seeds on the benchmark's host)"
+  return f"{cell}{fmt_ci(r['sps'], '{:,.0f}')} SPS{share}{length}{resets}"
+
+
+def docs_tail(out: Dict[str, Any]) -> str:
+  """Under docs' tables: the IMPALA validation and the actor-count identity (Tables 4/5)."""
+  return "\n".join(_validation_lines(out.get("validation")) + render.identity_lines(out))
+
+
+def readme_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  """README's cell: env steps to the top target; time to it relative to HTS-PPO's, paired / from
+  the benchmark's SPS; the final / final time metric."""
+  t = TARGETS[-1]
+  bench = _benchratio_cell(out, sc, m, t)
+  bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
+  return (f"{partial(out['summary'][sc], m)}{fmt_steps(r['required_steps'][t])}; "
+          f"{ratio_cell(out, sc, m, t, '1')} / {bench}; "
+          f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
+
+
+def readme_tail(out: Dict[str, Any]) -> str:
+  """Under README's table: where HTS-PPO is not ahead, the PPO update in brief, the IMPALA
+  validation's verdict."""
+  t = TARGETS[-1]
+  lines = [f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
+  lines += [f"- {short(sc)}: {_behind(out, sc, t)}" for sc in out["summary"]]
+  return "\n".join(lines + [""] + update_summary(out) + _verdict(out))
+
+
+def short(scenario: str) -> str:
+  return scenario.replace("academy_", "").replace("_", " ").capitalize()
+
+
+def _diag_methods(report: Dict[str, Any]) -> List[str]:
+  diag = report.get("update_diagnostics") or {}
+  return [m for m in LABELS if any(m in d["methods"] for d in diag.values())]
+
+
+def _listed(values: List[Any], fmt: str = "{:,}") -> str:
+  return "/".join(fmt.format(v) for v in values) or "-"
+
+
+def seeds_of(scenario_summary: Dict[str, Any]) -> int:
+  """The protocol's seeds for the scenario (`planned_seeds`), or more where a method has more (a
+  method with fewer is labelled)."""
+  return max(scenario_summary.get("planned_seeds", 0),
+             *(len(r["seeds"]) for r in scenario_summary["methods"].values()))
+
+
+def partial(scenario_summary: Dict[str, Any], method: str) -> str:
+  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others, else ''
+  (a summary's or the update statistics' scenario: both hold `methods` with their `seeds`)."""
+  k, n = len(scenario_summary["methods"][method]["seeds"]), seeds_of(scenario_summary)
+  return f"({k} of {n} seeds) " if k < n else ""
+
+
+def update_summary(report: Dict[str, Any]) -> List[str]:
+  """README's line: the clipped share and the entropy per scenario, the methods side by side,
+  and whether HTS-PPO clips more samples than every other method in every scenario."""
+  diag = report.get("update_diagnostics") or {}
+  methods = [m for m in _diag_methods(report) if m in (REFERENCE, "sync_ppo", "hts_ppo_delayed")]
+  if not diag or REFERENCE not in methods:
+    return []
+
+  def mean(d, m, key):
+    return ((d["methods"].get(m) or {}).get(key) or {}).get("mean")
+
+  def figs(d, key, fmt):
+    return " / ".join("-" if mean(d, m, key) is None else
+                      f"{fmt.format(mean(d, m, key))} {partial(d, m)}".rstrip()
+                      for m in methods)
+  per = [f"{short(sc)}: samples with a clipped ratio {figs(d, 'clip_frac', '{:.2f}')}, policy "
+         f"entropy over steps {_listed([int(0.8 * w) for w in d['window_steps']])}-"
+         f"{_listed(d['window_steps'])} {figs(d, 'entropy', '{:.2f}')}"
+         for sc, d in diag.items()]
+  more = all(mean(d, REFERENCE, "clip_frac") is not None and all(
+      mean(d, m, "clip_frac") is None or mean(d, m, "clip_frac") < mean(d, REFERENCE, "clip_frac")
+      for m in methods if m != REFERENCE) for d in diag.values())
+  clips = _listed(sorted({c for d in diag.values() for c in d["clip_eps"]}), "{:g}")
+  return [f"Beside it, in the runs' metrics.csv (the first quarter of each budget, mean over "
+          f"seeds; {' / '.join(LABELS[m] for m in methods)}): " + "; ".join(per) + ". "
+          + UPDATE_INTRO + (f"; it clips more samples (outside 1 ± {clips}) than each other "
+                            "method in every scenario" if more else "")
+          + " (docs/results.md has the table).", ""]
+
+
+def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
+  return (((report.get("paired") or {}).get(scenario) or {}).get(method) or {}).get(t)
+
+
+def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
+  """The paired ratio's cell: `ref` for HTS-PPO where one of its seeds reached the target ('-'
+  where none did), else the geometric mean over the blocks (a miss counts at its run's end and
+  makes the ratio a bound), as 'n=k of N' where N blocks could count (`paired_ratios`' `could`:
+  both runs, one host kind) and k < N (blocks where a run shared the machine are left out)."""
+  if method == REFERENCE:
+    steps = report["summary"][scenario]["methods"][REFERENCE]["required_steps"][t]
+    return ref if steps.get("reached") else "-"
+  ci = paired_ci(report, scenario, method, t)
+  cell = fmt_ratio(ci)
+  if ci and ci.get("mean") is not None and len(ci["could"]) > ci["n"]:
+    cell = cell[:-1] + f" of {len(ci['could'])})"
+  return cell
+
+
+def per_host(r: Dict[str, Any], key: str, fmt: str, unit: str) -> str:
+  """`r[key]` over its seeds, or per host kind (`by_host`) where the scenario's runs span
+  several."""
+  if not r.get("by_host"):
+    return fmt_ci(r[key], fmt) + unit
+  return "; ".join(f"{fmt_ci(v[key], fmt)}{unit} on {kind} (seed{'s' * (len(v['seeds']) > 1)} "
+                   f"{', '.join(map(str, v['seeds']))})" for kind, v in r["by_host"].items())
+
+
+def bench_sps(out: Dict[str, Any], scenario: str, method: str) -> str:
+  """The benchmark's median SPS of the method, in parentheses."""
+  bench = ((out.get("throughput") or {}).get("scenarios") or {}).get(scenario) or {}
+  sps = (bench.get(method) or {}).get("median_sps")
   return f" ({sps:,.0f} SPS)" if sps else ""
 
 
 def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
   if not val:
     return []
-  out = ["**IMPALA validation** (`gfootball_impala` at this scale on academy_empty_goal_close, "
-         "the 5M-step schedule, stopping once the running average over 10 evaluations reaches "
-         f"0.9; PROTOCOL.md): **{'passed' if val['passed'] else 'not passed'}**", "",
-         "| seed | reached 0.9 at (env steps) | final evaluation | updates | entropy per step, "
-         "first → last update (uniform: 2.94) | ρ clipped (mean over updates) | value loss per "
-         "step, first → last | learning rate first → last | host |",
-         "|---|---|---|---|---|---|---|---|---|"]
+  rows = []
   for r in val["runs"]:
-    d = r["diagnostics"]
+    d, reached = r["diagnostics"], r["reached_0.9_at_steps"]
 
     def fl(key, fmt="{:.3g}"):
       return f"{fmt.format(d[key]['first'])} → {fmt.format(d[key]['last'])}" if key in d else "-"
-    reached = r["reached_0.9_at_steps"]
-    out.append(f"| {r['seed']} | {'-' if reached is None else f'{reached:,.0f}'} | "
-               f"{r['final_eval']:.2f} | {r['updates']:,} | {fl('entropy')} | "
-               f"{d['rho_clipped_frac']['mean']:.2f} | {fl('value_loss')} | "
-               f"{fl('learning_rate')} | {r['host']} |" if "rho_clipped_frac" in d else
-               f"| {r['seed']} | {reached} | {r['final_eval']} | {r['updates']} | - | - | - | - | "
-               f"{r['host']} |")
-  return out + [""]
-
-
-def render_summary(report: Dict[str, Any]) -> str:
-  """README's GFootball block: one table (env steps to 0.8; time to 0.8 relative to HTS-PPO's,
-  both ways; the final and final time metrics), one line per scenario saying where HTS-PPO is
-  not ahead of a baseline, and the validation's verdict; docs/results.md has every table."""
-  summ = report["summary"]
-  methods = [m for m in METHODS if any(m in s["methods"] for s in summ.values())]
-  t = str(TARGETS[-1])
-  lines = [f"Source: {_source(report)}; the protocol is `results/gfootball/PROTOCOL.md`, every "
-           "table in [docs/results.md](docs/results.md#gfootball). Cells: env steps to a "
-           f"running-average score of {t} (mean over seeds; k/n where some seeds missed it); "
-           f"time to {t} relative to HTS-PPO's, paired per block (geometric mean over blocks) / from env "
-           "steps over the interleaved benchmark's SPS; final metric (last 10 evaluations) / "
-           "final time metric (by the block's IMPALA wall time, Table A9).", ""]
-  if not summ:
-    return "\n".join(lines + ["No finished runs yet."] + _verdict(report)) + "\n"
-  lines += ["| scenario (budget, seeds) | " + " | ".join(LABELS[m] for m in methods) + " |",
-            "|---" * (len(methods) + 1) + "|"]
-  for scenario, s in summ.items():
-    cells = []
-    seeds = seeds_of(s)
-    for m in methods:
-      r = s["methods"].get(m)
-      if r is None:
-        cells.append("")
-        continue
-      paired = ratio_cell(report, scenario, m, t, "1")
-      bench = _benchratio_cell(report, scenario, m, t)
-      bench = "1" if m == REFERENCE and bench else "-" if bench is None else f"{bench:.2f}x"
-      cells.append(f"{partial(s, m)}{fmt_steps(r['required_steps'][t])}; {paired} / "
-                   f"{bench}; "
-                   f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
-    lines.append(f"| {short(scenario)} ({s['budget']:,}, {seeds}) | " + " | ".join(cells) + " |")
-  lines += ["", f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
-  lines += [f"- {short(scenario)}: {_behind(report, scenario, t)}" for scenario in summ]
-  return "\n".join(lines + [""] + update_summary(report) + _verdict(report)) + "\n"
+    rows.append([r["seed"], "-" if reached is None else f"{reached:,.0f}", f"{r['final_eval']:.2f}",
+                 f"{r['updates']:,}", fl("entropy"), f"{d['rho_clipped_frac']['mean']:.2f}",
+                 fl("value_loss"), fl("learning_rate"), r["host"]] if "rho_clipped_frac" in d else
+                [r["seed"], reached, r["final_eval"], r["updates"], "-", "-", "-", "-", r["host"]])
+  return ["**IMPALA validation** (`gfootball_impala` at this scale on academy_empty_goal_close, "
+          "the 5M-step schedule, stopping once the running average over 10 evaluations reaches "
+          f"0.9; PROTOCOL.md): **{'passed' if val['passed'] else 'not passed'}**", "",
+          stats.markdown(["seed", "reached 0.9 at (env steps)", "final evaluation", "updates",
+                          "entropy per step, first → last update (uniform: 2.94)",
+                          "ρ clipped (mean over updates)", "value loss per step, first → last",
+                          "learning rate first → last", "host"], rows)]
 
 
 def _benchratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
@@ -209,10 +221,10 @@ def _behind(report: Dict[str, Any], scenario: str, t: str) -> str:
   ref = ms.get(REFERENCE)
   if ref is None:
     return "no HTS-PPO runs yet."
-  if not any(m in ms for m in METHODS if m != REFERENCE):
+  if not any(m in ms for m in LABELS if m != REFERENCE):
     return "no baseline has a run yet."
   parts = []
-  for m in (m for m in METHODS if m != REFERENCE and m in ms):
+  for m in (m for m in LABELS if m != REFERENCE and m in ms):
     r, said = ms[m], []
     mine, theirs = r["required_steps"][t], ref["required_steps"][t]
     if _mean(mine) is not None and _mean(theirs) is not None and mine["mean"] < theirs["mean"]:

@@ -1,32 +1,43 @@
-"""The GFootball grid's report, from the runs' summary.json files only: the paper's metrics per
-scenario and method (mean over seeds, [min, max] below 6 seeds), required time two ways (paired
-ratios per block; env steps to the target over the benchmark's SPS), the IMPALA validation, the
-actor-count identity (Tables 4/5), the markdown of docs/results.md and README's summary, and the
-curves (results/gfootball/PROTOCOL.md says what each figure is)."""
+"""What the GFootball grid's report adds to the paper's metrics (`hts_jax.results.gfootball`'s
+`Paper.extras`), from the runs' own files: the IMPALA validation (its runs under
+<results>/impala_validation), the PPO update's diagnostics over the first quarter of each budget
+(the runs' metrics.csv: how the policy-lag corrections change the update), whole runs' throughput
+against the benchmark's (and what resets cost), and each method's figures per host kind where a
+scenario's runs span several."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any, Dict, List, Optional
 
 from hts_jax.analysis import metrics
-from hts_jax.results import launch, paper_report, publish
-from hts_jax.results.gfootball_markdown import short, render_markdown, render_summary
-from hts_jax.results.gfootball_spec import LABELS, METHODS, PAPER, PROTOCOL, REFERENCE, TARGETS
+from hts_jax.results import launch, paper_report
 
-SPEC = paper_report.Spec(methods=list(METHODS), reference=REFERENCE, limit_method="impala",
-                         targets=lambda scenario, runs: {str(t): t for t in TARGETS},
-                         scenarios=tuple(PROTOCOL["budgets"]), baseline="sync_ppo")
-README_BLOCK = publish.Block("gfootball-results", "gfootball")
-DOCS_BLOCK = publish.Block("gfootball-tables", "gfootball")
-THROUGHPUT = "throughput.json"  # `hts-reproduce gfootball --benchmark` writes it
+LABELS = {"hts_ppo": "HTS-PPO", "sync_ppo": "PPO (sync)", "impala": "IMPALA",
+          "hts_ppo_delayed": "HTS-PPO (delayed)"}  # the methods, in the tables' order
+REFERENCE = "hts_ppo"  # the paired ratios' denominator
+TARGETS = ("0.4", "0.8")  # Table 2 / A10
 ENV_COSTS = "env_costs.json"  # `python -m experiments.bench_env_costs --save=...` writes it
-VALIDATION = "impala_validation"  # the IMPALA validation's runs: <results>/impala_validation/seed<k>
-
+VALIDATION = "impala_validation"  # the IMPALA validation's runs: <results>/<VALIDATION>/seed<k>
 DIAGNOSTICS = ("entropy", "rho_clipped_frac", "mean_rho", "value_loss", "learning_rate")
 WINDOW = 0.25  # the PPO update's diagnostics: over the first quarter of each budget
+
+
+def extras(results: str, out: Dict[str, Any], resamples: int) -> Dict[str, Any]:
+  """The report's GFootball parts (`Paper.extras`); adds each scenario's protocol seed count and
+  host kinds (and per-host figures) to the summary in place."""
+  planned = {sc: len(t["seeds"]) for sc, t in out["protocol"]["settings"]["tasks"].items()}
+  by_host(out, planned, resamples)
+  parts = {"validation": validation_report(results),
+           "update_diagnostics": update_diagnostics(results, out["runs"], resamples),
+           "run_throughput": run_throughput(
+               out["runs"], out["throughput"],
+               paper_report.read_optional(results, ENV_COSTS, as_json=True), resamples)}
+  for part in ("update_diagnostics", "run_throughput"):  # their '(k of n seeds)': the protocol's n
+    for sc, d in parts[part].items():
+      d["planned_seeds"] = planned.get(sc, 0)
+  return parts
 
 
 def validation_report(results: str) -> Optional[Dict[str, Any]]:
@@ -70,11 +81,11 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
 
 
 def by_cell(runs: List[Dict[str, Any]]) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
-  """The runs as {scenario: {method: [runs, in the report's order]}}, methods in METHODS' order."""
+  """The runs as {scenario: {method: [runs, in the report's order]}}, methods in LABELS' order."""
   cells: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
   for r in runs:
     cells.setdefault(r["scenario"], {}).setdefault(r["method"], []).append(r)
-  return {sc: {m: ms[m] for m in sorted(ms, key=list(METHODS).index)} for sc, ms in cells.items()}
+  return {sc: {m: ms[m] for m in sorted(ms, key=list(LABELS).index)} for sc, ms in cells.items()}
 
 
 def update_diagnostics(results: str, runs: List[Dict[str, Any]],
@@ -144,17 +155,13 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   return out
 
 
-def planned_seeds(scenario: str) -> int:
-  return len(PROTOCOL["seeds"].get(scenario, ()))
-
-
-def by_host(body: Dict[str, Any], resamples: int) -> None:
+def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> None:
   """Per scenario, in place: the protocol's seed count (`planned_seeds`: a scenario whose methods
   all have fewer runs is partial), its runs' host kinds (`hosts`), and where they are more than
   one, each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
   different host kinds are never averaged together (PROTOCOL.md)."""
   for sc, s in body["summary"].items():
-    s["planned_seeds"] = planned_seeds(sc)
+    s["planned_seeds"] = planned.get(sc, 0)
     here = [r for r in body["runs"] if r["scenario"] == sc]
     s["hosts"] = list(dict.fromkeys(r["host"] for r in here))
     if len(s["hosts"]) < 2:
@@ -169,65 +176,3 @@ def by_host(body: Dict[str, Any], resamples: int) -> None:
               "sps": metrics.seed_interval([r["sps"] for r in mine], resamples=resamples),
               "wall_time_min": metrics.seed_interval([r["wall_time_s"] / 60 for r in mine],
                                                     resamples=resamples)}
-
-
-def build_report(results: str, resamples: int, settings: Dict[str, Any]) -> Dict[str, Any]:
-  body = paper_report.report_body(results, SPEC, resamples, {
-      "settings": PROTOCOL, "file": paper_report.read_optional(results, "PROTOCOL.md")})
-  by_host(body, resamples)
-  report = {"title": "HTS-RL GFootball learning results (Table 2 / A10, Table A9, Figs. A5/A6)",
-            "settings": settings, "targets": list(TARGETS), "paper": PAPER,
-            "validation": validation_report(results),
-            "identity": identity_report(results),
-            "update_diagnostics": update_diagnostics(results, body["runs"], resamples),
-            "run_throughput": run_throughput(
-                body["runs"], body["throughput"],
-                paper_report.read_optional(results, ENV_COSTS, as_json=True), resamples), **body}
-  for part in ("update_diagnostics", "run_throughput"):  # their '(k of n seeds)': the protocol's n
-    for sc, d in report[part].items():
-      d["planned_seeds"] = planned_seeds(sc)
-  return report
-
-
-# ---------------------------------------------------------------------------------------------
-# Curves.
-
-def plot_curves(report: Dict[str, Any], out_dir: str, resamples: int = 2_000) -> List[str]:
-  """Score vs env steps (Fig. A6) and vs wall time (Fig. A5), scores in [0, 1]."""
-  return paper_report.plot_curves(report, out_dir, list(METHODS), LABELS, short, "score",
-                                  "evaluation score (10 episodes)", (-0.05, 1.05), resamples)
-
-
-def write_report(results: str, resamples: int, settings: Dict[str, Any],
-                 readme: Optional[str], docs: Optional[str] = None) -> Dict[str, Any]:
-  """results.json (with its provenance), tables.md, the curves, README's summary block and
-  docs/results.md's tables block (each where given)."""
-  return paper_report.write_report(results, build_report(results, resamples, settings),
-                                   render_markdown, render_summary, (README_BLOCK, DOCS_BLOCK),
-                                   plot_curves, readme, docs)
-
-
-def identity_report(results: str) -> Optional[Dict[str, Any]]:
-  root = os.path.join(results, "actor_counts")
-  if not os.path.isdir(root):
-    return None
-  rows = []
-  names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
-  for name in sorted(names, key=lambda n: int(n[len("actors"):])):
-    path = os.path.join(root, name)
-    s = launch.read_summary(path)
-    if s is not None:
-      rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
-                   "env_steps": s["env_steps"], "sps": s["sps"],
-                   "param_sha256": s["param_sha256"],
-                   "eval_scores": [e["mean_return"] for e in s["eval"]],
-                   "episode_returns_sha256": _sha([s["episode_returns"]])})
-  if not rows:
-    return None
-  return {"runs": rows, "identical": len({(r["param_sha256"], tuple(r["eval_scores"]),
-                                           r["episode_returns_sha256"]) for r in rows}) == 1}
-
-
-def _sha(obj) -> str:
-  import hashlib  # pylint: disable=import-outside-toplevel
-  return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()

@@ -20,7 +20,7 @@ import os
 from typing import Any, Dict, List, Sequence
 
 from hts_jax.analysis import plots
-from hts_jax.results import driver, publish, record
+from hts_jax.results import driver, publish, render
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 ENV = "hts_jax/CartPoleNoVel-v1"
@@ -51,11 +51,11 @@ GRID = Grid(
     reference="sync_lstm",
     tables=(Table(columns=(
              Column("seeds", lambda c: str(len(c["seeds"]))),
-             Column("final evaluation", record.spread_cell("final_eval")),
-             Column("best evaluation", record.spread_cell("best_eval")),
-             Column(f"env steps to {THRESHOLD:.0f} (median)", record.steps_cell),
-             Column("time to 475: sync_lstm / method", record.ratio_cell),
-             Column("SPS", record.spread_cell("sps"))),
+             Column("final evaluation", render.spread_cell("final_eval")),
+             Column("best evaluation", render.spread_cell("best_eval")),
+             Column(f"env steps to {THRESHOLD:.0f} (median)", render.steps_cell),
+             Column("time to 475: sync_lstm / method", render.ratio_cell),
+             Column("SPS", render.spread_cell("sps"))),
     notes=lambda out: (
         f"**Memory: {ENV}** (`--preset=memory_lstm_ppo`; methods in "
         "results/memory/PROTOCOL.md). Evaluations: 10 greedy episodes every 10k env steps, every "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
-from hts_jax.results import driver, paper_ratios, paper_report, publish, record
+from hts_jax.results import driver, paper_ratios, paper_report, publish, render
 from hts_jax.results.publish import fmt_ci, fmt_steps
 from hts_jax.results.record import Grid, Method, Paper, Section, Table, Task
 
@@ -177,7 +177,7 @@ GRID = Grid(
          "evaluation); minutes appear only beside the host that made them.")),
     fixed="2026-11-26, before any run of this grid",
     changes=(
-        record.STATS_RULES + (
+        render.STATS_RULES + (
         " The runs whose commit messages disclosed other work on the machine now carry that mark "
         "(`shared_machine.json`, quoting the message): Breakout seeds 1 and 2, every method "
         "(72941f0), and Seaquest seed 0's first three runs (hts_a2c, hts_a2c_none, impala: "

@@ -24,7 +24,7 @@ import os
 from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import driver, grid, publish, record
+from hts_jax.results import driver, grid, publish, render
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 TASKS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
@@ -131,10 +131,10 @@ GRID = Grid(
         Table(columns=(
             Column("seeds", lambda c: str(len(c["seeds"]))),
             Column("env steps", lambda c: f"{c['env_steps']['mean']:,.0f}"),
-            Column("final return", record.spread_cell("final_return")),
-            Column("final evaluation", record.spread_cell("final_eval")),
-            Column("mean of the 10 evaluations", record.spread_cell("final_metric")),
-            Column("SPS (runs alone)", record.spread_cell("sps")),
+            Column("final return", render.spread_cell("final_return")),
+            Column("final evaluation", render.spread_cell("final_eval")),
+            Column("mean of the 10 evaluations", render.spread_cell("final_metric")),
+            Column("SPS (runs alone)", render.spread_cell("sps")),
             Column("PPO update, first quarter", _update_cell),
             Column("CleanRL PPO (1M)", _cleanrl)),
             notes=lambda out: (
@@ -149,7 +149,7 @@ GRID = Grid(
                 "one update behind); CleanRL's column is its published 1M-step return on the v4 "
                 f"task ({CLEANRL['source']})."),
             block=publish.Block("mujoco-tables", "mujoco"), doc="docs"),
-        Table(columns=(Column("final evaluation", record.spread_cell("final_eval")),
+        Table(columns=(Column("final evaluation", render.spread_cell("final_eval")),
                        Column("CleanRL PPO (1M)", _cleanrl)),
               notes=lambda out: ("Final evaluation (10 sampled episodes of the final params; "
                                  "mean [min, max] over seeds); every column in "

@@ -8,13 +8,14 @@ by the GFootball, MinAtar and Atari reports."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import grid, paper_ratios, provenance, publish
+from hts_jax.results import grid, launch, paper_ratios, provenance, publish
 from hts_jax.results.paper_ratios import Spec  # noqa: F401 (the grids' name for it)
 
 
@@ -244,18 +245,28 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
   return paths
 
 
-def write_report(results: str, report: Dict[str, Any], render_markdown: Callable[[Dict], str],
-                 render_summary: Callable[[Dict], str],
-                 blocks: Tuple[publish.Block, publish.Block],
-                 plot: Callable[[Dict[str, Any], str], List[str]], readme: Optional[str],
-                 docs: Optional[str]) -> Dict[str, Any]:
-  """A grid's report written out: results.json (with its provenance) and tables.md
-  (`render_markdown`), README's summary block (`blocks[0]`, `render_summary`) and
-  docs/results.md's tables block (`blocks[1]`, `render_markdown`) where `readme` / `docs` are
-  given, then the curves (`plot`); the report with its plots' paths."""
-  report = publish.publish(results, report, render_markdown,
-                           publish.targets((readme, blocks[0], render_summary),
-                                           (docs, blocks[1], render_markdown)),
-                           table="tables.md")
-  report["plots"] = plot(report, results)
-  return report
+def identity_report(results: str) -> Optional[Dict[str, Any]]:
+  """The actor-count identity (Tables 4/5): the runs under <results>/actor_counts/actors<k>, and
+  whether their params, scores and training returns are identical."""
+  root = os.path.join(results, "actor_counts")
+  if not os.path.isdir(root):
+    return None
+  rows = []
+  names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
+  for name in sorted(names, key=lambda n: int(n[len("actors"):])):
+    path = os.path.join(root, name)
+    s = launch.read_summary(path)
+    if s is not None:
+      rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
+                   "env_steps": s["env_steps"], "sps": s["sps"],
+                   "param_sha256": s["param_sha256"],
+                   "eval_scores": [e["mean_return"] for e in s["eval"]],
+                   "episode_returns_sha256": _sha([s["episode_returns"]])})
+  if not rows:
+    return None
+  return {"runs": rows, "identical": len({(r["param_sha256"], tuple(r["eval_scores"]),
+                                           r["episode_returns_sha256"]) for r in rows}) == 1}
+
+
+def _sha(obj) -> str:
+  return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()

@@ -74,7 +74,7 @@ def test_mujoco_runs_in_sync_and_async_modes(tmp_path):
 
 def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
   import dataclasses  # pylint: disable=import-outside-toplevel
-  from hts_jax.results import driver, grid, record  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import driver, grid, render  # pylint: disable=import-outside-toplevel
   from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
   task = "InvertedPendulum-v5"  # the record's, on another task: a record is data
   g = dataclasses.replace(rm.GRID, tasks=(dataclasses.replace(rm.GRID.tasks[0], name=task,
@@ -93,7 +93,7 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   table = (results / "table.md").read_text()
   assert "| hts_ppo " in table and "963.09 ± 22.20" in table
   assert results_md.read_text() == docs.wrap(table) + "\n"
-  pivot = record.render_table(g, g.tables[1], out)
+  pivot = render.render_table(g, g.tables[1], out)
   assert readme.read_text() == f"# x\n{summary.wrap(pivot)}\ntail\n"
   assert f"| {task} " in pivot
   assert (results / "curves.png").stat().st_size > 0

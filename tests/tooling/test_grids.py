@@ -8,24 +8,24 @@ import os
 
 import pytest
 
-from hts_jax.results import atari, memory, minatar, mujoco, publish, record
+from hts_jax.results import atari, gfootball, memory, minatar, mujoco, publish, render
 from tests.support import ROOT
 
-GRIDS = [memory.GRID, mujoco.GRID, minatar.GRID, atari.GRID]
+GRIDS = [memory.GRID, mujoco.GRID, minatar.GRID, atari.GRID, gfootball.GRID]
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
 def test_the_committed_report_is_its_json_rendered(g):
   paths = {"readme": publish.readme_path(), "docs": publish.docs_path()}
-  targets = [(paths[t.doc], t.block, functools.partial(record.render_table, g, t))
+  targets = [(paths[t.doc], t.block, functools.partial(render.render_table, g, t))
              for t in g.tables if t.block]
-  assert publish.stale(os.path.join(ROOT, g.results), functools.partial(record.render_markdown, g),
-                       targets, table=record.table_file(g)) == []
+  assert publish.stale(os.path.join(ROOT, g.results), functools.partial(render.render_markdown, g),
+                       targets, table=render.table_file(g)) == []
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
 def test_protocol_md_is_the_record_rendered(g):
-  assert not record.protocol_stale(g), f"python -m experiments.reproduce {g.name} --report_only"
+  assert not render.protocol_stale(g), f"python -m experiments.reproduce {g.name} --report_only"
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
@@ -43,7 +43,9 @@ def test_the_committed_runs_ran_with_the_records_flags(g):
     given = g.run_flags(r.get("task", r.get("scenario")), r["method"], r["seed"])
     for name, value in given.items():
       if name in flat:
-        assert flat[name] == value, (r["logdir"], name)
+        if isinstance(value, str) and isinstance(flat[name], dict):  # --env_kwargs, as JSON
+          value = json.loads(value)
+        assert flat[name] == value, (logdir, name, flat[name], value)
 
 
 def test_aggregates_across_scenarios_with_unequal_seed_counts():

@@ -4,26 +4,37 @@ resume (hts_jax/results/launch.py)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+from hts_jax.results import driver, grid, launch, paper_report, publish, render
 from hts_jax.results import gfootball_markdown as md_
-from hts_jax.results import gfootball_update as gu
 from hts_jax.results import gfootball_report as rg
-from hts_jax.results import gfootball_spec as spec
-from hts_jax.results import grid, launch, paper_report, publish
+from hts_jax.results.gfootball import GRID
 from tests.support import ROOT
 from tests.support.cli import launcher_configs
 
 SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
-             representation="simple115v2")
+             representation="simple115v2", extra=[])
+SPEC = GRID.paper.spec
+DOCS, README = GRID.tables
+
+
+def flags_of(method, scenario, seed, steps, **scale):
+  return GRID.run_flags(scenario, method, seed, steps, dict(SCALE, **scale))
+
+
+def flat(text: str) -> str:
+  """A rendered table with tabulate's padding collapsed to one space."""
+  return re.sub(r" +", " ", re.sub(r"-{3,}", "---", text))
 
 
 def test_every_method_is_a_valid_launcher_config_at_this_scale():
   hts, sync, impala, delayed = launcher_configs(
-      [spec.run_flags(m, "academy_empty_goal", 1, 300_000, **SCALE)
+      [flags_of(m, "academy_empty_goal", 1, 300_000)
        for m in ("hts_ppo", "sync_ppo", "impala", "hts_ppo_delayed")])
   for c in (hts, sync, impala):
     assert c["env"] == "gfootball:academy_empty_goal"
@@ -53,19 +64,22 @@ def test_every_method_is_a_valid_launcher_config_at_this_scale():
 
 
 def test_bad_options_are_one_line_errors():
-  with pytest.raises(grid.GridError, match="unknown method"):
-    spec.run_flags("a3c", "academy_empty_goal", 0, 10, **SCALE)
   with pytest.raises(grid.GridError, match="impala"):
-    spec.run_flags("impala", "academy_empty_goal", 0, 10, **dict(SCALE, impala_actors=3))
+    flags_of("impala", "academy_empty_goal", 0, 10, impala_actors=3)
+  with pytest.raises(grid.GridError, match="--extra"):
+    flags_of("hts_ppo", "academy_empty_goal", 0, 10, extra=["seed"])
   with pytest.raises(grid.GridError, match="--steps"):
-    spec.parse_steps(["academy_empty_goal"])
+    driver._budgets(["academy_empty_goal"])
+  assert driver._budgets(["5", "academy_corner=7"]) == {None: 5, "academy_corner": 7}
+  # A scenario outside the protocol runs with its own budget, and only with one.
   with pytest.raises(grid.GridError, match="no budget"):
-    spec.budget_of("academy_corner", {})
-  assert spec.budget_of("academy_corner", {"academy_corner": 5}) == 5
+    GRID.run_flags("academy_corner", "hts_ppo", 0)
+  assert flags_of("hts_ppo", "academy_corner", 0, 5)["env"] == "gfootball:academy_corner"
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "gfootball",
                          "--methods=a3c", "--dry_run"], cwd=ROOT, capture_output=True, text=True)
   assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-      "error: unknown method 'a3c'; known: ['hts_ppo', 'sync_ppo', 'impala', 'hts_ppo_delayed']"]
+      "error: --methods: unknown ['a3c']; expected some of ['hts_ppo', 'hts_ppo_delayed', "
+      "'impala', 'sync_ppo']"]
 
 
 def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0, host=None):
@@ -98,8 +112,8 @@ def test_metrics_golden_values(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 36)
   os.makedirs(grid.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
-  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
-  s = paper_report.summarize(runs, rg.SPEC, resamples=2_000)[sc]
+  runs = paper_report.load_runs(str(tmp_path), SPEC)
+  s = paper_report.summarize(runs, SPEC, resamples=2_000)[sc]
   assert s["time_limit_s"] == 330 and s["budget"] == 12_000
   assert list(s["methods"]) == ["hts_ppo", "impala"]
   hts, impala = s["methods"]["hts_ppo"], s["methods"]["impala"]
@@ -128,10 +142,10 @@ def test_scenarios_come_in_the_protocols_order(tmp_path):
   for sc in ("academy_run_to_score", "academy_corner", "academy_empty_goal",
              "academy_empty_goal_close"):
     _fake_run(tmp_path, sc, "hts_ppo", 0, [0.5] * 10, 60)
-  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  runs = paper_report.load_runs(str(tmp_path), SPEC)
   assert [r["scenario"] for r in runs] == ["academy_empty_goal_close", "academy_empty_goal",
                                            "academy_run_to_score", "academy_corner"]
-  assert list(paper_report.summarize(runs, rg.SPEC, resamples=100)) == \
+  assert list(paper_report.summarize(runs, SPEC, resamples=100)) == \
       [r["scenario"] for r in runs]
 
 
@@ -144,7 +158,7 @@ def test_a_target_some_seeds_miss_has_no_mean():
 
 
 def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
-  values = spec.run_flags("hts_ppo", "academy_empty_goal", 1, 300_000, **SCALE)
+  values = flags_of("hts_ppo", "academy_empty_goal", 1, 300_000)
   logdir = str(tmp_path / "run")
   os.makedirs(logdir)
   config = {"env": "gfootball:academy_empty_goal", "mode": "hts", "num_envs": 8,
@@ -155,7 +169,7 @@ def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
     json.dump({"config": config}, f)
   assert launch.settings_mismatch(values, logdir) == []
   assert launch.launch(values, logdir)  # done before: nothing runs
-  other = spec.run_flags("hts_ppo", "academy_empty_goal", 1, 150_000, **dict(SCALE, num_envs=4))
+  other = flags_of("hts_ppo", "academy_empty_goal", 1, 150_000, num_envs=4)
   assert launch.settings_mismatch(other, logdir) == [
       "num_envs: ran 8, grid wants 4", "total_steps: ran 300000, grid wants 150000",
       "eval_every: ran 6000, grid wants 3000"]
@@ -176,25 +190,26 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   os.makedirs(tmp_path / "actor_counts" / "notes")  # not a run of --actor_counts: ignored
   readme, docs = tmp_path / "README.md", tmp_path / "results.md"
-  readme.write_text(f"# x\n{rg.README_BLOCK.begin}\nold\n{rg.README_BLOCK.end}\ntail\n")
-  docs.write_text(f"# y\n{rg.DOCS_BLOCK.begin}\n{rg.DOCS_BLOCK.end}\n")
-  settings = dict(SCALE, extra=[], budgets=spec.BUDGETS)
-  report = rg.write_report(str(tmp_path), 2_000, settings, str(readme), str(docs))
+  readme.write_text(f"# x\n{README.block.begin}\nold\n{README.block.end}\ntail\n")
+  docs.write_text(f"# y\n{DOCS.block.begin}\n{DOCS.block.end}\n")
+  report = driver.paper(GRID, str(tmp_path), str(readme), str(docs), 2_000, {})
   md = (tmp_path / "tables.md").read_text()
-  row = next(l for l in md.splitlines() if l.startswith("| Empty goal close") and "/ 10.0" in l)
+  row = next(l for l in flat(md).splitlines() if l.startswith("| Empty goal close")
+             and "/ 10.0" in l)
   # The protocol's 5 seeds, not the most any method has, say how partial each cell is.
   assert row == ("| Empty goal close (12,000 steps) | (2 of 5 seeds) 10.0 [10.0, 10.0] / 10.0 "
                  "[10.0, 10.0] (paper: 1.0 / 2.0) | (1 of 5 seeds) - (0/1) / - (0/1) (paper: 1.7 "
                  "/ 2.6) |")
-  assert docs.read_text() == f"# y\n{rg.DOCS_BLOCK.wrap(md)}\n"
+  assert docs.read_text() == f"# y\n{DOCS.block.wrap(md)}\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
       "score_vs_env_steps.png", "score_vs_wall_time.png"]
   assert all(os.path.getsize(p) > 1000 for p in report["plots"])
   with open(tmp_path / "results.json") as f:
     saved = json.load(f)
-  assert rg.render_markdown(saved) == md
-  assert readme.read_text() == f"# x\n{rg.README_BLOCK.wrap(rg.render_summary(saved))}\ntail\n"
-  summary = rg.render_summary(saved).splitlines()
+  assert render.render_markdown(GRID, saved) == md
+  block = render.render_table(GRID, README, saved)
+  assert readme.read_text() == f"# x\n{README.block.wrap(block)}\ntail\n"
+  summary = flat(block).splitlines()
   # No benchmark here: the ratio from its SPS is '-'; seed 1 has no IMPALA run to time it by;
   # IMPALA's cells say it has fewer seeds than the scenario.
   assert summary[4] == ("| Empty goal close (12,000, 5) | (2 of 5 seeds) 10,000 [10,000, 10,000] "
@@ -269,19 +284,12 @@ def test_a_higher_final_metric_is_shown_apart_from_the_other():
   assert md_._behind(report, sc, t) == "no baseline has a run yet."
 
 
-def test_readme_shows_the_committed_results():
-  """README's Results block is results/gfootball/results.json rendered (regenerate with
-  `python -m experiments.reproduce gfootball --report_only`)."""
+def test_the_committed_json_holds_every_committed_run():
+  """Every committed run is in results/gfootball/results.json, and nothing else is (the tables
+  are its render: tests/tooling/test_grids.py)."""
   with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
     report = json.load(f)
-  assert publish.stale(os.path.join(ROOT, "results", "gfootball"), rg.render_markdown,
-                       [(publish.readme_path(), rg.README_BLOCK, rg.render_summary),
-                        (publish.docs_path(), rg.DOCS_BLOCK, rg.render_markdown)],
-                       table="tables.md") == []
-  assert report["protocol"]["file"] == open(os.path.join(ROOT, "results", "gfootball",
-                                                         "PROTOCOL.md")).read()
-  # Every committed run is in the JSON, and nothing else is.
-  runs = paper_report.load_runs(os.path.join(ROOT, "results", "gfootball"), rg.SPEC)
+  runs = paper_report.load_runs(os.path.join(ROOT, "results", "gfootball"), SPEC)
   assert [(r["scenario"], r["method"], r["seed"]) for r in runs] == \
          [(r["scenario"], r["method"], r["seed"]) for r in report["runs"]]
 
@@ -304,7 +312,7 @@ def test_a_tiny_real_grid_resumes(tmp_path):
   # 2048 steps of 4 envs at alpha 128: 4 segments, an evaluation (of 2 episodes, --extra) at
   # each boundary.
   assert len(report["runs"][0]["evals"]) == 4 and report["commit"]
-  assert report["settings"]["extra"] == ["eval_episodes=2"]
+  assert report["protocol"]["settings"]["options"]["extra"] == ["eval_episodes=2"]
   hts_dir = grid.run_dir(str(tmp_path), "academy_empty_goal_close", "hts_ppo", 0)
   sha = report["runs"][0]["param_sha256"]
   os.remove(os.path.join(hts_dir, "summary.json"))  # as if interrupted
@@ -336,7 +344,7 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
     summary["config"] = {"learner": {"clip_eps": 0.08}}
     with open(os.path.join(path, "summary.json"), "w") as f:
       json.dump(summary, f)
-  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  runs = paper_report.load_runs(str(tmp_path), SPEC)
   d = rg.update_diagnostics(str(tmp_path), runs, 2_000)[sc]
   assert (d["window_steps"], d["clip_eps"]) == ([3_000], [0.08])
   assert list(d["methods"]) == ["hts_ppo", "sync_ppo"]
@@ -348,21 +356,22 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
   assert hts["ratio_abs_dev"]["mean"] == pytest.approx(0.05) and hts["seeds"] == [0, 1]
   # Entropy over steps 2,400-3,000: the row at 3,000 only.
   assert sync["entropy"]["mean"] == pytest.approx(2.7) and sync["entropy"]["n"] == 1
-  line, _ = gu.update_summary({"update_diagnostics": {sc: d}})
+  line, _ = md_.update_summary({"update_diagnostics": {sc: d}})
   assert line.startswith(
       "Beside it, in the runs' metrics.csv (the first quarter of each budget, mean over seeds; "
       "HTS-PPO / PPO (sync)): Empty goal close: samples with a clipped ratio 0.60 / 0.20 (1 of 2 "
       "seeds), policy entropy over steps 2,400-3,000 2.70 / 2.70 (1 of 2 seeds). HTS-PPO's ratio")
   assert line.endswith("; it clips more samples (outside 1 ± 0.08) than each other method in "
                        "every scenario (docs/results.md has the table).")
-  table = gu.update_lines({"update_diagnostics": {sc: d}})
-  assert table[4].startswith("| Empty goal close (3,000, 0.08) | clipped 0.600 [0.400, 0.800]; "
-                             "\\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
-  assert table[4].endswith(
-      "| (1 of 2 seeds) clipped 0.200; \\|ρ - 1\\| 0.050; KL 0.0010; entropy 2.70 |")
+  out = {"update_diagnostics": {sc: d}}
+  assert md_.update_row(sc, d) == "Empty goal close (3,000, 0.08)"
+  assert md_.update_cell(sc, "hts_ppo", hts, out).startswith(
+      "clipped 0.600 [0.400, 0.800]; \\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
+  assert md_.update_cell(sc, "sync_ppo", sync, out) == (
+      "(1 of 2 seeds) clipped 0.200; \\|ρ - 1\\| 0.050; KL 0.0010; entropy 2.70")
   # The clause is said only where the figures say it: here sync PPO clips more.
   d["methods"]["sync_ppo"]["clip_frac"]["mean"] = 0.7
-  line, _ = gu.update_summary({"update_diagnostics": {sc: d}})
+  line, _ = md_.update_summary({"update_diagnostics": {sc: d}})
   assert "clips more" not in line and line.endswith("start from (docs/results.md has the table).")
 
 
@@ -415,7 +424,7 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
     summary["episode_returns"] = [[1.0] * (episodes // 2), [0.0] * (episodes - episodes // 2)]
     with open(os.path.join(path, "summary.json"), "w") as f:
       json.dump(summary, f)
-  runs = paper_report.load_runs(str(tmp_path), rg.SPEC)
+  runs = paper_report.load_runs(str(tmp_path), SPEC)
   assert [r["episodes"] for r in runs] == [100, 50, 40, 200]
   # Seed 2 ran on another host kind (B) than the benchmark (A): its SPS is left out of the share,
   # its episodes (host-independent) are not.
@@ -430,20 +439,24 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   assert hts["reset_share"] == pytest.approx(6.0 / 220)
   assert sync["sps_to_benchmark"] is None and sync["episode_length"]["mean"] == 60
   assert sync["reset_share"] == pytest.approx(0.1)
-  table = gu.throughput_lines({"run_throughput": {sc: d}})
+  out = {"run_throughput": {sc: d}}
   assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
-         "resets add 5% to a step's env time), results/gfootball/env_costs.json" in table[0]
-  assert table[4] == ("| Empty goal close | 70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on "
-                      "the benchmark's host); episodes 220.0 [120.0, 300.0] steps; resets +3% | "
-                      "(1 of 3 seeds) 45 SPS; episodes 60.0 steps; resets +10% |")
+         "resets add 5% to a step's env time), results/gfootball/env_costs.json" in \
+         md_.throughput_title(out)
+  assert md_.throughput_cell(sc, "hts_ppo", hts, out) == (
+      "70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on the benchmark's host); episodes 220.0 "
+      "[120.0, 300.0] steps; resets +3%")
+  assert md_.throughput_cell(sc, "sync_ppo", sync, out) == (
+      "(1 of 3 seeds) 45 SPS; episodes 60.0 steps; resets +10%")
   # No run on the benchmark's host kind: no share at all.
   d = rg.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["sps"] is None and "- SPS (no run on the benchmark's host, C " \
-      "x2); episodes 220.0" in gu.throughput_lines({"run_throughput": {sc: d}})[4]
+      "x2); episodes 220.0" in md_.throughput_cell(sc, "hts_ppo", d["methods"]["hts_ppo"],
+                                                  {"run_throughput": {sc: d}})
   # Without env_costs.json the table says nothing of resets.
   d = rg.run_throughput(runs, bench, None, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["reset_share"] is None
-  assert "a reset costs" not in gu.throughput_lines({"run_throughput": {sc: d}})[0]
+  assert "a reset costs" not in md_.throughput_title({"run_throughput": {sc: d}})
 
 
 def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
@@ -459,7 +472,7 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [1.0] * 12, 120, host="A")
   _fake_run(tmp_path, sc, "impala", 1, [0.1] * 12, 120, host="A")
   _fake_run(tmp_path, sc, "impala", 2, [1.0] * 12, 120, host="A")
-  body = paper_report.report_body(str(tmp_path), rg.SPEC, 500, {})
+  body = paper_report.report_body(str(tmp_path), SPEC, 500, {})
   paired = body["paired"][sc]
   # Block 2's IMPALA ran on A, its PPO runs on B: the whole block is left out, for sync PPO too.
   assert paired["sync_ppo"]["0.8"]["blocks"] == [0, 1]
@@ -470,12 +483,12 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   assert paired["impala"]["0.8"]["could"] == [0, 1] and paired["sync_ppo"]["0.8"]["could"] == [0, 1]
   assert paired["impala"]["0.8"]["bound"] == "lower"
   report = {"summary": body["summary"], "paired": body["paired"], "runs": body["runs"]}
-  assert gu.ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
-  assert gu.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
-  rg.by_host(body, 500)
+  assert md_.ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
+  assert md_.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
+  rg.by_host(body, {sc: 5}, 500)
   s = body["summary"][sc]
   assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
-  assert gu.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
+  assert md_.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
       "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seed 2)")
   # One seed each: a higher final metric is said without claiming the intervals apart.
   one = {"mean": 0.9, "lo": 0.9, "hi": 0.9, "n": 1}
@@ -486,10 +499,10 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
                    "final": one}}}}}
   assert md_._behind(report, sc, "0.8") == (
       "PPO (sync) ends higher (final metric 0.90 vs 0.70, one seed: no interval).")
-  assert gu.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "-"
+  assert md_.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "-"
   # Runs without a host record never pair (two unknown hosts are not one host kind).
   for m in ("hts_ppo", "sync_ppo"):
     _fake_run(tmp_path / "unknown", sc, m, 0, [1.0] * 12, 60)
-  unknown = paper_report.report_body(str(tmp_path / "unknown"), rg.SPEC, 500, {})["paired"][sc]
+  unknown = paper_report.report_body(str(tmp_path / "unknown"), SPEC, 500, {})["paired"][sc]
   assert unknown["sync_ppo"]["0.8"]["blocks"] == []
   assert unknown["sync_ppo"]["0.8"]["left_out"] == [0] and unknown["sync_ppo"]["0.8"]["could"] == []

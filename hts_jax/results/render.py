@@ -1,0 +1,180 @@
+"""The one renderer of the grid records (`hts_jax.results.record`): a table with its note and
+source line (rows per task and method, a pivot, or a paper-style grid's sections), table.md,
+the aggregates line, the cells of the statistics rules (`hts_jax.analysis.stats`) and
+PROTOCOL.md, rendered from the record so the protocol has one source."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, List
+
+from hts_jax.analysis import stats
+from hts_jax.results import paper_ratios, provenance, publish
+from hts_jax.results.record import Grid, Table
+
+
+def aggregates_line(g: Grid, out: Dict[str, Any]) -> str:
+  """The aggregates across tasks as one line (empty where there are none)."""
+  if g.paper:
+    return paper_ratios.aggregates_line(out, lambda m: g.method(m).header)
+  a = out.get("aggregates") or {"tasks": []}
+  methods = [m for m in a if m not in ("tasks", "metric", "reference")]
+  if not a["tasks"] or not methods:
+    return ""
+  return (f"Across tasks ({', '.join(a['tasks'])}; Agarwal et al. 2021, rliable's metrics; "
+          f"{a['metric']} normalised by `{a['reference']}`'s median on each task; no interval at "
+          "fewer than 6 seeds a task): " + "; ".join(
+              f"`{m}` IQM {a[m]['iqm_normalised']:.2f}, P(beats `{a['reference']}`) "
+              f"{a[m]['probability_of_improvement']:.2f}" for m in methods) + ".")
+
+
+def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
+  """One table with its note and source line."""
+  tasks = len(g.tasks) > 1
+  if t.sections:
+    body = _sections(g, t, out)
+  elif t.pivot:
+    methods = [m.name for m in g.methods if any(m.name in c for c in out["table"].values())]
+    headers = ["task", *methods, *(c.header for c in t.columns[1:])]
+    rows = [[task, *(t.columns[0].cell(cells[m]) if m in cells else "-" for m in methods),
+             *(c.cell({"task": task}) for c in t.columns[1:])]
+            for task, cells in out["table"].items()]
+  else:
+    headers = [*(["task"] if tasks else []), "method", *(c.header for c in t.columns)]
+    rows = [[*([task] if tasks else []), method, *(c.cell(dict(cells[method], task=task))
+                                                  for c in t.columns)]
+            for task, cells in out["table"].items() for method in cells]
+  if not t.sections:
+    body = stats.markdown(headers, rows)
+  shared = [r for r in out["runs"] if r.get("shared")]
+  source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; "
+            f"{len(shared)} of {len(out['runs'])} runs shared the machine (results.json's "
+            "`shared`; their times are left out of ratios).")
+  tail = " ".join(x for x in (aggregates_line(g, out) if t.aggregates else "",
+                               t.tail(out) if t.tail else "") if x)
+  after = t.after(out) if t.after else ""
+  return (f"{t.notes(out)} {source}\n\n{body}" + (f"\n{after.rstrip()}\n" if after else "")
+          + (f"\n{tail}\n" if tail else ""))
+
+
+def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:
+  """A paper-style grid's tables (`Table.sections`) over its report's `summary`."""
+  summ, parts = out["summary"], []
+  if not summ:
+    return "No finished runs yet.\n"
+  row = t.row or (lambda task, s: f"{task} ({s['budget']:,})")
+  for sec in ([] if t.by_task else t.sections):
+    title = sec.title(out) if callable(sec.title) else sec.title
+    here = {k: s for k, s in (out.get(sec.data) or {}).items()
+            if sec.tasks is None or k in sec.tasks}
+    methods = [m for m in g.methods if (sec.methods is None or m.name in sec.methods)
+               and any(m.name in s["methods"] for s in here.values())]
+    if title is None or not methods:
+      continue
+    rows = [[(sec.row or row)(k, s), *(sec.cell(k, m.name, s["methods"][m.name], out)
+                                       if s["methods"].get(m.name) is not None else ""
+                                       for m in methods)] for k, s in here.items()]
+    parts.append((f"**{title}**\n\n" if title else "")
+                 + stats.markdown([sec.head or t.head, *(m.header for m in methods)], rows))
+  for k, s in (summ.items() if t.by_task else ()):
+    methods = [m for m in g.methods if m.name in s["methods"]]
+    secs = [(sec.title(out) if callable(sec.title) else sec.title, sec) for sec in t.sections]
+    rows = [[title, *(sec.cell(k, m.name, s["methods"][m.name], out) for m in methods)]
+            for title, sec in secs if title is not None]
+    parts.append(f"**{row(k, s)}**\n\n" + stats.markdown(["", *(m.header for m in methods)], rows))
+  return "\n".join(parts)
+
+
+def table_file(g: Grid) -> str:
+  """The file the grid's first table goes to beside results.json."""
+  return "tables.md" if g.paper else "table.md"
+
+
+def render_markdown(g: Grid, out: Dict[str, Any]) -> str:
+  """table.md: the grid's first table."""
+  return render_table(g, g.tables[0], out)
+
+
+def spread_cell(key: str, fmt: str = "{:,.0f}") -> Callable[[Dict[str, Any]], str]:
+  """A column's cell: the spread of `key` as `mean [lo, hi] (its kind)`."""
+  return lambda c: stats.interval_cell(c[key], fmt) if c.get(key) else "-"
+
+
+def steps_cell(c: Dict[str, Any]) -> str:
+  """Env steps to the target: the censored median and how many seeds reached it."""
+  s = c.get("steps_to_target")
+  if not s or s["median"] is None:
+    return "-"
+  median = stats.Censored(**s["median"])
+  floors = sum(bool(f) for f in s["floors"])
+  return (f"{median.cell()} ({s['reached']}/{len(s['per_seed'])} reached"
+          + (f"; {floors} at the first window, a floor" if floors else "") + ")")
+
+
+def ratio_cell(c: Dict[str, Any]) -> str:
+  return stats.ratio_cell(c["time_ratio"]) if c.get("time_ratio") else "-"
+
+
+# The Changes entry of the grids whose runs predate the statistics rules (issue 52).
+STATS_RULES = (
+    "2026-11-27, the statistics rules (issue 52; `hts_jax/analysis/stats.py`), applied to every "
+    "committed run, no run redone: intervals over seeds are the [min, max] below 6 seeds (a '95%' "
+    "percentile bootstrap over 3 seeds is exactly the [min, max] and covers about 75%); paired "
+    "time ratios are geometric means over blocks, and a block where a run missed the target "
+    "counts with that run's whole wall time, censored, which makes the ratio a bound (≥ / ≤; it "
+    "was left out before, which favoured the method that missed); a run that shared the machine "
+    "is flagged in results.json (`shared`: marked by its driver, or its calibration above 1.5x "
+    "its host kind's median) and its block left out of the time ratios (its env steps and "
+    "returns still count).")
+
+
+def protocol_markdown(g: Grid) -> str:
+  """PROTOCOL.md, rendered from the record."""
+  lines = [f"# {g.title}: protocol", "",
+           f"Fixed on {g.fixed}; rendered from `GRID` in `hts_jax/results/{g.name}.py` (a value "
+           "is never changed after seeing results: a change goes under \"Changes\" with its date "
+           "and reason).", "", "## Question", g.question, "", "## Methods",
+           stats.markdown(["name", "flags over each task's", "what it is"],
+                          [[f"`{m.name}`", " ".join(f"`--{k}={v}`" for k, v in m.flags.items()),
+                            m.label + (f" (only on {', '.join(m.tasks)})" if m.tasks else "")]
+                           for m in g.methods]).rstrip(), "",
+           "## Tasks, budgets, seeds, evaluation",
+           stats.markdown(["task", "env", "flags", "env steps", "seeds", "evaluations", "target"],
+                          [[str(t.name or "-"), f"`{t.env}`",
+                            " ".join(f"`--{k}={v}`" for k, v in t.flags.items()),
+                            f"{t.budget:,}", ", ".join(map(str, t.seeds)),
+                            f"every {t.eval_every:,} env steps",
+                            "-" if t.target is None else
+                            f"{t.target:g} (running average of {t.window})"]
+                           for t in g.tasks]).rstrip(), "",
+           *(x for heading, text in g.prose for x in (f"## {heading}", text, "")),
+           "## Blocks, statistics, hosts",
+           f"A block is one (task, seed)'s runs of every method, back to back on one host in a "
+           "seeded order (`provenance.block_order`). The report follows "
+           "`hts_jax/analysis/stats.py`: per-seed values; [min, max] below 6 seeds; a miss "
+           f"censored at the budget, never dropped; time ratios `{g.reference}` / method as "
+           "geometric means over the blocks where neither run shared the machine (a run marked "
+           "by its driver, or whose calibration or start load is well above its host kind's "
+           "median); env steps at the first full window flagged as floors.", "", "## Changes"]
+  lines += [f"- {c}" for c in g.changes] or ["- none"]
+  return "\n".join(lines) + "\n"
+
+
+def protocol_stale(g: Grid) -> bool:
+  """Whether the committed PROTOCOL.md is not the record rendered."""
+  path = os.path.join(provenance.ROOT, g.results, "PROTOCOL.md")
+  return not os.path.exists(path) or open(path).read() != protocol_markdown(g)
+
+
+def identity_lines(out: Dict[str, Any]) -> List[str]:
+  """The actor-count identity's table (Tables 4/5: `paper_report.identity_report`), if run."""
+  ident = out.get("identity")
+  if not ident:
+    return []
+  rows = [[r["num_actors"], r["env"], r["seed"], f"{r['env_steps']:,}", f"{r['sps']:,.0f}",
+           f"`{r['param_sha256'][:16]}`",
+           "... " + ", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:])] for r in ident["runs"]]
+  return ["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
+          stats.markdown(["actors", "env", "seed", "env steps", "SPS", "param_sha256",
+                          "evaluation scores"], rows),
+          "Identical parameters and scores: " + ("yes" if ident["identical"] else "**no**"), ""]
