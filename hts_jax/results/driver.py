@@ -90,8 +90,9 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   runs = []
   for task in tasks:
     methods = [m for m in FLAGS.methods if task in (g.method(m).tasks or (task,))]
-    runs += grid.paired_blocks([task], methods, seeds or list(g.task(task).seeds or (0, 1, 2)),
-                               make)
+    runs += [r for r in grid.paired_blocks(
+        [task], methods, seeds or list(g.task(task).seeds or (0, 1, 2)), make)
+             if (r.task, r.method) not in g.borrowed]
   identity = []
   if g.identity:
     i, n = g.identity, [grid.parse_seeds([c])[0] for c in FLAGS.actor_counts]
@@ -192,9 +193,14 @@ def report(g: Grid, results: str, readme: Optional[str] = None,
   """results.json and table.md (and the tables' README and docs blocks where `readme` and `docs`
   are given) from the finished runs."""
   tasked = any(t.name for t in g.tasks)
-  runs = [run_record(g, f) for f in grid.finished_runs(
-      results, tasks=tasked, methods=[m.name for m in g.methods])
-          if f.task in [t.name for t in g.tasks]]
+  found = list(grid.finished_runs(results, tasks=tasked, methods=[m.name for m in g.methods]))
+  for (task, method), where in g.borrowed.items():
+    for seed in g.task(task).seeds:
+      logdir = os.path.join(results, where.format(seed=seed))
+      summary = launch.read_summary(logdir)
+      if summary is not None:
+        found.append(grid.Finished(task, method, logdir, summary))
+  runs = [run_record(g, f) for f in found if f.task in [t.name for t in g.tasks]]
   for r in runs:
     r["shared"] = stats.shared(r, [q for q in runs if q["host"] == r["host"]],
                                marked=bool(r["marked"]))
@@ -205,6 +211,8 @@ def report(g: Grid, results: str, readme: Optional[str] = None,
          "table": table, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
          "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in runs]),
          "aggregates": aggregates(g, runs) if g.aggregate else None}
+  if g.report_extra:
+    out.update(g.report_extra(out))
   if g.plot is not None and runs:
     g.plot(results, runs)
   return _publish(g, results, out, readme, docs)

@@ -146,6 +146,10 @@ class Grid:
   adjust: Optional[Callable[[Dict[str, Any], str, Mapping[str, Any]], Dict[str, Any]]] = None
   identity: Optional[Identity] = None
   make_task: Optional[Callable[[str], Task]] = None  # a task outside the protocol (budget 0)
+  # (task, method) -> its runs kept elsewhere, from `results` ("{seed}" in it): they count, and
+  # are never run by this grid.
+  borrowed: Mapping[Tuple[str, str], str] = dataclasses.field(default_factory=dict)
+  report_extra: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None  # (report) -> more
 
   def method(self, name: str) -> Method:
     return next(m for m in self.methods if m.name == name)

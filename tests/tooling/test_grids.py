@@ -8,10 +8,11 @@ import os
 
 import pytest
 
-from hts_jax.results import atari, gfootball, memory, minatar, mujoco, publish, render
+from hts_jax.results import (atari, corrections, gfootball, memory, minatar, mujoco, publish,
+                             render)
 from tests.support import ROOT
 
-GRIDS = [memory.GRID, mujoco.GRID, minatar.GRID, atari.GRID, gfootball.GRID]
+GRIDS = [memory.GRID, mujoco.GRID, minatar.GRID, atari.GRID, gfootball.GRID, corrections.GRID]
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)

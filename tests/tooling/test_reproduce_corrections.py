@@ -25,9 +25,9 @@ def test_run_flags_are_the_protocols():
   memory = study.run_flags("CartPoleNoVel", "behaviour", 2)
   assert (memory["eval_every"], memory["eval_episodes"], memory["eval_greedy"]) == (2_000, 5, False)
   for task in study.TASKS:
-    assert f"`{task}`" in protocol or task in protocol
+    assert task.name in protocol
   for method in study.METHODS:
-    assert f"`{method}`" in protocol
+    assert f"`{method.name}`" in protocol
 
 
 def _fake_run(logdir, seed, returns, every, clip=0.1):
@@ -56,7 +56,8 @@ def test_report_windows_censors_and_reads_the_committed_runs(tmp_path):
   runs = {(r["task"], r["method"], r["seed"]): r for r in out["runs"]}
   assert runs[("CartPoleNoVel", "decoupled", 0)]["steps_to_target"] == 12 * 2_000
   miss = runs[("CartPoleNoVel", "none", 0)]
-  assert miss["steps_to_target"] is None and miss["shared_machine"] == "tests ran beside"
+  assert miss["steps_to_target"] is None and miss["marked"] == "tests ran beside"
+  assert miss["shared"]
   assert runs[(study.CLOSE, "behaviour", 4)]["steps_to_target"] == 10 * 8_000
   assert runs[(study.CLOSE, "behaviour", 4)]["quarters"][0] == pytest.approx(
       {"clip_frac": 0.1, "kl_lag": 0.01})

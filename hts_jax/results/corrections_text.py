@@ -1,0 +1,82 @@
+"""The corrections study's protocol text (results/corrections/PROTOCOL.md is rendered from
+`corrections.GRID`, which holds the values; this is its prose, as fixed on 2026-11-27)."""
+
+QUESTION = (
+    'HTS-PPO learns one update behind (μ = π_{θ_{j-1}} collects, the learner is at θ_j). The '
+    "update the presets run today, `behaviour`, centres PPO's clip on μ; it needs about 1.9x "
+    "synchronous PPO's env steps to 0.8 on `academy_empty_goal_close`. Which correction gives"
+    " HTS-PPO synchronous PPO's sample efficiency? The study answers with numbers:\n1. Does "
+    "`decoupled` reach 0.8 on `academy_empty_goal_close` in ≤ 1.1x synchronous PPO's env "
+    "steps?\n2. Is `decoupled`'s MuJoCo final metric within synchronous PPO's seed range on "
+    "each task?\n3. Does `decoupled`'s clip fraction match synchronous PPO's?")
+PROSE = (
+    ('Evaluation and metrics', (
+        '- **Running average**: over full windows of the 10 most recent evaluations (the first '
+        "possible hit is the 10th evaluation; the step reported is that evaluation's), as the "
+        'GFootball protocol.\n- **A seed that misses a target** within the budget counts as '
+        'censored at the budget (∞ in the rule below); it is never dropped.\n- **Diagnostics**, '
+        'per run, the mean over each quarter of its updates (from metrics.csv): `clip_frac`, '
+        "`approx_kl` (against the clip's centre), `kl_lag` (KL(μ ‖ p); under sync the previous "
+        "update's move), `is_weight`, `is_ess`, `is_above_2`, `is_capped`, `entropy`.\n- **With n "
+        '= 5 seeds** the tables give per-seed values and [min, max], never a 95% interval.')),
+    ('Committed runs that count', (
+        '`results/gfootball/runs/academy_empty_goal_close/{hts_ppo,sync_ppo}/seed0..4` (HTS-PPO '
+        'with `--correction=behaviour`, sync PPO; 400k steps, 50 evaluations, AMD EPYC hosts) '
+        'were run under results/gfootball/PROTOCOL.md with exactly the flags above. They count as'
+        ' `behaviour` and `sync_ppo` on the GFootball task: `python -m experiments.check_hashes` '
+        'gives the same `hts_ppo_behaviour` and `sync_ppo` hashes at a7c72f9 (where seeds 2-4 '
+        'ran), at 552b568 and with the decoupled objective added (`hashes/`: a7c72f9.json, '
+        '552b568.json, decoupled.json, all on one Intel Xeon host). Seeds 0 and 1 ran at d12bb7c '
+        'and 559b321, before `check_hashes` existed; the GFootball protocol pools them with seeds'
+        ' 2-4 and so does this study. Their metrics.csv predate the lag diagnostics: their '
+        '`kl_lag` and `is_*` columns are reported as not recorded. Every other cell is a new run:'
+        ' the committed MuJoCo and memory runs have 10 evaluations each (this protocol needs 20, '
+        "and a finer cadence for the memory task's windows).")),
+    ('Where runs go', (
+        '`results/corrections/runs/<task>/<method>/seed<k>/` (summary.json, metrics.csv), with '
+        'the task keys `academy_empty_goal_close`, `Hopper-v5`, `Walker2d-v5`, `HalfCheetah-v5` '
+        'and `CartPoleNoVel`, the method names of the table above; the committed GFootball runs '
+        'stay where they are and are read from there.')),
+    ('Blocks and hosts', (
+        "- A block is one (task, seed)'s runs of every new method, back to back on one host in "
+        'the order `hts_jax.results.provenance.block_order("<task>/seed<k>", methods)`. Every run'
+        " records its host (summary.json's host block).\n- The decision uses env steps and returns"
+        " only, which do not depend on the host's speed; a run that shared the machine with other"
+        ' work is flagged in results.json (`shared_machine`) and its wall time is not used. Runs '
+        'on two CPU models are two samples of the same method, not replicates (float reductions '
+        'differ), and are pooled.')),
+    ('Decision rule', (
+        'For each task k and correction c ∈ {`behaviour`, `decoupled`, `none`}:\n- GFootball and '
+        'memory (steps to target): S_c = the median over the 5 seeds of env steps to the target '
+        '(misses = ∞). c **passes** k if S_c ≤ 1.1 · S_sync. Its score is q = S_sync / S_c (0 '
+        'when S_c = ∞).\n- MuJoCo (each of the three tasks): F_c = the median over seeds of the '
+        "final metric. c **passes** k if F_c ≥ the smallest final metric among sync PPO's seeds "
+        "(within sync's seed range or above it). Its score is q = F_c / median(F_sync).\n\nThe "
+        "correction that passes the most of the 5 tasks becomes HTS-PPO's default in every PPO "
+        'preset (`gfootball_ppo`, `mujoco_hts_ppo`, `memory_lstm_ppo`, and any Atari PPO preset).'
+        ' Ties go to the higher geometric mean of q over the 5 tasks (q floored at 0.01); a '
+        'remaining tie keeps `behaviour`. Question 3 is answered per task by whether '
+        "`decoupled`'s per-seed mean `clip_frac` range overlaps sync PPO's; it informs the "
+        'report, not the decision.\n\nIf `decoupled` misses question 1 or 2, the report says what '
+        'its diagnostics show instead, and a second round under "Changes" tries the next '
+        'candidates with this protocol (for example c̄, a different ε, V-trace-style advantages '
+        'as in IMPACT and GePPO).')),
+)
+CHANGES = (
+    (
+        '2026-11-27, before any result of the study was read (its first runs, on the memory task,'
+        " were under way): the decision rule's edge cases, which the text above left open, as "
+        "`hts_jax/results/corrections.py` computes them. On a steps task where sync PPO's median "
+        'is a miss (∞), a correction passes when its median is at most 1.1 · ∞ (any); its q is 1 '
+        'when it misses too, 0 when it misses where sync does not, and S_sync / S_c capped at 10 '
+        'otherwise. A run without evaluations has final metric −∞ (never dropped). Question 3 '
+        "compares each seed's mean `clip_frac` over all of its updates."),
+    (
+        "2026-11-28: the GFootball flags' module moved (`gfootball_spec.run_flags` is now "
+        '`gfootball.GRID.run_flags`, the grid as a record); the flags are the same (tested '
+        "against the committed runs' configs)."),
+    "2026-11-28: this file is rendered from the study's record (`hts_jax.results.corrections."
+    "GRID`); no value changed (the record's flags are tested against the committed runs'). "
+    "results.json follows the other grids' records (per-run records, per-(task, method) cells "
+    "with the per-seed values the rule reads).",
+)
