@@ -176,16 +176,12 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
         "median": dataclasses.asdict(stats.censored_median(steps)) if steps else None,
         "reached": sum(not c.censored for c in steps)}
     ref = {r["seed"]: r for r in runs if r["task"] == task and r["method"] == g.reference}
-    pairs = [(_time(ref[r["seed"]]), _time(r)) for r in mine
+    # Wall time to the target, censored at the run's whole wall time where it missed.
+    time = lambda r: stats.Censored.of(r["time_to_target_s"], r["wall_time_s"])  # noqa: E731
+    pairs = [(time(ref[r["seed"]]), time(r)) for r in mine
              if r["seed"] in ref and not r["shared"] and not ref[r["seed"]]["shared"]]
     out["time_ratio"] = None if method == g.reference else stats.ratio(pairs)
   return out
-
-
-def _time(r: Dict[str, Any]) -> stats.Censored:
-  """Wall time to the target, censored at the run's whole wall time where it missed."""
-  return (stats.Censored(r["wall_time_s"], True) if r["time_to_target_s"] is None
-          else stats.Censored(r["time_to_target_s"]))
 
 
 def report(g: Grid, results: str, readme: Optional[str] = None,

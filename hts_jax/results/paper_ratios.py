@@ -6,7 +6,6 @@ synchronous baseline)."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -56,7 +55,9 @@ def paired_ratios(runs: List[Dict[str, Any]], spec: Spec,
           if r.get("shared") or base.get("shared"):
             shared.append(r["seed"])
             continue
-          pairs.append((_minutes(r, t), _minutes(base, t)))
+          # Minutes to the target, censored at the run's whole wall time where it missed.
+          pairs.append(tuple(stats.Censored.of(x["required"][t]["minutes"], x["wall_time_s"] / 60)
+                             for x in (r, base)))
           seeds.append(r["seed"])
         ratio = stats.ratio(pairs)
         row[t] = {"mean": ratio["geomean"], "n": ratio["n"], "bound": ratio["bound"],
@@ -114,9 +115,3 @@ def aggregates_line(report: Dict[str, Any], label: Callable[[str], str]) -> str:
               + ("-" if v["iqm_normalised"] is None else f"{v['iqm_normalised']:.2f}")
               + f", P(beats {base}) {v['probability_of_improvement']:.2f}"
               for m, v in a["methods"].items()) + ".")
-
-
-def _minutes(r: Dict[str, Any], t: str) -> stats.Censored:
-  """Minutes to target `t`, censored at the run's whole wall time where it missed."""
-  m = r["required"][t]["minutes"]
-  return stats.Censored(r["wall_time_s"] / 60, True) if not math.isfinite(m) else stats.Censored(m)

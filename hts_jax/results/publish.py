@@ -186,13 +186,6 @@ def fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
   return s + f" (n={ci.get('n', 0)})"
 
 
-def host_note(out: Dict[str, Any]) -> str:
-  """`runs on <hosts>` for a table's source line, saying when the hosts were mixed."""
-  hosts = out.get("hosts") or [out["machine"].get("cpu", "?")]
-  return (f"runs on {'; '.join(hosts)}"
-          + (" (MIXED hosts: SPS not comparable across them)" if len(hosts) > 1 else ""))
-
-
 def source_name(path: str) -> str:
   """A results.json's path as tables name it: from the repository's root when inside it."""
   rel = os.path.relpath(os.path.abspath(path), provenance.ROOT)
