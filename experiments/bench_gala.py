@@ -32,6 +32,7 @@ from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
+from hts_jax.analysis import stats
 from hts_jax.results import launch
 
 METHODS = ("sync", "sync_alt", "allreduce", "gala", "hts")
@@ -125,18 +126,18 @@ def _fmt(x, spec):
 
 def table(rows) -> str:
   """Markdown: one line per (setting, method)."""
-  lines = ["| var/mean^2 | method | SPS | steps to target | s to target | final eval | "
-           "eps max (rel.) | staleness / age ms |", "|---|---|---|---|---|---|---|---|"]
+  cells = []
   for r in rows:
     for m in FLAGS.methods:
       x = r[m]
       eps = (f"{x['eps_max']:.3f} ({x['eps_max_relative']:.4f})" if "eps_max" in x else "")
       stale = (f"{_fmt(x['staleness_mean'], '.2f')} / {_fmt(x['age_ms_mean'], '.1f')}"
                if "eps_max" in x else "")
-      lines.append(f"| {r['var_over_mean2']:g} | {m} | {x['sps']:,.0f} | "
-                   f"{_fmt(x['steps_to_target'], ',.0f')} | {_fmt(x['wall_to_target'], '.1f')} | "
-                   f"{x['final_eval']:.1f} | {eps} | {stale} |")
-  return "\n".join(lines)
+      cells.append([f"{r['var_over_mean2']:g}", m, f"{x['sps']:,.0f}",
+                    _fmt(x["steps_to_target"], ",.0f"), _fmt(x["wall_to_target"], ".1f"),
+                    f"{x['final_eval']:.1f}", eps, stale])
+  return stats.markdown(["var/mean^2", "method", "SPS", "steps to target", "s to target",
+                         "final eval", "eps max (rel.)", "staleness / age ms"], cells).rstrip()
 
 
 def _plot(rows, out):

@@ -36,6 +36,7 @@ import time
 from absl import app
 from absl import flags
 
+from hts_jax.analysis import stats
 from hts_jax.results import launch
 
 flags.DEFINE_list("parts", ["determinism", "atari16", "ppo", "gfootball", "learning"],
@@ -200,17 +201,17 @@ PARTS = {"determinism": part_determinism, "atari16": part_atari16, "ppo": part_p
 
 
 def markdown(rows) -> str:
-  lines = ["| part | run | SPS | learner util. | policy rows / env step | ready envs / call "
-           "| of envpool random | param_sha256 |", "|---|---|---|---|---|---|---|---|"]
+  cells = []
   for r in rows:
     if "error" in r:
-      lines.append(f"| {r['part']} | {r['run']} | error: {r['error']} | | | | | |")
+      cells.append([r["part"], r["run"], f"error: {r['error']}", "", "", "", "", ""])
       continue
-    cells = [r["part"], r["run"], f"{r['sps']:,.0f}", r.get("learner_utilisation", ""),
-             r.get("policy_rows_per_env_step", ""), r.get("ready_envs_per_actor_call", ""),
-             r.get("of_envpool_random", ""), r.get("param_sha256", "")[:12]]
-    lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-  return "\n".join(lines)
+    cells.append([r["part"], r["run"], f"{r['sps']:,.0f}", r.get("learner_utilisation", ""),
+                  r.get("policy_rows_per_env_step", ""), r.get("ready_envs_per_actor_call", ""),
+                  r.get("of_envpool_random", ""), r.get("param_sha256", "")[:12]])
+  return stats.markdown(["part", "run", "SPS", "learner util.", "policy rows / env step",
+                         "ready envs / call", "of envpool random", "param_sha256"],
+                        cells).rstrip()
 
 
 def main(argv):
