@@ -5,14 +5,22 @@ Prints one JSON object (and each row to stderr as it finishes).
   python -m experiments.bench_sampler --cases=cartpole16 --repeats=3
   python -m experiments.bench_sampler --compare=core --cases=atari16   # LSTM's cost, in HTS
 
-Cases (A2C, the same flags for both modes; only --mode differs):
-  cartpole16  CartPole-v1, MLP, 16 envs, 2 executors, alpha = unroll = 128 (issue 11's table)
-  cartpole64  CartPole-v1, MLP, 64 envs, 2 executors, alpha = unroll = 128
+Cases (the same flags for both modes; only --mode differs):
+  cartpole16  CartPole-v1, MLP, 16 envs, 2 executors, alpha = unroll = 128 (issue 11's table), A2C
+  cartpole64  CartPole-v1, MLP, 64 envs, 2 executors, alpha = unroll = 128, A2C
   atari16     Atari Breakout (ale-py executors), the paper's CNN, 16 envs, 4 executors,
-              actor batch 4 envs, alpha = unroll = 5 (Table A3)
-Each row: SPS of each mode (median over --repeats, runs interleaved hts/sync), their ratio, and
-the hot-path figures from summary.json: policy rows per env step, ready envs per actor call, actor
-calls, main-process CPU seconds per 1k env steps, idle seconds of executors/actors/learner.
+              actor batch 4 envs, alpha = unroll = 5 (Table A3), A2C
+  minatar16   MinAtar Breakout, MinAtar's network, 16 envs, 2 executors, alpha = unroll = 5, A2C
+  gfootball_close  GFootball academy_empty_goal_close, simple115v2 and the MLP, 8 envs, 4
+              executors, 1 actor, alpha 128, PPO with `gfootball_ppo`'s values (the GFootball
+              grid's scale)
+Each row: SPS of each mode (median over --repeats, runs interleaved hts/sync/ceiling), their
+ratio, and the hot-path figures from summary.json: policy rows per env step, ready envs per actor
+call, actor calls, main-process CPU seconds per 1k env steps, idle seconds of
+executors/actors/learner. The ceiling (`--ceiling`, on by default with --compare=mode) is the
+envs' own rate for the case's layout (`hts_jax.runtime.ceiling`: the same executors, envs and
+storages, actions drawn inside the executors, no actor calls, no learner), and each mode's SPS
+is also given as a fraction of it.
 `--compare=core` runs each case in HTS mode with a feed-forward policy (`ff`) and with
 `--core=lstm --core_size=<--core_size>` (`lstm`) instead: the recurrent core's cost.
 """
@@ -21,6 +29,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 
 from absl import app
 from absl import flags
@@ -34,6 +43,8 @@ flags.DEFINE_float("steps_scale", 1.0, "Scales every run's env steps.")
 flags.DEFINE_enum("compare", "mode", ["mode", "core"], "mode: HTS against sync; core: HTS with a "
                   "feed-forward policy against HTS with an LSTM core.")
 flags.DEFINE_integer("core_size", 256, "LSTM units with --compare=core.")
+flags.DEFINE_bool("ceiling", True, "With --compare=mode, also measure the envs' own rate for each "
+                  "case's layout (interleaved with the modes' runs) and the modes' fractions of it.")
 flags.DEFINE_string("save", None, "Also write the JSON with its provenance (date, machine, commit, "
                     "command) here: results/benchmarks/sampler.json is what README shows.")
 FLAGS = flags.FLAGS
@@ -46,6 +57,17 @@ CASES = {
     "atari16": dict(env="atari:Breakout", network="cnn", num_envs=16, num_executors=4,
                     actor_batch=4, alpha=5, total_steps=8_000,
                     learner=dict(algo="a2c", unroll_length=5)),
+    "minatar16": dict(env="minatar:Breakout", network="minatar", num_envs=16, num_executors=2,
+                      alpha=5, total_steps=100_000, learner=dict(algo="a2c", unroll_length=5)),
+    # gfootball_ppo's learner (hts_jax/presets.py cites each value) at the GFootball grid's scale.
+    "gfootball_close": dict(
+        env="gfootball:academy_empty_goal_close", network="mlp",
+        env_kwargs={"representation": "simple115v2", "stacked": False}, num_envs=8,
+        num_executors=4, num_actors=1, alpha=128, total_steps=30_720,
+        learner=dict(algo="ppo", optimizer="adam", learning_rate=3.43e-4, adam_eps=1e-5,
+                     ppo_epochs=2, num_minibatches=8, clip_eps=0.08, entropy_coef=0.003,
+                     value_coef=0.5, gamma=0.993, gae_lambda=0.95, max_grad_norm=0.64,
+                     correction="behaviour")),
 }
 
 
@@ -56,6 +78,17 @@ def _row(s):
                          for k, v in s["efficiency"].items()},
           "idle_s": {k: round(v, 2) for k, v in s["idle"].items()},
           "learn_s": round(s["timing"]["learn_s"], 2)}
+
+
+def _ceiling(case):
+  """The envs' own rate for the case's layout, over its env steps (`hts_jax.runtime.ceiling`)."""
+  from hts_jax import config as hts_config  # pylint: disable=import-outside-toplevel
+  from hts_jax.runtime import ceiling  # pylint: disable=import-outside-toplevel
+  with tempfile.TemporaryDirectory() as logdir:
+    cfg = hts_config.RunConfig.make(logdir=logdir, **dict(case, learner=dict(case["learner"])))
+    out = ceiling.measure(cfg, case["total_steps"])
+  print(json.dumps({"ceiling": round(out["sps"], 1)}), file=sys.stderr, flush=True)
+  return out
 
 
 def main(argv):
@@ -73,9 +106,12 @@ def main(argv):
     case = dict(CASES[name])
     case["total_steps"] = int(case["total_steps"] * FLAGS.steps_scale)
     runs = {v: [] for v in variants}
+    ceilings = []
     for _ in range(FLAGS.repeats):
       for v, overrides in variants.items():
         runs[v].append(launch.in_process(**dict(case, **overrides, learner=dict(case["learner"]))))
+      if FLAGS.ceiling and FLAGS.compare == "mode":
+        ceilings.append(_ceiling(case))
     row = {"case": name, "num_envs": case["num_envs"], "num_executors": case["num_executors"],
            "alpha": case["alpha"]}
     for v in variants:
@@ -83,6 +119,11 @@ def main(argv):
       row[f"sps_{v}_runs"] = [round(s["sps"], 1) for s in runs[v]]
       row[v] = _row(runs[v][-1])
     row[f"{first}_over_{second}"] = round(row[f"sps_{first}"] / row[f"sps_{second}"], 3)
+    if ceilings:
+      row["sps_ceiling"] = round(statistics.median(c["sps"] for c in ceilings), 1)
+      row["sps_ceiling_runs"] = [round(c["sps"], 1) for c in ceilings]
+      for v in variants:
+        row[f"{v}_of_ceiling"] = round(row[f"sps_{v}"] / row["sps_ceiling"], 3)
     rows.append(row)
     print(json.dumps(row), file=sys.stderr, flush=True)
   out = {"cpu_count": os.cpu_count(), "repeats": FLAGS.repeats, "compare": FLAGS.compare,

@@ -30,6 +30,8 @@ SAMPLER_CASES = {
     "cartpole16": "CartPole, MLP, 16 envs, 2 executors, alpha 128",
     "cartpole64": "CartPole, MLP, 64 envs, 2 executors, alpha 128",
     "atari16": "Breakout, Nature CNN, 16 envs, 4 executors, actor batch 4, alpha 5",
+    "minatar16": "MinAtar Breakout, 16 envs, 2 executors, alpha 5",
+    "gfootball_close": "GFootball close, MLP, 8 envs, 4 executors, PPO, alpha 128",
 }
 
 
@@ -77,20 +79,25 @@ def render_sampler(data: Dict[str, Any]) -> str:
       f"median of {data['repeats']} interleaved runs per mode; idle shares of the HTS run; on 2 "
       f"CPU cores executors, actors and learner share the cores, so there is little idle "
       f"capacity for HTS to reclaim, and a learner that runs beside the executors (HTS) takes "
-      f"longer than one that runs alone (sync): the last column, the same updates in both). Source: {_source(data, 'sampler.json')}.",
+      f"longer than one that runs alone (sync): the last column, the same updates in both; the "
+      f"envs' own SPS: the same executors, envs and storages with actions drawn inside the "
+      f"executors, no actor calls and no learner, `hts_jax/runtime/ceiling.py`). Source: "
+      f"{_source(data, 'sampler.json')}.",
       "",
   ]
   rows = []
   for r in data["rows"]:
     hts, sync = r["hts"], r["sync"]
     learner_idle = hts["idle_s"].get("learner", 0.0) / max(hts["wall_time_s"], 1e-9)
+    ceiling = (f"{_int(r['sps_ceiling'])} ({r['hts_of_ceiling']:.2f} / "
+               f"{r['sync_of_ceiling']:.2f})" if "sps_ceiling" in r else "-")
     rows.append([SAMPLER_CASES.get(r["case"], r["case"]), _int(r["sps_hts"]), _int(r["sps_sync"]),
-                 f"{r['hts_over_sync']:.2f}x",
+                 f"{r['hts_over_sync']:.2f}x", ceiling,
                  f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f}",
                  f"{learner_idle:.0%}", f"{hts['learn_s']:.1f} / {sync['learn_s']:.1f}"])
   return "\n".join(lines) + "\n" + stats.markdown(
-      ["case", "HTS SPS", "sync SPS", "HTS / sync", "ready envs per actor call",
-       "learner idle (HTS)", "learner busy s, HTS / sync"], rows)
+      ["case", "HTS SPS", "sync SPS", "HTS / sync", "envs' own SPS (HTS / sync of it)",
+       "ready envs per actor call", "learner idle (HTS)", "learner busy s, HTS / sync"], rows)
 
 
 def render_recurrent(data: Dict[str, Any]) -> str:

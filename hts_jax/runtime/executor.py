@@ -158,6 +158,7 @@ class Executor:
         b: env_blocks.make_block(ids, [replicas[e] for e in ids], [last_obs[e] for e in ids],
                                  self.agents, where, vectorize=spec.vectorize)
         for b, ids in self.block_envs.items()}
+    self._new_report()
 
   def _stage(self, stage: str, env_id: int = -1) -> None:
     """Where its start-up is, for the watchdog (`--startup_s`)."""
@@ -194,7 +195,7 @@ class Executor:
       t_busy = time.perf_counter()
       st = self.storages.filling(segment)
       for b in codes:  # each block goes back to the actors as soon as it is stepped
-        self._step_block(st, b, t[b], segment)
+        self.step_block(st, b, t[b], segment)
         t[b] += 1
         if self.beat is not None:
           self.beat[0], self.beat[1] = segment, t[b]
@@ -239,7 +240,7 @@ class Executor:
       carry_core(previous, st, self.block_rows[b])
     self.state.post(self.blocks, segment, [0] * len(self.blocks))
 
-  def _step_block(self, st, b: int, step: int, segment: int) -> None:
+  def step_block(self, st, b: int, step: int, segment: int) -> None:
     """Steps the block's envs with the actions at [step, rows]; writes step+1's data and checks
     that its rewards and float observations are finite."""
     spec, rows = self.spec, self.block_rows[b]
