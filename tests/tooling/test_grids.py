@@ -70,3 +70,13 @@ def test_steps_at_the_first_full_window_are_marked_as_floors():
   assert publish.fmt_steps(dict(ci, floors=3)) == "80,000 [80,000, 80,000] (floor)"
   assert publish.fmt_steps(dict(ci, floors=1)) == "80,000 [80,000, 80,000] (1 at the floor)"
   assert publish.fmt_steps(dict(ci, floors=0)) == "80,000 [80,000, 80,000]"
+
+
+def test_the_rules_changes_block_is_its_json_rendered():
+  """docs/results.md's table of the time ratios the statistics rules moved is
+  results/rules_changes.json rendered (`python -m experiments.rules_changes` writes both)."""
+  from experiments import rules_changes  # pylint: disable=import-outside-toplevel
+  with open(os.path.join(ROOT, rules_changes.PATH)) as f:
+    out = json.load(f)
+  assert out["rows"] and all(r["before"] != r["now"] for r in out["rows"])
+  assert rules_changes.BLOCK.wrap(rules_changes.render(out)) in open(publish.docs_path()).read()
