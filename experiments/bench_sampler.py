@@ -43,8 +43,9 @@ flags.DEFINE_float("steps_scale", 1.0, "Scales every run's env steps.")
 flags.DEFINE_enum("compare", "mode", ["mode", "core"], "mode: HTS against sync; core: HTS with a "
                   "feed-forward policy against HTS with an LSTM core.")
 flags.DEFINE_integer("core_size", 256, "LSTM units with --compare=core.")
-flags.DEFINE_bool("ceiling", True, "With --compare=mode, also measure the envs' own rate for each "
-                  "case's layout (interleaved with the modes' runs) and the modes' fractions of it.")
+flags.DEFINE_bool("ceiling", True, "With --compare=mode, also measure the envs' own rate for "
+                  "each case's layout (interleaved with the modes' runs) and the modes' fractions "
+                  "of it.")
 flags.DEFINE_string("save", None, "Also write the JSON with its provenance (date, machine, commit, "
                     "command) here: results/benchmarks/sampler.json is what README shows.")
 FLAGS = flags.FLAGS

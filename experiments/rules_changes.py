@@ -23,7 +23,7 @@ flags.DEFINE_string("before", "466d6af^", "The commit before the rules were appl
 FLAGS = flags.FLAGS
 
 PATH = "results/rules_changes.json"
-BLOCK = publish.Block("rules-changes", "rules_changes")
+BLOCK = publish.Block("rules-changes", "", by="python -m experiments.rules_changes")
 PAPER_GRIDS = ("gfootball", "minatar", "atari")  # results.json's `paired`: task, method, target
 RECORD_GRIDS = ("memory",)  # results.json's `table` cells' `time_ratio` (one target)
 
@@ -77,7 +77,8 @@ def render(out):
   rows = [[r["grid"], r["task"], r["ratio"], r["target"],
            "-" if r["before"] is None else f"{r['before'][0]:.2f}x (n={r['before'][1]})",
            _cell(r["now"])] for r in out["rows"]]
-  return (f"The time ratios the statistics rules moved (`hts_jax/analysis/stats.py`), before them (`{out['before']}`: arithmetic "
+  return (f"The time ratios the statistics rules moved (`hts_jax/analysis/stats.py`), before "
+          f"them (`{out['before']}`: arithmetic "
           "means over the blocks where both runs reached the target, shared machines counted) "
           "and now (geometric means over the blocks where neither run shared the machine, a "
           "miss counted at its run's end and the ratio marked a bound). Source: "

@@ -13,9 +13,9 @@
   that runs and reports every record; `render`: the one renderer of its tables and PROTOCOL.md.
 - the grids, each a record: `gfootball` (the paper's Table 2 / A9 / A10, Tables 4/5), `minatar`
   (its Atari Tables 1/A7, A8 and A1 at CPU scale), `atari` (full Atari Pong), `mujoco`, `memory`;
-  `paper_report` computes the paper's metrics for the first three. `corrections` (the policy-lag
-  corrections study) and `benchmarks` (README's throughput block from the benchmark scripts'
-  JSON) have their own reports.
+  `paper_report` computes the paper's metrics for the first three; `corrections` (the policy-lag
+  corrections study, with its decision rule). `benchmarks` renders README's throughput block
+  from the benchmark scripts' JSON.
 
 Nothing here is imported by the runtime; the benchmark scripts in `experiments/` use `launch` and
 `provenance` and import no other script.

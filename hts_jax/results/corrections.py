@@ -256,6 +256,7 @@ GRID = Grid(
     borrowed={(CLOSE, "behaviour"): f"../gfootball/runs/{CLOSE}/hts_ppo/seed{{seed}}",
               (CLOSE, "sync_ppo"): f"../gfootball/runs/{CLOSE}/sync_ppo/seed{{seed}}"},
     run_extra=_run_extra, cell_extra=_cell_extra, report_extra=_verdict, prose=PROSE,
+    seed_major=True,
     fixed="2026-11-27, committed before any run of this study (issue 50). It picks, by data, the "
     "policy-lag correction HTS-PPO runs by default; a change goes under \"Changes\" and the "
     "affected task is run again for every method", changes=CHANGES)

@@ -60,15 +60,30 @@ def define_flags(g: Grid) -> None:
     flags.DEFINE_integer("identity_steps", i.steps, "--actor_counts: env steps.")
 
 
-def _budgets(values: Sequence[str]) -> Dict[Optional[str], int]:
-  """`--steps`: N (every task: key None) or TASK=N items (N's range is the launcher's check)."""
+def _budgets(values: Sequence[str], g: Optional[Grid] = None,
+             tasks: Sequence[Optional[str]] = ()) -> Dict[Optional[str], int]:
+  """`--steps`: N (every task: key None) or TASK=N items (N's range is the launcher's check), each
+  TASK one of `tasks`; with `g`, less the ones that equal the protocol's budgets (on protocol)."""
   out: Dict[Optional[str], int] = {}
   for v in values:
     name, _, n = v.rpartition("=")
     if not n.isdigit():
       raise grid.GridError(f"--steps: expected STEPS or TASK=STEPS, got {v!r}")
+    if g is not None and name and name not in tasks:
+      raise grid.GridError(f"--steps: {name!r} is not a task this run has ({list(tasks)})")
     out[name or None] = int(n)
+  if g is not None:
+    same = {k: v for k, v in out.items() if all(
+        g.task(t).budget == v for t in (tasks if k is None else [k]))}
+    out = {k: v for k, v in out.items() if k not in same}
   return out
+
+
+def _counts(values: Sequence[str]) -> List[int]:
+  """`--actor_counts` as integers >= 1 (a bad one: one line)."""
+  if not all(v.isdigit() and int(v) >= 1 for v in values):
+    raise grid.GridError(f"--actor_counts: expected integers >= 1, got {list(values)}")
+  return [int(v) for v in values]
 
 
 def main(g: Grid, argv: Sequence[str]) -> List[str]:
@@ -81,21 +96,24 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   if any(t.name for t in g.tasks) and not g.make_task:
     grid.check_tasks(f"--{g.task_flag}", tasks, [t.name for t in g.tasks],
                      "the protocol's tasks")
-  seeds, budgets = grid.parse_seeds(FLAGS.seeds), _budgets(FLAGS.steps)
+  seeds, budgets = grid.parse_seeds(FLAGS.seeds), _budgets(FLAGS.steps, g, tasks)
   options = {o.name: FLAGS[o.name].value for o in g.options}
 
   def make(task, method, seed, steps=None):
     return g.run_flags(task, method, seed, steps or budgets.get(task, budgets.get(None)),
                        options)
   runs = []
-  for task in tasks:
-    methods = [m for m in FLAGS.methods if task in (g.method(m).tasks or (task,))]
+  for task in tasks:  # the record's method order (a block's order is seeded by its methods)
+    methods = [m.name for m in g.methods
+               if m.name in FLAGS.methods and task in (m.tasks or (task,))]
     runs += [r for r in grid.paired_blocks(
         [task], methods, seeds or list(g.task(task).seeds or (0, 1, 2)), make)
              if (r.task, r.method) not in g.borrowed]
+  if g.seed_major:  # every task's block of a seed before the next seed's
+    runs.sort(key=lambda r: r.seed)
   identity = []
   if g.identity:
-    i, n = g.identity, [grid.parse_seeds([c])[0] for c in FLAGS.actor_counts]
+    i, n = g.identity, _counts(FLAGS.actor_counts)
     identity = [(os.path.join(FLAGS.results, "actor_counts", f"actors{k}"), dict(make(
         FLAGS.identity_task, i.method, FLAGS.identity_seed, FLAGS.identity_steps), num_actors=k))
                 for k in n]
@@ -114,9 +132,9 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   if FLAGS.dry_run:
     return []
   protocol_seeds = {s for t in g.tasks for s in t.seeds}
-  readme, docs = publish.doc_paths(publish.off_protocol(
-      same=("steps", *options), within={"seeds": protocol_seeds,
-                                        "methods": [m.name for m in g.methods]}))
+  why = publish.off_protocol(same=tuple(options), within={
+      "seeds": protocol_seeds, "methods": [m.name for m in g.methods]})
+  readme, docs = publish.doc_paths(why + [f"--steps={','.join(FLAGS.steps)}"] * bool(budgets))
   if g.paper:
     deviations = {"budget" if k is None else k: v for k, v in budgets.items()}
     out = paper(g, FLAGS.results, readme, docs, FLAGS.resamples,

@@ -2,9 +2,10 @@
 only, for any grid that names its methods, its reference method, the method whose wall time is
 the final time metric's clock, and its targets (`Spec`): required time and env steps to each
 target (Table 2 / A8 / A10), paired time ratios per block, minutes from env steps over a
-throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares and the
-actor-count identity (Tables 4/5), and the writing of a report's files (`write_report`). Used
-by the GFootball, MinAtar and Atari reports."""
+throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares, the cells of
+the paired ratios and benchmark minutes, the curves and the actor-count identity (Tables 4/5).
+The report of every grid record with a `Paper` part (GFootball, MinAtar, Atari:
+`hts_jax.results.driver.paper`)."""
 
 from __future__ import annotations
 

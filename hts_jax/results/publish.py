@@ -18,10 +18,11 @@ class Block:
   """A script-written block of a markdown file: everything between `begin` and `end`."""
   name: str  # e.g. "mujoco-results"
   grid: str  # the `hts-reproduce` grid that writes it
+  by: str = ""  # the command that writes it, where not `hts-reproduce <grid>`
 
   @property
   def begin(self) -> str:
-    return f"<!-- {self.name}:begin (hts-reproduce {self.grid} writes this) -->"
+    return f"<!-- {self.name}:begin ({self.by or 'hts-reproduce ' + self.grid} writes this) -->"
 
   @property
   def end(self) -> str:

@@ -146,6 +146,7 @@ class Grid:
   adjust: Optional[Callable[[Dict[str, Any], str, Mapping[str, Any]], Dict[str, Any]]] = None
   identity: Optional[Identity] = None
   make_task: Optional[Callable[[str], Task]] = None  # a task outside the protocol (budget 0)
+  seed_major: bool = False  # run every task's block of a seed before the next seed's
   # (task, method) -> its runs kept elsewhere, from `results` ("{seed}" in it): they count, and
   # are never run by this grid.
   borrowed: Mapping[Tuple[str, str], str] = dataclasses.field(default_factory=dict)

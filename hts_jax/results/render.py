@@ -76,10 +76,12 @@ def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:
                                        for m in methods)] for k, s in here.items()]
     parts.append((f"**{title}**\n\n" if title else "")
                  + stats.markdown([sec.head or t.head, *(m.header for m in methods)], rows))
-  for k, s in (summ.items() if t.by_task else ()):
+  for k, s in (summ.items() if t.by_task else ()):  # a row per section: the summary's only
     methods = [m for m in g.methods if m.name in s["methods"]]
-    secs = [(sec.title(out) if callable(sec.title) else sec.title, sec) for sec in t.sections]
-    rows = [[title, *(sec.cell(k, m.name, s["methods"][m.name], out) for m in methods)]
+    secs = [(sec.title(out) if callable(sec.title) else sec.title, sec) for sec in t.sections
+            if sec.data == "summary" and (sec.tasks is None or k in sec.tasks)]
+    rows = [[title, *(sec.cell(k, m.name, s["methods"][m.name], out)
+                      if sec.methods is None or m.name in sec.methods else "" for m in methods)]
             for title, sec in secs if title is not None]
     parts.append(f"**{row(k, s)}**\n\n" + stats.markdown(["", *(m.header for m in methods)], rows))
   return "\n".join(parts)

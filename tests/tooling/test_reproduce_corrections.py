@@ -105,3 +105,19 @@ def test_question_three_compares_the_clip_fraction_ranges():
   got = study.clip_overlap({"a": cells([0.05, 0.07], [0.06, 0.09]),
                             "b": cells([0.15, 0.17], [0.05, 0.06]), "c": cells([], [0.1])})
   assert got == {"a": True, "b": False, "c": None}
+
+
+def test_blocks_run_seed_by_seed_across_tasks():
+  """The study runs every task's block of a seed before the next seed's (PROTOCOL.md's order), in
+  the record's method order whatever order --methods is typed in."""
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "corrections", "--dry_run",
+                         "--tasks=Hopper-v5,Walker2d-v5", "--methods=none,sync_ppo",
+                         "--seeds=0,1", "--results=/nonexistent"], cwd=ROOT,
+                        capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr
+  runs = [(l.split("--env=")[1].split()[0], l.split("--seed=")[1].split()[0])
+          for l in proc.stdout.splitlines() if l.startswith("$ python")]
+  assert [(t, s) for t, s in runs[::2]] == [("Hopper-v5", "0"), ("Walker2d-v5", "0"),
+                                            ("Hopper-v5", "1"), ("Walker2d-v5", "1")]

@@ -71,6 +71,16 @@ def test_bad_options_are_one_line_errors():
   with pytest.raises(grid.GridError, match="--steps"):
     driver._budgets(["academy_empty_goal"])
   assert driver._budgets(["5", "academy_corner=7"]) == {None: 5, "academy_corner": 7}
+  # A TASK= this run does not have is an error, not a budget silently unused; a budget that is
+  # the protocol's keeps the grid on its protocol.
+  close, run = "academy_empty_goal_close", "academy_run_to_score"
+  with pytest.raises(grid.GridError, match="not a task this run has"):
+    driver._budgets([f"{close.upper()}=4000"], GRID, [close])
+  assert driver._budgets([f"{close}=400000", f"{run}=5"], GRID, [close, run]) == {run: 5}
+  assert driver._budgets(["400000"], GRID, [close]) == {}
+  assert driver._budgets(["400000"], GRID, [close, run]) == {None: 400_000}
+  with pytest.raises(grid.GridError, match="--actor_counts"):
+    driver._counts(["1", "0"])
   # A scenario outside the protocol runs with its own budget, and only with one.
   with pytest.raises(grid.GridError, match="no budget"):
     GRID.run_flags("academy_corner", "hts_ppo", 0)

@@ -105,7 +105,8 @@ def test_targets_come_from_a2cs_final_metric_and_the_tables_render(tmp_path):
 
 def test_bad_options_are_one_line_errors():
   for args, message in ((["--games=Pong"], "error: --games: unknown ['Pong']; the protocol's "
-                         "tasks are ['Breakout', 'Seaquest', 'SpaceInvaders', 'Asterix', 'Freeway']"),
+                         "tasks are ['Breakout', 'Seaquest', 'SpaceInvaders', 'Asterix', "
+                         "'Freeway']"),
                         (["--methods=dqn"], "error: --methods: unknown ['dqn']; expected some of "
                          "['a2c', 'hts_a2c', 'hts_a2c_none', 'hts_a2c_tis', 'impala']")):
     proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "minatar", *args,
