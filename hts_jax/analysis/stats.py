@@ -32,7 +32,7 @@ import dataclasses
 import math
 import statistics
 import subprocess
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -166,6 +166,26 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
   per task the Mann-Whitney U over the seed pairs, ties half)."""
   from rliable import metrics  # pylint: disable=import-outside-toplevel
   return float(metrics.probability_of_improvement(np.asarray(x, float), np.asarray(y, float)))
+
+
+def aggregate(per_task: Mapping[str, Tuple[Sequence[float], Sequence[float]]],
+              lower_better: Sequence[str] = ()) -> Dict[str, Any]:
+  """Across tasks (Agarwal et al. 2021), a method's runs against a reference's, `per_task`: task
+  -> (the method's per-seed scores, the reference's), seed counts may differ by task: the IQM of
+  every run's score normalised by the reference's median on its task (the median over the score
+  where the task is in `lower_better`: env steps or time), None where a median is 0; and the
+  probability that a run of the method beats one of the reference on the same task (rliable's,
+  per task), averaged over the tasks. No interval: the grids have fewer than 6 seeds a task."""
+  norm, poi = [], []
+  for task, (mine, ref) in per_task.items():
+    x, y, med = np.asarray(mine, float), np.asarray(ref, float), float(np.median(ref))
+    low = task in lower_better
+    norm.append(None if med == 0 else (med / x if low else x / med))
+    poi.append(probability_of_improvement((-x if low else x)[:, None], (-y if low else y)[:, None]))
+  return {"tasks": list(per_task), "seeds": [len(m) for m, _ in per_task.values()],
+          "iqm_normalised": None if any(n is None for n in norm) or not norm else iqm(
+              np.concatenate(norm)[:, None]),
+          "probability_of_improvement": float(np.mean(poi)) if poi else None}
 
 
 def stratified_interval(per_task: Sequence[Sequence[float]], statistic,

@@ -23,7 +23,6 @@ import math
 import statistics
 from typing import Any, Dict, List, Optional, Sequence
 
-import numpy as np
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import driver, gfootball, grid
@@ -130,11 +129,11 @@ def decide(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def _per_seed(task: str, cell: Dict[str, Any]) -> List[float]:
-  """A cell's per-seed values, higher better: the final metric, or minus the env steps to the
-  target (a miss at minus its budget: censored, it counts as the budget)."""
+  """A cell's per-seed scores: the final metric (a run without evaluations at -inf), or on a
+  steps task the env steps to the target (lower better; a miss censored at the budget)."""
   if task not in STEPS_TASKS:
     return [-math.inf if f is None else f for f in cell["final_metric"]]
-  return [-(BUDGET[task] if s is None else s) for s in cell["steps_to_target"]]
+  return [BUDGET[task] if s is None else s for s in cell["steps_to_target"]]
 
 
 def aggregates(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
@@ -145,14 +144,12 @@ def aggregates(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
   complete = _complete(table)
   if not complete:
     return {"tasks": []}
-  ref = np.array([_per_seed(t, table[t][REFERENCE]) for t in complete]).T  # seeds x tasks
   out: Dict[str, Any] = {"tasks": complete}
   for c in CORRECTIONS:
-    mine = np.array([_per_seed(t, table[t][c]) for t in complete]).T
-    norm = mine / np.median(ref, axis=0)  # steps: (-s) / (-s_sync) = s / s_sync: invert
-    norm = np.where([t in STEPS_TASKS for t in complete], 1.0 / norm, norm)
-    out[c] = {"probability_of_improvement_over_sync": stats.probability_of_improvement(mine, ref),
-              "iqm_normalised_to_sync": stats.iqm(norm)}
+    agg = stats.aggregate({t: (_per_seed(t, table[t][c]), _per_seed(t, table[t][REFERENCE]))
+                           for t in complete}, lower_better=STEPS_TASKS)
+    out[c] = {"probability_of_improvement_over_sync": agg["probability_of_improvement"],
+              "iqm_normalised_to_sync": agg["iqm_normalised"]}
   return out
 
 

@@ -10,7 +10,6 @@ import functools
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
-import numpy as np
 from absl import flags
 
 from hts_jax.analysis import metrics, stats
@@ -286,12 +285,12 @@ def aggregates(g: Grid, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
       tasks.append(t.name)
   if not tasks:
     return {"tasks": []}
-  ref = np.array([[r[key] for r in by(t, g.reference)] for t in tasks]).T  # seeds x tasks
   for m in g.methods:
     if m.name == g.reference or not all(by(t, m.name) for t in tasks):
       continue
-    mine = np.array([[r[key] for r in by(t, m.name)] for t in tasks]).T
-    out[m.name] = {"iqm_normalised": stats.iqm(mine / np.median(ref, axis=0)),
-                   "probability_of_improvement": stats.probability_of_improvement(mine, ref),
-                   "seeds_per_task": int(mine.shape[0])}
+    agg = stats.aggregate({t: ([r[key] for r in by(t, m.name)],
+                               [r[key] for r in by(t, g.reference)]) for t in tasks})
+    out[m.name] = {"iqm_normalised": agg["iqm_normalised"],
+                   "probability_of_improvement": agg["probability_of_improvement"],
+                   "seeds_per_task": agg["seeds"][0]}
   return {"tasks": [str(t) for t in tasks], "metric": key, "reference": g.reference, **out}

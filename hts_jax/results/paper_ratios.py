@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-import numpy as np
 
 from hts_jax.analysis import metrics, stats
 
@@ -87,19 +86,10 @@ def aggregates(runs: List[Dict[str, Any]], spec: Spec) -> Optional[Dict[str, Any
              if finals(sc, m) and set(finals(sc, m)) == set(finals(sc, spec.baseline))]
     if not tasks:
       continue
-    # Scenarios may have different seed counts: the probability of improvement per scenario
-    # (rliable's, one task), averaged; the IQM over every normalised run (rliable's IQM flattens).
-    mine = [np.array([finals(sc, m)[k] for k in sorted(finals(sc, m))]) for sc in tasks]
-    base = [np.array([finals(sc, spec.baseline)[k] for k in sorted(finals(sc, m))])
-            for sc in tasks]
-    meds = [float(np.median(b)) for b in base]
-    out["methods"][m] = {
-        "scenarios": tasks, "seeds": [len(x) for x in mine],
-        "iqm_normalised": None if 0.0 in meds else stats.iqm(
-            np.concatenate([x / med for x, med in zip(mine, meds)])[:, None]),
-        "probability_of_improvement": float(np.mean([
-            stats.probability_of_improvement(x[:, None], b[:, None])
-            for x, b in zip(mine, base)]))}
+    agg = stats.aggregate({sc: ([finals(sc, m)[k] for k in sorted(finals(sc, m))],
+                                [finals(sc, spec.baseline)[k] for k in sorted(finals(sc, m))])
+                           for sc in tasks})
+    out["methods"][m] = {"scenarios": agg.pop("tasks"), **agg}
   return out
 
 

@@ -99,3 +99,15 @@ def test_iqm_and_probability_of_improvement_across_tasks():
 def test_markdown_tables_come_from_tabulate():
   assert stats.markdown(["task", "steps"], [["close", "≥400,000"]]) == (
       "| task   | steps    |\n|--------|----------|\n| close  | ≥400,000 |\n")
+
+
+def test_aggregate_inverts_lower_better_tasks_and_takes_unequal_seed_counts():
+  """env steps (lower better) normalise as the reference's median over the run's, and beat the
+  reference when fewer; a task's seed count is its own."""
+  got = stats.aggregate({"steps": ([50.0, 100.0], [100.0, 100.0]),
+                         "final": ([2.0, 2.0, 2.0], [1.0, 2.0, 3.0])}, lower_better=["steps"])
+  # Normalised runs: 2, 1 (steps) and 1, 1, 1 (final): IQM of 1, 1, 1, 1, 2 is 1.
+  assert got["iqm_normalised"] == 1.0 and got["seeds"] == [2, 3]
+  # steps: 50 beats both 100s, 100 ties both: 3/4; final: 2 beats 1, ties 2, loses to 3: 1/2.
+  assert got["probability_of_improvement"] == pytest.approx((0.75 + 0.5) / 2)
+  assert stats.aggregate({"t": ([1.0], [0.0])})["iqm_normalised"] is None  # a median of 0
