@@ -75,7 +75,8 @@ def render_speedup(data: Dict[str, Any]) -> str:
 
 def render_sampler(data: Dict[str, Any]) -> str:
   lines = [
-      f"**The rollout hot path, HTS vs sync on the same envs** (A2C, only `--mode` differs; "
+      f"**The rollout hot path, HTS vs sync on the same envs** (A2C unless a case says PPO; only "
+      f"`--mode` differs; "
       f"median of {data['repeats']} interleaved runs per mode; idle shares of the HTS run; on 2 "
       f"CPU cores executors, actors and learner share the cores, so there is little idle "
       f"capacity for HTS to reclaim, and a learner that runs beside the executors (HTS) takes "
