@@ -85,15 +85,9 @@ def adjust(out: Dict[str, Any], method: str, o: Mapping[str, Any]) -> Dict[str, 
   return out
 
 
-def _paper(key: str, fmt) -> Any:
-  def cell(sc: str, m: str) -> str:
-    p = (PAPER.get(sc) or {}).get(key) or {}
-    return f" (paper: {fmt(p[m])})" if m in p else ""
-  return cell
-
-
-_req = _paper("required_min", lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v))
-_final_time = _paper("final_time", lambda v: "{:.2f} ± {:.2f}".format(*v))
+_req = paper_report.paper_cell(
+    PAPER, "required_min", lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v))
+_final_time = paper_report.paper_cell(PAPER, "final_time", lambda v: "{:.2f} ± {:.2f}".format(*v))
 BOTH = " / ".join(TARGETS)
 
 

@@ -54,17 +54,10 @@ def targets(game: str, runs: List[Dict[str, Any]]) -> Dict[str, float]:
   return {f"{f:.0%}": f * sum(ref) / len(ref) for f in FRACTIONS} if ref else {}
 
 
-def _paper(key: str, fmt) -> Any:
-  """A cell's "(paper: ...)" for the paper's `key` figure of (game, method), where it has one."""
-  def cell(game: str, method: str) -> str:
-    p = (PAPER.get(game) or {}).get(key) or {}
-    return f" (paper: {fmt(p[method])})" if method in p else ""
-  return cell
-
-
-_final_time = _paper("final_time", lambda v: f"{v[0]:,} ± {v[1]:,}")
-_minutes = _paper("required_min", lambda v: " / ".join("-" if x is None else f"{x:g}" for x in v))
-_a1 = _paper("a1", lambda v: f"{v:,}")
+_final_time = paper_report.paper_cell(PAPER, "final_time", lambda v: f"{v[0]:,} ± {v[1]:,}")
+_minutes = paper_report.paper_cell(
+    PAPER, "required_min", lambda v: " / ".join("-" if x is None else f"{x:g}" for x in v))
+_a1 = paper_report.paper_cell(PAPER, "a1", lambda v: f"{v:,}")
 
 
 def _bench_title(out: Dict[str, Any]) -> Any:

@@ -209,6 +209,16 @@ def paired_cell(task: str, method: str, out: Dict[str, Any]) -> str:
                                            .get(method) or {}).values()))
 
 
+def paper_cell(figures: Dict[str, Any], key: str, fmt: Callable[[Any], str]
+               ) -> Callable[[str, str], str]:
+  """A cell's " (paper: ...)" for the paper's `key` figure of (task, method) in `figures`
+  ({task: {key: {method: value}}}), where the paper has one."""
+  def cell(task: str, method: str) -> str:
+    p = (figures.get(task) or {}).get(key) or {}
+    return f" (paper: {fmt(p[method])})" if method in p else ""
+  return cell
+
+
 def bench_minutes(task: str, method: str, out: Dict[str, Any]) -> str:
   """Minutes to each target from env steps over the throughput benchmark's median SPS."""
   got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}

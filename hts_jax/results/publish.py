@@ -57,12 +57,6 @@ def readme_path() -> str:
 Target = Tuple[str, Block, Callable[[Dict[str, Any]], str]]  # (markdown file, its block, render)
 
 
-def targets(*candidates: Tuple[Optional[str], Block, Callable[[Dict[str, Any]], str]]
-            ) -> List[Target]:
-  """The (file, block, render) targets whose file is given (None: that file is not written)."""
-  return [(path, block, render) for path, block, render in candidates if path]
-
-
 def off_protocol(same: Sequence[str] = (),
                  within: Optional[Mapping[str, Iterable[Any]]] = None) -> List[str]:
   """What makes the grid the command line asks for not its protocol's, each named (empty: it is

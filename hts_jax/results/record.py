@@ -87,6 +87,10 @@ class Section:
   # table's)
   head: Optional[str] = None  # its first column's header (else the table's)
 
+  def title_in(self, out: Dict[str, Any]) -> Optional[str]:
+    """Its title for the report `out` (None: the section is left out)."""
+    return self.title(out) if callable(self.title) else self.title
+
 
 @dataclasses.dataclass(frozen=True)
 class Paper:

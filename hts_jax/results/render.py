@@ -64,7 +64,7 @@ def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:
     return "No finished runs yet.\n"
   row = t.row or (lambda task, s: f"{task} ({s['budget']:,})")
   for sec in ([] if t.by_task else t.sections):
-    title = sec.title(out) if callable(sec.title) else sec.title
+    title = sec.title_in(out)
     here = {k: s for k, s in (out.get(sec.data) or {}).items()
             if sec.tasks is None or k in sec.tasks}
     methods = [m for m in g.methods if (sec.methods is None or m.name in sec.methods)
@@ -78,7 +78,7 @@ def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:
                  + stats.markdown([sec.head or t.head, *(m.header for m in methods)], rows))
   for k, s in (summ.items() if t.by_task else ()):  # a row per section: the summary's only
     methods = [m for m in g.methods if m.name in s["methods"]]
-    secs = [(sec.title(out) if callable(sec.title) else sec.title, sec) for sec in t.sections
+    secs = [(sec.title_in(out), sec) for sec in t.sections
             if sec.data == "summary" and (sec.tasks is None or k in sec.tasks)]
     rows = [[title, *(sec.cell(k, m.name, s["methods"][m.name], out)
                       if sec.methods is None or m.name in sec.methods else "" for m in methods)]
