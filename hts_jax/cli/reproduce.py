@@ -52,7 +52,11 @@ def _run(argv: Optional[List[str]]) -> None:
     cli.fail(f"expected a grid, one of {', '.join(GRIDS)}; got {got} (`<grid> --help` lists a "
              "grid's flags)")
   module = importlib.import_module(GRIDS[argv[1]])
-  module.define_flags()
+  record = getattr(module, "GRID", None)  # a grid record: the one driver runs it
+  from hts_jax.results import driver  # pylint: disable=import-outside-toplevel
+  define, main_of = ((lambda: driver.define_flags(record), lambda rest: driver.main(record, rest))
+                     if record else (module.define_flags, module.main))
+  define()
   sys.modules["__main__"].__doc__ = module.__doc__  # what --help prints
   # the grid's flags and the shared ones
   for name in (module.__name__, "hts_jax.results.grid", "hts_jax.results.driver"):
@@ -62,7 +66,7 @@ def _run(argv: Optional[List[str]]) -> None:
   def main(rest):
     from hts_jax.results import grid  # pylint: disable=import-outside-toplevel
     try:
-      failed = module.main(rest)
+      failed = main_of(rest)
     except grid.GridError as e:
       cli.fail(str(e))
     if failed:

@@ -18,9 +18,9 @@ the curves and README's summary block, from the runs' summary.json files only.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict
 
-from hts_jax.results import driver, paper_ratios, paper_report, publish, render
+from hts_jax.results import paper_ratios, paper_report, publish, render
 from hts_jax.results.publish import fmt_ci, fmt_steps
 from hts_jax.results.record import Grid, Method, Paper, Section, Table, Task
 
@@ -132,11 +132,3 @@ GRID = Grid(
     changes=(
         render.STATS_RULES,
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed."))
-
-
-def define_flags() -> None:
-  driver.define_flags(GRID)
-
-
-def main(argv: Sequence[str]) -> List[str]:
-  return driver.main(GRID, argv)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 
 from hts_jax.analysis import metrics, stats
@@ -266,12 +266,4 @@ def run_flags(task: str, method: str, seed: int) -> Dict[str, Any]:
 
 def report(results: str) -> Dict[str, Any]:
   return driver.report(GRID, results)
-
-
-def define_flags() -> None:
-  driver.define_flags(GRID)
-
-
-def main(argv: Sequence[str]) -> List[str]:
-  return driver.main(GRID, argv)
 

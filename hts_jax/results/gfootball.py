@@ -20,9 +20,9 @@ score curves (Figs. A5/A6) and README's summary block, from the runs' own files 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, Mapping, Sequence
 
-from hts_jax.results import driver, grid, paper_ratios, paper_report, publish, render
+from hts_jax.results import grid, paper_ratios, paper_report, publish, render
 from hts_jax.results import gfootball_markdown as md
 from hts_jax.results.gfootball_markdown import partial, ratio_cell, short
 from hts_jax.results.gfootball_report import LABELS, TARGETS, extras
@@ -272,11 +272,3 @@ GRID = Grid(
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed; "
         "`--steps` takes N for every scenario or SCENARIO=N; `--identity_scenario` is "
         "`--identity_task`."))
-
-
-def define_flags() -> None:
-  driver.define_flags(GRID)
-
-
-def main(argv: Sequence[str]) -> List[str]:
-  return driver.main(GRID, argv)

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List
 
 from hts_jax.analysis import plots
-from hts_jax.results import driver, publish, render
+from hts_jax.results import publish, render
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 ENV = "hts_jax/CartPoleNoVel-v1"
@@ -79,11 +79,3 @@ def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
 
 
 GRID = dataclasses.replace(GRID, plot=_plot)
-
-
-def define_flags() -> None:
-  driver.define_flags(GRID)
-
-
-def main(argv: Sequence[str]) -> List[str]:
-  return driver.main(GRID, argv)

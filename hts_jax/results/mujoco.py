@@ -21,10 +21,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import driver, grid, publish, render
+from hts_jax.results import grid, publish, render
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 TASKS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
@@ -177,11 +177,3 @@ def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
 
 
 GRID = dataclasses.replace(GRID, plot=_plot)
-
-
-def define_flags() -> None:
-  driver.define_flags(GRID)
-
-
-def main(argv: Sequence[str]) -> List[str]:
-  return driver.main(GRID, argv)
