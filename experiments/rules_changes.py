@@ -70,7 +70,7 @@ def _cell(r):
   if r is None:
     return "-"
   mean, n, bound = r
-  return stats.ratio_cell({"geomean": mean, "n": n, "bound": bound})
+  return stats.ratio_cell({"mean": mean, "n": n, "bound": bound})
 
 
 def render(out):

@@ -97,32 +97,37 @@ def is_floor(step: Optional[float], first_window_step: float) -> bool:
 
 
 def ratio(pairs: Sequence[Tuple[Censored, Censored]]) -> Dict[str, Any]:
-  """The geometric mean over blocks of reference / method (times or steps to a target, lower is
-  better; > 1: the method is faster). A block where the method missed gives an upper bound of its
-  ratio, where the reference missed a lower bound, where both missed nothing (its ratio is taken
-  at the budgets). "bound": None when every block was measured, "lower" or "upper" when the
-  bounded blocks agree, "none" when they do not (the mean is no bound then)."""
+  """The geometric mean over blocks of the pairs' first time over their second (times or steps
+  to a target, lower is better), with the [min, max] of the blocks' ratios. A block where the
+  second missed gives an upper bound of its ratio, where the first missed a lower bound, where
+  both missed nothing (its ratio is taken at the budgets). "bound": None when every block was
+  measured, "lower" or "upper" when the bounded blocks agree, "none" when they do not (the mean
+  is no bound then)."""
   if not pairs:
-    return {"geomean": None, "n": 0, "bound": None, "ratios": []}
+    return {"mean": None, "n": 0, "bound": None, "ratios": [], "lo": None, "hi": None}
   logs, kinds = [], set()
-  for ref, method in pairs:
-    logs.append(math.log(ref.value / method.value))
-    if ref.censored and method.censored:
+  for first, second in pairs:
+    logs.append(math.log(first.value / second.value))
+    if first.censored and second.censored:
       kinds.add("none")
-    elif method.censored:
+    elif second.censored:
       kinds.add("upper")
-    elif ref.censored:
+    elif first.censored:
       kinds.add("lower")
   bound = None if not kinds else (kinds.pop() if len(kinds) == 1 else "none")
-  return {"geomean": math.exp(statistics.fmean(logs)), "n": len(pairs), "bound": bound,
-          "ratios": [math.exp(v) for v in logs]}
+  ratios = [math.exp(v) for v in logs]
+  return {"mean": math.exp(statistics.fmean(logs)), "n": len(pairs), "bound": bound,
+          "ratios": ratios, "lo": min(ratios), "hi": max(ratios)}
 
 
-def ratio_cell(r: Dict[str, Any]) -> str:
-  if r["geomean"] is None:
+def ratio_cell(r: Optional[Dict[str, Any]]) -> str:
+  """A `ratio` as `mean x [lo, hi] (n=k)`: the geometric mean and the [min, max] over the blocks,
+  marked `≥` / `≤` where it is a bound and `~` where the bounds disagree; `-` where none."""
+  if not r or r.get("mean") is None:
     return "-"
-  mark = {None: "", "lower": "≥", "upper": "≤", "none": "~"}[r["bound"]]
-  return f"{mark}{r['geomean']:.2f}x (geometric mean, n={r['n']})"
+  mark = {None: "", "lower": "≥", "upper": "≤", "none": "~"}[r.get("bound")]
+  spread = f" [{r['lo']:.2f}, {r['hi']:.2f}]" if r["n"] > 1 and r.get("lo") is not None else ""
+  return f"{mark}{r['mean']:.2f}x{spread} (n={r['n']})"
 
 
 def shared(host: Dict[str, Any], kind_hosts: Sequence[Dict[str, Any]],

@@ -13,7 +13,8 @@
   that runs and reports every record; `render`: the one renderer of its tables and PROTOCOL.md.
 - the grids, each a record: `gfootball` (the paper's Table 2 / A9 / A10, Tables 4/5), `minatar`
   (its Atari Tables 1/A7, A8 and A1 at CPU scale), `atari` (full Atari Pong), `mujoco`, `memory`;
-  `paper_report` computes the paper's metrics for the first three; `corrections` (the policy-lag
+  `paper_report` computes the paper's metrics for the first three, `compare` every grid's
+  paired time ratios and aggregates across tasks; `corrections` (the policy-lag
   corrections study, with its decision rule). `benchmarks` renders README's throughput block
   from the benchmark scripts' JSON.
 

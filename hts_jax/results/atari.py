@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from hts_jax.results import paper_ratios, paper_report, publish, render
+from hts_jax.results import compare, paper_report, publish, render
 from hts_jax.results.publish import fmt_ci, fmt_steps
 from hts_jax.results.record import Grid, Method, Paper, Section, Table, Task
 
@@ -98,7 +98,7 @@ GRID = Grid(
                   f"{fmt_steps(r['required_steps'][list(TARGETS)[-1]])}")),))),
     # The final time metric's clock: the slower method's wall time in the same block (sync A2C's,
     # as the paper takes IMPALA's, the slowest of its methods).
-    paper=Paper(spec=paper_ratios.Spec(methods=["hts_a2c", "a2c"], reference="hts_a2c",
+    paper=Paper(spec=compare.Spec(methods=["hts_a2c", "a2c"], reference="hts_a2c",
                                        limit_method="a2c", targets=lambda game, runs: TARGETS),
                 figures={}, benchmark=(3, 30_000), benchmarked=("hts_a2c", "a2c"),
                 curves=("return", "evaluation return (10 episodes)", (-21, 21)),

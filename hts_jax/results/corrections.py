@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import driver, gfootball, grid
+from hts_jax.results import compare, driver, gfootball, grid
 from hts_jax.results.corrections_text import CHANGES, PROSE, QUESTION
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
@@ -137,20 +137,14 @@ def _per_seed(task: str, cell: Dict[str, Any]) -> List[float]:
 
 
 def aggregates(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
-  """Across the tasks that have every method's seeds (Agarwal et al. 2021, `stats`): per
-  correction, the probability that a run of it beats a run of sync PPO on the same task (averaged
-  over tasks), and the IQM over tasks x seeds of its score normalised by sync PPO's median there
-  (final metric / sync's median; sync's median env steps / its env steps, a miss at the budget)."""
-  complete = _complete(table)
-  if not complete:
-    return {"tasks": []}
-  out: Dict[str, Any] = {"tasks": complete}
-  for c in CORRECTIONS:
-    agg = stats.aggregate({t: (_per_seed(t, table[t][c]), _per_seed(t, table[t][REFERENCE]))
-                           for t in complete}, lower_better=STEPS_TASKS)
-    out[c] = {"probability_of_improvement_over_sync": agg["probability_of_improvement"],
-              "iqm_normalised_to_sync": agg["iqm_normalised"]}
-  return out
+  """`compare.aggregates` of every correction against sync PPO over the tasks that have every
+  method's seeds: the final metric, or on a steps task the env steps to the target (a miss at
+  the budget; normalised as sync's median over them)."""
+  return compare.aggregates(
+      {(t, m): dict(zip(table[t][m]["seeds"], _per_seed(t, table[t][m])))
+       for t in _complete(table) for m in (REFERENCE, *CORRECTIONS)},
+      CORRECTIONS, REFERENCE, "the final metric, or env steps to the target on "
+      f"{', '.join(STEPS_TASKS)} (a miss at the budget)", lower_better=STEPS_TASKS)
 
 
 def clip_overlap(table: Dict[str, Dict[str, Any]]) -> Dict[str, Optional[bool]]:
@@ -213,13 +207,8 @@ def _after(out: Dict[str, Any]) -> str:
   q3 = "; ".join(f"{t}: {'-' if v is None else 'yes' if v else 'no'}"
                  for t, v in out["clip_frac_matches_sync"].items())
   lines = [f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}"]
-  if agg["tasks"]:
-    lines += ["", f"Across the complete tasks ({', '.join(agg['tasks'])}; Agarwal et al. 2021, "
-              "rliable's metrics; no interval at 5 seeds a task): "
-              + "; ".join(f"`{c}` P(beats sync PPO) "
-                          f"{agg[c]['probability_of_improvement_over_sync']:.2f}, IQM of its score "
-                          f"normalised to sync PPO's median {agg[c]['iqm_normalised_to_sync']:.2f}"
-                          for c in CORRECTIONS) + "."]
+  if agg["methods"]:
+    lines += ["", compare.aggregates_line(agg, lambda m: f"`{m}`")]
   return "\n".join(lines + ["", f"Decision (PROTOCOL.md): tasks complete "
                             f"{d['complete_tasks'] or 'none'}; " + (
                                 f"winner `{d['winner']}`." if d.get("winner") else

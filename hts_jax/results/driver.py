@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import flags
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import grid, launch, paper_report, provenance, publish
+from hts_jax.results import compare, grid, launch, paper_report, provenance, publish
 from hts_jax.results.record import Grid
 from hts_jax.results.render import (protocol_markdown, render_markdown, render_table,
                                     table_file)
@@ -173,8 +173,8 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
 def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
          ) -> Dict[str, Any]:
   """A (task, method) cell: per-seed values and their spreads; steps to the target censored at
-  the budget; the time ratio of the reference over the method in the blocks (seeds) where
-  neither run shared the machine."""
+  the budget; the time ratio of the reference over the method (`compare.paired`: the blocks on
+  one host kind where neither run shared the machine)."""
   t = g.task(task)
   mine = sorted((r for r in runs if r["task"] == task and r["method"] == method),
                 key=lambda r: r["seed"])
@@ -192,12 +192,10 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
         "per_seed": [r["steps_to_target"] for r in mine], "floors": [r["floor"] for r in mine],
         "median": dataclasses.asdict(stats.censored_median(steps)) if steps else None,
         "reached": sum(not c.censored for c in steps)}
-    ref = {r["seed"]: r for r in runs if r["task"] == task and r["method"] == g.reference}
     # Wall time to the target, censored at the run's whole wall time where it missed.
-    time = lambda r: stats.Censored.of(r["time_to_target_s"], r["wall_time_s"])  # noqa: E731
-    pairs = [(time(ref[r["seed"]]), time(r)) for r in mine
-             if r["seed"] in ref and not r["shared"] and not ref[r["seed"]]["shared"]]
-    out["time_ratio"] = None if method == g.reference else stats.ratio(pairs)
+    out["time_ratio"] = None if method == g.reference else compare.paired(
+        [r for r in runs if r["task"] == task], method, g.reference,
+        lambda r: stats.Censored.of(r["time_to_target_s"], r["wall_time_s"]), False)
   return out
 
 
@@ -223,7 +221,9 @@ def report(g: Grid, results: str, readme: Optional[str] = None,
   out = {"grid": g.name, "protocol": os.path.join(g.results, "PROTOCOL.md"), "runs": runs,
          "table": table, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
          "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in runs]),
-         "aggregates": aggregates(g, runs) if g.aggregate else None}
+         "aggregates": compare.aggregates(
+             compare.by_seed(runs, "task", g.aggregate), [m.name for m in g.methods],
+             g.reference, f"each run's `{g.aggregate}`") if g.aggregate else None}
   if g.report_extra:
     out.update(g.report_extra(out))
   if g.plot is not None and runs:
@@ -268,29 +268,3 @@ def paper(g: Grid, results: str, readme: Optional[str], docs: Optional[str], res
                                           {m.name: m.header for m in g.methods}, p.panel,
                                           prefix, ylabel, ylim)
   return out
-
-
-def aggregates(g: Grid, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
-  """Across the tasks where every method has the reference's seeds (Agarwal et al. 2021,
-  `stats`): per method, the IQM over tasks x seeds of `g.aggregate` normalised by the reference's
-  median on each task, and the probability that a run of it beats a run of the reference on the
-  same task, averaged over tasks (no interval below 6 seeds a task)."""
-  key, tasks, out = g.aggregate, [], {}
-  by = lambda t, m: sorted((r for r in runs if r["task"] == t and r["method"] == m  # noqa: E731
-                            and r[key] is not None), key=lambda r: r["seed"])
-  for t in g.tasks:
-    ref = [r["seed"] for r in by(t.name, g.reference)]
-    if ref and all([r["seed"] for r in by(t.name, m.name)] == ref for m in g.methods
-                   if any(r["task"] == t.name and r["method"] == m.name for r in runs)):
-      tasks.append(t.name)
-  if not tasks:
-    return {"tasks": []}
-  for m in g.methods:
-    if m.name == g.reference or not all(by(t, m.name) for t in tasks):
-      continue
-    agg = stats.aggregate({t: ([r[key] for r in by(t, m.name)],
-                               [r[key] for r in by(t, g.reference)]) for t in tasks})
-    out[m.name] = {"iqm_normalised": agg["iqm_normalised"],
-                   "probability_of_improvement": agg["probability_of_improvement"],
-                   "seeds_per_task": agg["seeds"][0]}
-  return {"tasks": [str(t) for t in tasks], "metric": key, "reference": g.reference, **out}

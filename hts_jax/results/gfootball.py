@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Mapping, Sequence
 
-from hts_jax.results import grid, paper_ratios, paper_report, publish, render
+from hts_jax.results import compare, grid, paper_report, publish, render
 from hts_jax.results import gfootball_markdown as md
 from hts_jax.results.gfootball_markdown import partial, ratio_cell, short
 from hts_jax.results.gfootball_report import LABELS, TARGETS, extras
@@ -255,7 +255,7 @@ GRID = Grid(
                     "learner_devices=0,1.")),
     adjust=adjust,
     identity=Identity("academy_empty_goal_close", "hts_ppo", 0, 100_000, (1, 2, 4)),
-    paper=Paper(spec=paper_ratios.Spec(
+    paper=Paper(spec=compare.Spec(
         methods=list(LABELS), reference="hts_ppo", limit_method="impala",
         targets=lambda sc, runs: {t: float(t) for t in TARGETS}, scenarios=tuple(BUDGETS),
         baseline="sync_ppo"), figures=PAPER, benchmark=(3, 30_000), benchmarked=tuple(LABELS),

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 from hts_jax.analysis import stats
 from hts_jax.results import render
 from hts_jax.results.gfootball_report import LABELS, REFERENCE, TARGETS
-from hts_jax.results.publish import fmt_ci, fmt_ratio, fmt_steps
+from hts_jax.results.publish import fmt_ci, fmt_steps
 
 UPDATE_INTRO = ("HTS-PPO's ratio (`--correction=behaviour`, the released code's) is taken against "
                 "the behaviour policy, one update behind the params its epochs start from")
@@ -151,13 +151,13 @@ def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Opt
 def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
   """The paired ratio's cell: `ref` for HTS-PPO where one of its seeds reached the target ('-'
   where none did), else the geometric mean over the blocks (a miss counts at its run's end and
-  makes the ratio a bound), as 'n=k of N' where N blocks could count (`paired_ratios`' `could`:
+  makes the ratio a bound), as 'n=k of N' where N blocks could count (`compare.paired`'s `could`:
   both runs, one host kind) and k < N (blocks where a run shared the machine are left out)."""
   if method == REFERENCE:
     steps = report["summary"][scenario]["methods"][REFERENCE]["required_steps"][t]
     return ref if steps.get("reached") else "-"
   ci = paired_ci(report, scenario, method, t)
-  cell = fmt_ratio(ci)
+  cell = stats.ratio_cell(ci)
   if ci and ci.get("mean") is not None and len(ci["could"]) > ci["n"]:
     cell = cell[:-1] + f" of {len(ci['could'])})"
   return cell

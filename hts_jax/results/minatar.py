@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from hts_jax.results import paper_ratios, paper_report, publish, render
+from hts_jax.results import compare, paper_report, publish, render
 from hts_jax.results.publish import fmt_ci, fmt_steps
 from hts_jax.results.record import Grid, Method, Paper, Section, Table, Task
 
@@ -141,7 +141,7 @@ GRID = Grid(
               sections=(Section("", lambda g, m, r, out: fmt_ci(r["final"], "{:.2f}") + (
                   f"; {fmt_ci(r['final_time'], '{:.2f}')}"
                   if r.get("final_time") and m in MAIN else "")),))),
-    paper=Paper(spec=paper_ratios.Spec(
+    paper=Paper(spec=compare.Spec(
         methods=["hts_a2c", "a2c", "impala", "hts_a2c_tis", "hts_a2c_none"], reference="hts_a2c",
         limit_method="impala", targets=targets, baseline="a2c"),
         figures=PAPER, benchmark=(3, 200_000), benchmarked=MAIN,

@@ -16,8 +16,8 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import grid, launch, paper_ratios, provenance, publish
-from hts_jax.results.paper_ratios import Spec  # noqa: F401 (the grids' name for it)
+from hts_jax.results import compare, grid, launch, provenance
+from hts_jax.results.compare import Spec  # noqa: F401 (the grids' name for it)
 
 
 def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> Dict[str, Any]:
@@ -74,8 +74,10 @@ def report_body(results: str, spec: Spec, resamples: int,
   summary = summarize(runs, spec, resamples)
   throughput = read_optional(results, "throughput.json", as_json=True)
   return {"protocol": protocol, "summary": summary,
-          "paired": paper_ratios.paired_ratios(runs, spec, resamples), "throughput": throughput,
-          "aggregates": paper_ratios.aggregates(runs, spec),
+          "paired": compare.paired_ratios(runs, spec), "throughput": throughput,
+          "aggregates": compare.aggregates(
+              compare.by_seed(runs, "scenario", "final"), spec.methods, spec.baseline,
+              "the final metric") if spec.baseline else None,
           "throughput_minutes": throughput_minutes(summary, throughput),
           "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs,
           "runs_commit": stats.provenance_commit(provenance.ROOT, [os.path.relpath(
@@ -205,7 +207,7 @@ def paired_cell(task: str, method: str, out: Dict[str, Any]) -> str:
   """A paper-style grid's paired time ratios of `method` to the reference, a target each."""
   if method == out.get("reference"):
     return "1 (reference)"
-  return " / ".join(map(publish.fmt_ratio, (((out.get("paired") or {}).get(task) or {})
+  return " / ".join(map(stats.ratio_cell, (((out.get("paired") or {}).get(task) or {})
                                            .get(method) or {}).values()))
 
 

@@ -1,6 +1,6 @@
 """Where a committed result came from: the date, the machine, the commit and the command. Every
 JSON under `results/` carries these (the README's figures are rendered from such JSON only), and a
-grid's runs carry their host records (`run_host`, `check_hosts`)."""
+grid's runs carry their host records (`run_host`)."""
 
 import datetime
 import json
@@ -39,18 +39,6 @@ def run_host(summary: Dict[str, Any]) -> Dict[str, Any]:
   return {"host": metrics.host_kind(host),
           "calibration_ms": (host.get("calibration") or {}).get("total_ms"),
           "load": [host.get("load_start", [None])[0], host.get("load_end", [None])[0]]}
-
-
-def check_hosts(runs: Sequence[Dict[str, Any]], allow_mixed: bool) -> List[str]:
-  """The host kinds of a grid's runs (dicts with `host`); more than one is refused in one line
-  (SystemExit 2) unless `allow_mixed`: the SPS columns would put hosts ~3x apart side by side."""
-  kinds = list(dict.fromkeys(r["host"] for r in runs))
-  if len(kinds) > 1 and not allow_mixed:
-    print(f"error: the runs come from {len(kinds)} host kinds ({'; '.join(kinds)}): their "
-          "SPS are not comparable; re-run on one host kind or pass --mixed_hosts (the table "
-          "then says so)", file=sys.stderr)
-    raise SystemExit(2)
-  return kinds
 
 
 def commit() -> str:

@@ -128,20 +128,6 @@ def docs_path() -> str:
   return os.path.join(provenance.ROOT, "docs", "results.md")
 
 
-def spread(xs: Sequence[float]) -> Dict[str, Any]:
-  """Mean, min, max and count of `xs` (a table cell over seeds)."""
-  xs = list(xs)
-  return {"mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
-
-
-def cell(s: Optional[Dict[str, Any]], fmt: str = "{:,.0f}") -> str:
-  """A `spread` as `mean [min, max]` (each as `fmt`: thousands separators by default); empty for
-  none."""
-  if not s:
-    return ""
-  return f"{fmt.format(s['mean'])} [{fmt.format(s['min'])}, {fmt.format(s['max'])}]"
-
-
 def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
   """A mean over seeds with its interval (`metrics.seed_interval`: [min, max] below 6 seeds) as
   `mean [lo, hi]`, and `(k/n)` where only k of n seeds reached a target; `-` where none."""
@@ -166,19 +152,6 @@ def fmt_steps(ci: Optional[Dict[str, Any]]) -> str:
   if floors and floors >= reached:
     return f"{cell} (floor)"
   return f"{cell} ({floors} at the floor)" if floors else cell
-
-
-def fmt_ratio(ci: Optional[Dict[str, Any]]) -> str:
-  """A paired time ratio over blocks (`paper_ratios.paired_ratios`) as `mean x [lo, hi] (n=k)`:
-  the geometric mean and the [min, max] over the blocks, marked `≥` / `≤` where it is a bound (a
-  run missed the target: `stats.ratio`) and `~` where the bounds disagree; `-` where none."""
-  if not ci or ci.get("mean") is None:
-    return "-"
-  mark = {"lower": "≥", "upper": "≤", "none": "~"}.get(ci.get("bound"), "")
-  s = f"{mark}{ci['mean']:.2f}x"
-  if ci.get("n", 1) > 1:
-    s += f" [{ci['lo']:.2f}, {ci['hi']:.2f}]"
-  return s + f" (n={ci.get('n', 0)})"
 
 
 def source_name(path: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from hts_jax.results import grid, paper_ratios, publish
+from hts_jax.results import compare, grid, publish
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +96,7 @@ class Section:
 class Paper:
   """What a paper-style grid's report adds (`paper_report`: the paper's metrics per task and
   method, paired ratios, the final time metric by `spec.limit_method`'s clock)."""
-  spec: paper_ratios.Spec
+  spec: compare.Spec
   figures: Mapping[str, Any]  # the paper's own numbers for these tasks, shown beside ours
   benchmark: Tuple[int, int]  # `--benchmark`: repeats and env steps per method and task
   benchmarked: Tuple[str, ...]  # the methods the benchmark runs

@@ -9,23 +9,13 @@ import os
 from typing import Any, Callable, Dict, List
 
 from hts_jax.analysis import stats
-from hts_jax.results import paper_ratios, provenance, publish
+from hts_jax.results import compare, provenance, publish
 from hts_jax.results.record import Grid, Table
 
 
 def aggregates_line(g: Grid, out: Dict[str, Any]) -> str:
   """The aggregates across tasks as one line (empty where there are none)."""
-  if g.paper:
-    return paper_ratios.aggregates_line(out, lambda m: g.method(m).header)
-  a = out.get("aggregates") or {"tasks": []}
-  methods = [m for m in a if m not in ("tasks", "metric", "reference")]
-  if not a["tasks"] or not methods:
-    return ""
-  return (f"Across tasks ({', '.join(a['tasks'])}; Agarwal et al. 2021, rliable's metrics; "
-          f"{a['metric']} normalised by `{a['reference']}`'s median on each task; no interval at "
-          "fewer than 6 seeds a task): " + "; ".join(
-              f"`{m}` IQM {a[m]['iqm_normalised']:.2f}, P(beats `{a['reference']}`) "
-              f"{a[m]['probability_of_improvement']:.2f}" for m in methods) + ".")
+  return compare.aggregates_line(out.get("aggregates"), lambda m: g.method(m).header)
 
 
 def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
@@ -114,7 +104,7 @@ def steps_cell(c: Dict[str, Any]) -> str:
 
 
 def ratio_cell(c: Dict[str, Any]) -> str:
-  return stats.ratio_cell(c["time_ratio"]) if c.get("time_ratio") else "-"
+  return stats.ratio_cell(c.get("time_ratio"))
 
 
 # The Changes entry of the grids whose runs predate the statistics rules (issue 52).

@@ -49,20 +49,25 @@ def test_the_committed_runs_ran_with_the_records_flags(g):
         assert flat[name] == value, (logdir, name, flat[name], value)
 
 
-def test_aggregates_across_scenarios_with_unequal_seed_counts():
-  """GFootball's scenarios have 5 and 3 seeds: the probability of improvement per scenario,
-  averaged, and the IQM over every run normalised by the baseline's median there."""
-  from hts_jax.results import paper_ratios  # pylint: disable=import-outside-toplevel
-  spec = paper_ratios.Spec(methods=["hts", "sync"], reference="hts", limit_method="sync",
-                           targets=lambda sc, runs: {}, baseline="sync")
+def test_aggregates_across_tasks_with_unequal_seed_counts():
+  """GFootball's scenarios have 5 and 3 seeds: the probability of improvement per task,
+  averaged, and the IQM over every run normalised by the reference's median there; a task
+  where a method lacks the reference's seeds is left out of that method's aggregate only."""
+  from hts_jax.results import compare  # pylint: disable=import-outside-toplevel
   runs = [{"scenario": sc, "method": m, "seed": k, "final": v}
           for sc, m, values in (("a", "hts", (2.0, 4.0)), ("a", "sync", (1.0, 3.0)),
-                                ("b", "hts", (1.0, 1.0, 1.0)), ("b", "sync", (1.0, 1.0, 1.0)))
+                                ("b", "hts", (1.0, 1.0, 1.0)), ("b", "sync", (1.0, 1.0, 1.0)),
+                                ("b", "other", (5.0,)), ("a", "other", (1.0, 3.0)))
           for k, v in enumerate(values)]
-  got = paper_ratios.aggregates(runs, spec)["methods"]["hts"]
+  got = compare.aggregates(compare.by_seed(runs, "scenario", "final"), ["hts", "sync", "other"],
+                           "sync", "the final metric")
   # a: 2 > 1, 2 < 3, 4 > 1, 4 > 3: 3/4; b: all ties, 1/2; normalised runs 1, 2, 1, 1, 1: IQM 1.
-  assert got == {"scenarios": ["a", "b"], "seeds": [2, 3], "iqm_normalised": 1.0,
-                 "probability_of_improvement": 0.625}
+  assert got["methods"]["hts"] == {"tasks": ["a", "b"], "seeds": [2, 3], "iqm_normalised": 1.0,
+                                   "probability_of_improvement": 0.625}
+  assert got["methods"]["other"]["tasks"] == ["a"] and "sync" not in got["methods"]
+  line = compare.aggregates_line(got, str.upper)
+  assert line.startswith("Across tasks (Agarwal et al. 2021, rliable's metrics; the final metric, "
+                         "normalised by SYNC's median") and "HTS over a, b: IQM 1.00" in line
 
 
 def test_steps_at_the_first_full_window_are_marked_as_floors():

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from hts_jax.results import driver, grid, paper_ratios, paper_report
+from hts_jax.results import compare, driver, grid, paper_report
 from hts_jax.results.atari import GRID
 from tests.support import ROOT
 from tests.support.cli import launcher_configs
@@ -72,7 +72,7 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
   assert hts["required_min"]["15"]["mean"] == pytest.approx(5.5)
   assert hts["required_steps"]["15"]["mean"] == pytest.approx(11_000)
   # A2C: (2 x -21 + 8 x 18) / 10 = 10.2, then 14.1, then 18: minute 12 (12 x 60 s); ratio 12/5.5.
-  paired = paper_ratios.paired_ratios(runs, SPEC, resamples=500)["Pong"]
+  paired = compare.paired_ratios(runs, SPEC)["Pong"]
   assert paired["a2c"]["15"]["mean"] == pytest.approx(12 / 5.5)
   # The final time metric's clock is A2C's wall time: HTS-A2C's final metric by then is its own.
   assert hts["final_time"]["mean"] == pytest.approx(18.0)

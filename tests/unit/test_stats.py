@@ -38,11 +38,13 @@ def test_a_missed_target_is_censored_at_the_budget_and_counts():
 def test_time_ratios_are_geometric_means_and_a_miss_makes_a_bound():
   measured = [(Censored(2.0), Censored(1.0)), (Censored(8.0), Censored(1.0))]
   r = stats.ratio(measured)
-  assert r["geomean"] == pytest.approx(4.0) and r["bound"] is None  # arithmetic: 5
-  assert stats.ratio_cell(r) == "4.00x (geometric mean, n=2)"
+  assert r["mean"] == pytest.approx(4.0) and r["bound"] is None  # arithmetic: 5
+  assert stats.ratio_cell(r) == "4.00x [2.00, 8.00] (n=2)"
   missed = stats.ratio(measured + [(Censored(2.0), Censored(4.0, True))])
-  assert missed["geomean"] == pytest.approx(2.0) and missed["bound"] == "upper"
-  assert stats.ratio_cell(missed) == "≤2.00x (geometric mean, n=3)"
+  assert missed["mean"] == pytest.approx(2.0) and missed["bound"] == "upper"
+  assert stats.ratio_cell(missed) == "≤2.00x [0.50, 8.00] (n=3)"
+  assert stats.ratio_cell(stats.ratio(measured[:1])) == "2.00x (n=1)"
+  assert stats.ratio_cell(stats.ratio([])) == "-"
   both = stats.ratio([(Censored(2.0, True), Censored(1.0)), (Censored(1.0), Censored(2.0, True))])
   assert both["bound"] == "none" and stats.ratio_cell(both).startswith("~1.00x")
 

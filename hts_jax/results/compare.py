@@ -1,0 +1,107 @@
+"""Comparisons across a grid's methods, for every grid (the driver's cells and the paper-style
+reports alike): paired time ratios per block under the statistics rules (geometric means, a miss
+censored at its run's end, blocks on one host kind where no run shared the machine) and the
+aggregates across tasks (IQM and probability of improvement against a reference method; Agarwal
+et al. 2021, `hts_jax.analysis.stats`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from hts_jax.analysis import metrics, stats
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+  """A paper-style grid's comparisons (`paper_report`)."""
+  methods: List[str]  # in the tables' order
+  reference: str  # the paired ratios' denominator (HTS)
+  limit_method: str  # the final time metric's clock: this method's run in the same block
+  # Each scenario's targets, name -> score, from its finished runs' records (fixed scores, or
+  # fractions of a reference score the runs give).
+  targets: Callable[[str, List[Dict[str, Any]]], Dict[str, float]]
+  # The tables' scenario order (the protocol's); scenarios not named follow, by name.
+  scenarios: Tuple[str, ...] = ()
+  baseline: str = ""  # the synchronous method the aggregates across scenarios compare against
+
+
+def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
+           time: Callable[[Dict[str, Any]], stats.Censored], over_reference: bool = True
+           ) -> Dict[str, Any]:
+  """One task's paired time ratio (`here`: its run records, with `method`, `seed`, `host` and
+  `shared`; `time(run)`: its time to the target, censored at its end where it missed): per block
+  (seed) the method's time over the reference's (`over_reference`; else the reference's over the
+  method's), `stats.ratio`'s geometric mean with [min, max] over the blocks and its bound.
+  `blocks`: the seeds that count; `could`: those whose runs ran on one known host kind;
+  `shared`: left out for a shared machine; `left_out`: the rest."""
+  ref = {r["seed"]: r for r in here if r["method"] == reference}
+  pairs, seeds, could, left_out, shared = [], [], [], [], []
+  for r in (r for r in here if r["method"] == method and r["seed"] in ref):
+    base, kinds = ref[r["seed"]], {x["host"] for x in here if x["seed"] == r["seed"]}
+    if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the whole block, one known kind
+      left_out.append(r["seed"])
+      continue
+    could.append(r["seed"])
+    if r.get("shared") or base.get("shared"):
+      shared.append(r["seed"])
+      continue
+    pairs.append((time(r), time(base)) if over_reference else (time(base), time(r)))
+    seeds.append(r["seed"])
+  return {**stats.ratio(pairs), "blocks": seeds, "could": could, "shared": shared,
+          "left_out": left_out}
+
+
+def paired_ratios(runs: List[Dict[str, Any]], spec: Spec) -> Dict[str, Any]:
+  """A paper-style grid's `paired`: per scenario, method and target, the method's minutes to the
+  target over `spec.reference`'s (`paired`)."""
+  out: Dict[str, Any] = {}
+  for scenario in dict.fromkeys(r["scenario"] for r in runs):
+    here = [r for r in runs if r["scenario"] == scenario]
+    out[scenario] = {m: {t: paired(here, m, spec.reference, lambda x, t=t: stats.Censored.of(
+        x["required"][t]["minutes"], x["wall_time_s"] / 60)) for t in here[0]["targets"]}
+        for m in spec.methods if m != spec.reference and any(r["method"] == m for r in here)}
+  return out
+
+
+def aggregates(values: Mapping[Tuple[Any, str], Mapping[int, float]], methods: Sequence[str],
+               reference: str, metric: str, lower_better: Sequence[Any] = ()) -> Dict[str, Any]:
+  """Across tasks (`values`: (task, method) -> {seed: score}), per method but the reference: over
+  the tasks where it has the reference's seeds, the IQM over tasks x seeds of its score
+  normalised by the reference's median there, and the probability that a run of it beats one of
+  the reference on the same task, averaged over tasks (`stats.aggregate`; no interval below 6
+  seeds a task; `lower_better`: tasks whose score is env steps). `metric` says what the score is."""
+  out: Dict[str, Any] = {"reference": reference, "metric": metric, "methods": {}}
+  tasks = list(dict.fromkeys(t for t, _ in values))
+  for m in methods:
+    mine = [t for t in tasks if m != reference and values.get((t, m))
+            and set(values[t, m]) == set(values.get((t, reference)) or ())]
+    if mine:
+      agg = stats.aggregate({t: ([values[t, m][k] for k in sorted(values[t, m])],
+                                 [values[t, reference][k] for k in sorted(values[t, m])])
+                             for t in mine}, lower_better=lower_better)
+      out["methods"][m] = {"tasks": [str(t) for t in agg.pop("tasks")], **agg}
+  return out
+
+
+def by_seed(runs: Sequence[Dict[str, Any]], task: str, key: str
+            ) -> Dict[Tuple[Any, str], Dict[int, float]]:
+  """`aggregates`' values: (run[task], method) -> {seed: run[key]}, where it is not None."""
+  out: Dict[Tuple[Any, str], Dict[int, float]] = {}
+  for r in runs:
+    if r[key] is not None:
+      out.setdefault((r[task], r["method"]), {})[r["seed"]] = r[key]
+  return out
+
+
+def aggregates_line(a: Optional[Dict[str, Any]], label: Callable[[str], str]) -> str:
+  """The aggregates as one line under a table (empty where there are none)."""
+  if not a or not a.get("methods"):
+    return ""
+  ref = label(a["reference"])
+  return (f"Across tasks (Agarwal et al. 2021, rliable's metrics; {a['metric']}, normalised by "
+          f"{ref}'s median on each task; no interval below 6 seeds a task): " + "; ".join(
+              f"{label(m)} over {', '.join(v['tasks'])}: IQM "
+              + ("-" if v["iqm_normalised"] is None else f"{v['iqm_normalised']:.2f}")
+              + f", P(beats {ref}) {v['probability_of_improvement']:.2f}"
+              for m, v in a["methods"].items()) + ".")
