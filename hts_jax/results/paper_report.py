@@ -9,7 +9,6 @@ The report of every grid record with a `Paper` part (GFootball, MinAtar, Atari:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -18,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from hts_jax.analysis import metrics, plots, stats
 from hts_jax.results import compare, grid, launch, provenance
 from hts_jax.results.compare import Spec  # noqa: F401 (the grids' name for it)
+from hts_jax.runtime.outputs import integrity
 
 
 def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> Dict[str, Any]:
@@ -274,12 +274,9 @@ def identity_report(results: str) -> Optional[Dict[str, Any]]:
                    "env_steps": s["env_steps"], "sps": s["sps"],
                    "param_sha256": s["param_sha256"],
                    "eval_scores": [e["mean_return"] for e in s["eval"]],
-                   "episode_returns_sha256": _sha([s["episode_returns"]])})
+                   "episode_returns_sha256": integrity.sha256_json([s["episode_returns"]])})
   if not rows:
     return None
   return {"runs": rows, "identical": len({(r["param_sha256"], tuple(r["eval_scores"]),
                                            r["episode_returns_sha256"]) for r in rows}) == 1}
 
-
-def _sha(obj) -> str:
-  return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()

@@ -90,7 +90,8 @@ class CorruptCheckpoint(Exception):
   """A checkpoint that cannot be read or does not match its digest (the message is one line)."""
 
 
-def _sha256_json(obj) -> str:
+def sha256_json(obj) -> str:
+  """The sha256 of `obj` as sorted-key JSON (one helper: checkpoints, runs' episode returns)."""
   return hashlib.sha256(json.dumps(json.loads(json.dumps(obj)), sort_keys=True).encode()
                         ).hexdigest()
 
@@ -105,7 +106,7 @@ def digest(train_state=None, storage=None, envs=None, host=None) -> Dict[str, st
     if part is not None:
       out[name] = param_sha256(dict(part))
   if host is not None:
-    out["host"] = _sha256_json(host)
+    out["host"] = sha256_json(host)
   return out
 
 
