@@ -17,12 +17,15 @@ Cases (the same flags for both modes; only --mode differs):
 Each row: SPS of each mode (median over --repeats, runs interleaved hts/sync/ceiling), their
 ratio, and the hot-path figures from summary.json: policy rows per env step, ready envs per actor
 call, actor calls, main-process CPU seconds per 1k env steps, idle seconds of
-executors/actors/learner. The ceiling (`--ceiling`, on by default with --compare=mode) is the
+executors/actors/learner. The ceiling (`--ceiling`, on by default with --compare=mode or blocks) is the
 envs' own rate for the case's layout (`hts_jax.runtime.ceiling`: the same executors, envs and
 storages, actions drawn inside the executors, no actor calls, no learner), and each mode's SPS
 is also given as a fraction of it.
 `--compare=core` runs each case in HTS mode with a feed-forward policy (`ff`) and with
 `--core=lstm --core_size=<--core_size>` (`lstm`) instead: the recurrent core's cost.
+`--compare=blocks` runs each case in HTS mode with `--executor_blocks=<--blocks>` and with one
+block per executor: whether an executor that steps one block while the actors compute another's
+actions hides their latency (the same param_sha256 either way).
 """
 
 import json
@@ -40,11 +43,14 @@ from hts_jax.results import launch, provenance
 flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
 flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")
 flags.DEFINE_float("steps_scale", 1.0, "Scales every run's env steps.")
-flags.DEFINE_enum("compare", "mode", ["mode", "core"], "mode: HTS against sync; core: HTS with a "
-                  "feed-forward policy against HTS with an LSTM core.")
+flags.DEFINE_enum("compare", "mode", ["mode", "core", "blocks"], "mode: HTS against sync; core: "
+                  "HTS with a feed-forward policy against HTS with an LSTM core; blocks: HTS with "
+                  "--executor_blocks=<--blocks> against HTS with one block per executor (the same "
+                  "bits: only the executors' stepping order differs).")
 flags.DEFINE_integer("core_size", 256, "LSTM units with --compare=core.")
-flags.DEFINE_bool("ceiling", True, "With --compare=mode, also measure the envs' own rate for "
-                  "each case's layout (interleaved with the modes' runs) and the modes' fractions "
+flags.DEFINE_integer("blocks", 2, "Blocks per executor of --compare=blocks' first variant.")
+flags.DEFINE_bool("ceiling", True, "With --compare=mode or blocks, also measure the envs' own "
+                  "rate for each case's layout (interleaved with the modes' runs) and the modes' fractions "
                   "of it.")
 flags.DEFINE_string("save", None, "Also write the JSON with its provenance (date, machine, commit, "
                     "command) here: results/benchmarks/sampler.json is what README shows.")
@@ -98,9 +104,11 @@ def main(argv):
   unknown = sorted(set(FLAGS.cases) - set(CASES))
   if unknown:
     cli.fail(f"--cases: unknown case(s) {unknown}; choose from {sorted(CASES)}")
-  variants = ({"hts": dict(mode="hts"), "sync": dict(mode="sync")} if FLAGS.compare == "mode"
-              else {"lstm": dict(mode="hts", core="lstm", core_size=FLAGS.core_size),
-                    "ff": dict(mode="hts", core="none")})
+  variants = {"mode": {"hts": dict(mode="hts"), "sync": dict(mode="sync")},
+              "core": {"lstm": dict(mode="hts", core="lstm", core_size=FLAGS.core_size),
+                       "ff": dict(mode="hts", core="none")},
+              "blocks": {f"blocks{FLAGS.blocks}": dict(mode="hts", executor_blocks=FLAGS.blocks),
+                         "blocks1": dict(mode="hts", executor_blocks=1)}}[FLAGS.compare]
   first, second = variants
   rows = []
   for name in FLAGS.cases:
@@ -111,7 +119,7 @@ def main(argv):
     for _ in range(FLAGS.repeats):
       for v, overrides in variants.items():
         runs[v].append(launch.in_process(**dict(case, **overrides, learner=dict(case["learner"]))))
-      if FLAGS.ceiling and FLAGS.compare == "mode":
+      if FLAGS.ceiling and FLAGS.compare != "core":
         ceilings.append(_ceiling(case))
     row = {"case": name, "num_envs": case["num_envs"], "num_executors": case["num_executors"],
            "alpha": case["alpha"]}
@@ -130,8 +138,8 @@ def main(argv):
   out = {"cpu_count": os.cpu_count(), "repeats": FLAGS.repeats, "compare": FLAGS.compare,
          "variants": variants, "rows": rows}
   if FLAGS.save:
-    provenance.save(FLAGS.save, dict(out, benchmark="sampler" if FLAGS.compare == "mode" else
-                                     "recurrent",
+    provenance.save(FLAGS.save, dict(out, benchmark={"mode": "sampler", "core": "recurrent"}.get(
+                                         FLAGS.compare, FLAGS.compare),
                                      cases={name: CASES[name] for name in FLAGS.cases}))
   print(json.dumps(out, indent=1))
 

@@ -82,6 +82,9 @@ class RunConfig:
           f"{r.actor_batch}")
     check(r.actor_batch_envs <= n, f"the actor batch ({r.actor_batch_envs} envs) exceeds "
           f"num_envs{where} ({n}): set --actor_batch")
+    check(1 <= r.executor_blocks <= n // r.num_executors,
+          f"executor_blocks must be in [1, envs per executor={n // r.num_executors}], got "
+          f"{r.executor_blocks}")
     d = self.devices
     check(r.actor_batch_envs % len(d.actor_devices) == 0,
           f"actor_batch ({r.actor_batch_envs} envs) must be divisible by the number of "

@@ -66,6 +66,10 @@ class Rollout:
   the blocks that are ready into calls of this size. Like alpha it is part of what a run
   computes: the same seed gives the same bits for any actor and executor count at a given
   actor_batch."""
+  executor_blocks: int = resumable(1)
+  """Blocks each executor steps its envs in (each at most actor_batch envs): with 2 or more, an
+  executor steps one block while the actors compute another's actions (their latency hidden).
+  The policy call's shape stays actor_batch's, so a run computes the same bits for any value."""
   total_steps: int = resumable(100_000)
   """Env steps to collect (rounded up to whole segments)."""
   seed: int = 0

@@ -45,13 +45,15 @@ class BlockLayout:
 
   Executor k owns envs [k * E, (k+1) * E) with E = num_envs / num_executors, in blocks of at most
   `block_envs` consecutive envs (the actor batch: one policy call computes `block_envs * agents`
-  rows). Block ids are global, in env order. The layout decides no result: a row's action depends
-  only on (params, its observation, its seed) under the fixed policy shape.
+  rows), and in at least `executor_blocks` blocks. Block ids are global, in env order. The layout
+  decides no result: a row's action depends only on (params, its observation, its seed) under the
+  fixed policy shape.
   """
   num_envs: int
   num_executors: int
   block_envs: int
   num_agents: int = 1
+  executor_blocks: int = 1
 
   @property
   def envs_per_executor(self) -> int:
@@ -61,7 +63,7 @@ class BlockLayout:
   def blocks(self) -> List[Tuple[int, int]]:
     """[(first env id, number of envs)] for every block, in block-id order."""
     out = []
-    size = min(self.block_envs, self.envs_per_executor)
+    size = min(self.block_envs, -(-self.envs_per_executor // self.executor_blocks))
     for k in range(self.num_executors):
       first, end = k * self.envs_per_executor, (k + 1) * self.envs_per_executor
       out.extend((e, min(size, end - e)) for e in range(first, end, size))

@@ -41,6 +41,19 @@ def test_same_seed_same_bits_for_any_actor_and_executor_count(tmp_path, referenc
   assert sum(len(r) for r in s["episode_returns"]) > 0
 
 
+@pytest.mark.parametrize("actors,executors,blocks", [(2, 2, 4), (1, 1, 3)])
+def test_executor_blocks_change_no_bit(tmp_path, reference, actors, executors, blocks):
+  """--executor_blocks splits each executor's envs into smaller blocks (4 of 1 env; 3, 3 and 2 of
+  8 envs) that the actors pack into calls of the same fixed shape (actor_batch's 4 envs): an
+  executor steps one block while another's actions are computed, and the run is the same."""
+  s = modes.run(_cfg(tmp_path, "run", num_actors=actors, num_executors=executors,
+                     executor_blocks=blocks, executor_jitter_s=0.002))
+  assert s["param_sha256"] == reference["param_sha256"]
+  assert s["episode_returns"] == reference["episode_returns"]
+  with pytest.raises(ValueError, match="executor_blocks must be in \\[1, envs per executor=4\\]"):
+    _cfg(tmp_path, "bad", executor_blocks=5)
+
+
 @pytest.mark.parametrize("correction", ["behaviour", "decoupled"])
 def test_lagged_ppo_corrections_are_deterministic_for_any_actor_count_and_resume_bit_exactly(
     tmp_path, reference, correction):
