@@ -105,6 +105,19 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   steps (final evaluations 3,567, 3,061, 3,497). The lag stays exactly one and the run
   deterministic; `--correction=delayed` is the paper's Eq. 6.
 
+- `atari_ppo`: HTS-PPO on envpool's Atari with CleanRL's Atari PPO values
+  (the defaults of `cleanrl/ppo_atari_envpool_xla_jax.py`, vwxyzjn/cleanrl at 3fee121): Pong
+  (its `Pong-v5`), 8 envs x 128 steps per update (`--num-envs 8 --num-steps 128`), 4 epochs x 4
+  minibatches (`--update-epochs 4 --num-minibatches 4`), Adam lr 2.5e-4 with eps 1e-5 and linear
+  decay to 0 (`--learning-rate`, `--anneal-lr`), clip 0.1 (`--clip-coef`), no value clipping (its
+  plain 1/2 (V - R)^2), entropy 0.01, value coef 0.5, grad norm 0.5, gamma 0.99, GAE lambda 0.95,
+  normalised advantages (`--norm-adv`), 10M env steps (`--total-timesteps`); envpool with episodic
+  life and reward clipping for training (its `envpool.make(..., episodic_life=True,
+  reward_clip=True)`), the Nature CNN. Minibatches hold every env's shuffled steps
+  (`minibatch="transitions"`) where CleanRL permutes the flattened batch. 2 envpool groups (actors)
+  of 4 envs with 2 envpool threads for a 2-core machine; the correction is HTS-PPO's default
+  (`HTS_PPO_CORRECTION`).
+
 - `minatar_a2c`: HTS-A2C (and with `--mode=sync` A2C) on MinAtar (`minatar:Breakout` by default;
   Young & Tian 2019), the CPU-scale stand-in for the paper's Atari A2C: `atari_a2c`'s values where
   they carry over, i.e. Table A3's "A2C/Ours" column: 16 envs (§5), 5-step returns (alpha =
@@ -144,6 +157,10 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   `none` at 351 [201, 500] and synchronous PPO at 408 [162, 500] (5 of 5 reaching 475).
 """
 
+# HTS-PPO's policy-lag correction in every HTS-PPO preset (gfootball_ppo, mujoco_hts_ppo,
+# memory_lstm_ppo, atari_ppo): the corrections study (results/corrections/PROTOCOL.md) picks it.
+HTS_PPO_CORRECTION = "behaviour"
+
 PRESETS = {
     "cartpole_ppo": dict(
         env="CartPole-v1", algo="ppo", num_envs=8, num_executors=2, num_actors=1, alpha=64,
@@ -182,7 +199,7 @@ PRESETS = {
         num_actors=4, alpha=128, total_steps=5_000_000, optimizer="adam", lr=3.43e-4,
         adam_eps=1e-5, lr_decay=True, ppo_epochs=2, num_minibatches=8, clip_eps=0.08,
         entropy_coef=0.003, value_coef=0.5, gamma=0.993, gae_lambda=0.95, max_grad_norm=0.64,
-        eval_every=100_000, eval_episodes=10, eval_greedy=False, correction="behaviour"),
+        eval_every=100_000, eval_episodes=10, eval_greedy=False, correction=HTS_PPO_CORRECTION),
     "gfootball_impala": dict(
         env="gfootball:academy_3_vs_1_with_keeper", mode="async", algo="a2c", num_envs=16,
         num_executors=16, num_actors=16, alpha=32, unroll_length=32, async_batch_unrolls=8,
@@ -201,7 +218,7 @@ PRESETS["mujoco_ppo"] = dict(
     bootstrap_truncation=True,
     eval_every=100_000, eval_episodes=10, eval_greedy=False)
 PRESETS["mujoco_hts_ppo"] = dict(PRESETS["mujoco_ppo"], num_envs=8, num_executors=2, alpha=256,
-                                 actor_batch=8, correction="behaviour")
+                                 actor_batch=8, correction=HTS_PPO_CORRECTION)
 PRESETS["minatar_a2c"] = dict(
     PRESETS["atari_a2c"], env="minatar:Breakout", network="minatar", num_executors=2,
     num_actors=1, total_steps=5_000_000, eval_every=100_000)
@@ -214,4 +231,11 @@ PRESETS["memory_lstm_ppo"] = dict(
     gamma=0.98, gae_lambda=0.8, optimizer="adam", lr=1e-3, adam_eps=1e-5, lr_decay=True,
     clip_eps=0.2, entropy_coef=0.0, normalize_obs=True, normalize_rewards=True,
     bootstrap_truncation=True, total_steps=100_000, eval_every=10_000, eval_episodes=10,
-    correction="behaviour")
+    correction=HTS_PPO_CORRECTION)
+PRESETS["atari_ppo"] = dict(
+    env="atari:Pong", envpool=True, network="cnn", algo="ppo", num_envs=8, num_executors=2,
+    num_actors=2, alpha=128, total_steps=10_000_000, optimizer="adam", lr=2.5e-4, adam_eps=1e-5,
+    lr_decay=True, ppo_epochs=4, num_minibatches=4, clip_eps=0.1, clip_value_loss=False,
+    entropy_coef=0.01, value_coef=0.5, gamma=0.99, gae_lambda=0.95, max_grad_norm=0.5,
+    normalize_advantages=True, eval_every=250_000, eval_episodes=10, eval_greedy=False,
+    correction=HTS_PPO_CORRECTION)
