@@ -12,10 +12,9 @@ never typed by hand. The JSON comes from the benchmark scripts' `--save`:
 their own). tests/tooling/test_render_results.py fails when a rendered table is out of date with its JSON.
 """
 
-import json
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from absl import flags
 
@@ -33,14 +32,6 @@ SAMPLER_CASES = {
     "minatar16": "MinAtar Breakout, 16 envs, 2 executors, alpha 5",
     "gfootball_close": "GFootball close, MLP, 8 envs, 4 executors, PPO, alpha 128",
 }
-
-
-def _load(name: str, results: str) -> Optional[Dict[str, Any]]:
-  path = os.path.join(results, name)
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return json.load(f)
 
 
 def _source(data: Dict[str, Any], name: str) -> str:
@@ -128,7 +119,7 @@ RENDERERS = {"speedup.json": render_speedup, "sampler.json": render_sampler,
 def render_markdown(results: str = RESULTS) -> str:
   parts: List[str] = []
   for name in SOURCES:
-    data = _load(name, results)
+    data = publish.read_json(results, name)
     if data is not None:
       parts.append(RENDERERS[name](data))
   if not parts:

@@ -12,7 +12,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from hts_jax.analysis import metrics
-from hts_jax.results import launch, paper_report
+from hts_jax.results import launch, publish
 
 LABELS = {"hts_ppo": "HTS-PPO", "sync_ppo": "PPO (sync)", "impala": "IMPALA",
           "hts_ppo_delayed": "HTS-PPO (delayed)"}  # the methods, in the tables' order
@@ -33,7 +33,7 @@ def extras(results: str, out: Dict[str, Any], resamples: int) -> Dict[str, Any]:
            "update_diagnostics": update_diagnostics(results, out["runs"], resamples),
            "run_throughput": run_throughput(
                out["runs"], out["throughput"],
-               paper_report.read_optional(results, ENV_COSTS, as_json=True), resamples)}
+               publish.read_json(results, ENV_COSTS), resamples)}
   for part in ("update_diagnostics", "run_throughput"):  # their '(k of n seeds)': the protocol's n
     for sc, d in parts[part].items():
       d["planned_seeds"] = planned.get(sc, 0)

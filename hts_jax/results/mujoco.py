@@ -18,7 +18,6 @@ return-based reward scaling) are in `CLEANRL` for comparison, with the page they
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import os
 from typing import Any, Dict, List, Optional
@@ -45,22 +44,14 @@ def final_return(summary: Dict[str, Any]) -> float:
   return sum(last) / len(last)
 
 
-def curve(logdir: str) -> List[List[float]]:
-  """[[env_steps, recent training return]] from metrics.csv (none if the run has no file)."""
-  out = []
-  path = os.path.join(logdir, "metrics.csv")
-  if not os.path.exists(path):
-    return out
-  with open(path) as f:
-    for row in csv.DictReader(f):
-      if row.get("train_return") not in (None, ""):
-        out.append([int(float(row["env_steps"])), float(row["train_return"])])
-  return out
-
-
 def _run_extra(f: grid.Finished) -> Dict[str, Any]:
-  return {"final_return": final_return(f.summary), "curve": curve(f.logdir),
-          "early_update": metrics.early_update(metrics.Run(f.logdir, f.summary, ()))}
+  """The final return, the training curve [[env_steps, recent training return]] from metrics.csv
+  (none without the file) and the PPO update's first quarter."""
+  run = metrics.Run(f.logdir, f.summary, ())
+  return {"final_return": final_return(f.summary),
+          "curve": [[int(r["env_steps"]), r["train_return"]] for r in run.train_curve()
+                    if "train_return" in r],
+          "early_update": metrics.early_update(run)}
 
 
 def _early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:

@@ -9,13 +9,12 @@ The report of every grid record with a `Paper` part (GFootball, MinAtar, Atari:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, launch, provenance
+from hts_jax.results import compare, grid, launch, provenance, publish
 from hts_jax.results.compare import Spec  # noqa: F401 (the grids' name for it)
 from hts_jax.runtime.outputs import integrity
 
@@ -72,7 +71,7 @@ def report_body(results: str, spec: Spec, resamples: int,
   minutes from it, and the host kinds of the runs."""
   runs = load_runs(results, spec)
   summary = summarize(runs, spec, resamples)
-  throughput = read_optional(results, "throughput.json", as_json=True)
+  throughput = publish.read_json(results, "throughput.json")
   return {"protocol": protocol, "summary": summary,
           "paired": compare.paired_ratios(runs, spec), "throughput": throughput,
           "aggregates": compare.aggregates(
@@ -225,15 +224,6 @@ def bench_minutes(task: str, method: str, out: Dict[str, Any]) -> str:
   """Minutes to each target from env steps over the throughput benchmark's median SPS."""
   got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}
   return " / ".join("-" if v is None else f"{v:.1f}" for v in got.values())
-
-
-def read_optional(results: str, name: str, as_json: bool = False) -> Any:
-  """`<results>/<name>` (a grid's throughput.json or PROTOCOL.md), None when absent."""
-  path = os.path.join(results, name)
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return json.load(f) if as_json else f.read()
 
 
 def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],

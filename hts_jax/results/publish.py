@@ -124,6 +124,15 @@ def stale(results: str, render: Callable[[Dict[str, Any]], str], targets: Sequen
   return stale_
 
 
+def read_json(results: str, name: str) -> Any:
+  """`<results>/<name>` as JSON (a grid's throughput.json, a benchmark's), None when absent."""
+  path = os.path.join(results, name)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
 def docs_path() -> str:
   return os.path.join(provenance.ROOT, "docs", "results.md")
 
