@@ -4,7 +4,7 @@
 import os
 
 from hts_jax.results import benchmarks as rr
-from hts_jax.results import provenance
+from hts_jax.results import provenance, publish
 from tests.support import ROOT
 
 
@@ -26,7 +26,7 @@ def test_the_readme_block_and_tables_md_are_the_committed_json_rendered():
   with open(os.path.join(ROOT, "results", "benchmarks", "tables.md")) as f:
     assert f.read() == markdown
   for name in rr.SOURCES:  # every source is committed and carries its provenance
-    data = rr._load(name, rr.RESULTS)  # pylint: disable=protected-access
+    data = publish.read_json(rr.RESULTS, name)
     assert data is not None, name
     assert {"date", "commit", "machine", "command", "rows"} <= set(data)
 
