@@ -17,15 +17,16 @@ Cases (the same flags for both modes; only --mode differs):
 Each row: SPS of each mode (median over --repeats, runs interleaved hts/sync/ceiling), their
 ratio, and the hot-path figures from summary.json: policy rows per env step, ready envs per actor
 call, actor calls, main-process CPU seconds per 1k env steps, idle seconds of
-executors/actors/learner. The ceiling (`--ceiling`, on by default with --compare=mode or blocks) is the
-envs' own rate for the case's layout (`hts_jax.runtime.ceiling`: the same executors, envs and
+executors/actors/learner. The ceiling (`--ceiling`, on by default with --compare=mode or blocks)
+is the envs' own rate for the case's layout (`hts_jax.runtime.ceiling`: the same executors, envs and
 storages, actions drawn inside the executors, no actor calls, no learner), and each mode's SPS
 is also given as a fraction of it.
 `--compare=core` runs each case in HTS mode with a feed-forward policy (`ff`) and with
 `--core=lstm --core_size=<--core_size>` (`lstm`) instead: the recurrent core's cost.
 `--compare=blocks` runs each case in HTS mode with `--executor_blocks=<--blocks>` and with one
 block per executor: whether an executor that steps one block while the actors compute another's
-actions hides their latency (the same param_sha256 either way).
+actions hides their latency (the same param_sha256 either way); the ceiling keeps the case's one
+block per executor.
 """
 
 import json
@@ -50,8 +51,8 @@ flags.DEFINE_enum("compare", "mode", ["mode", "core", "blocks"], "mode: HTS agai
 flags.DEFINE_integer("core_size", 256, "LSTM units with --compare=core.")
 flags.DEFINE_integer("blocks", 2, "Blocks per executor of --compare=blocks' first variant.")
 flags.DEFINE_bool("ceiling", True, "With --compare=mode or blocks, also measure the envs' own "
-                  "rate for each case's layout (interleaved with the modes' runs) and the modes' fractions "
-                  "of it.")
+                  "rate for each case's layout (interleaved with the modes' runs) and the modes' "
+                  "fractions of it.")
 flags.DEFINE_string("save", None, "Also write the JSON with its provenance (date, machine, commit, "
                     "command) here: results/benchmarks/sampler.json is what README shows.")
 FLAGS = flags.FLAGS
@@ -101,6 +102,9 @@ def _ceiling(case):
 def main(argv):
   if len(argv) > 1:
     cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+  if FLAGS.compare == "blocks" and FLAGS.blocks < 2:
+    cli.fail(f"--blocks: expected 2 or more blocks per executor to compare with one, got "
+             f"{FLAGS.blocks}")
   unknown = sorted(set(FLAGS.cases) - set(CASES))
   if unknown:
     cli.fail(f"--cases: unknown case(s) {unknown}; choose from {sorted(CASES)}")

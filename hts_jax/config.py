@@ -95,6 +95,9 @@ class RunConfig:
     RULES[self.mode].check_run(self, n, where)  # the mode's own options
     check(not self.sync.alternating_groups or self.mode == "sync",
           "--alternating_groups is an option of --mode=sync")
+    check(r.executor_blocks == 1 or not (r.envpool or self.sync.alternating_groups),
+          "--executor_blocks is for executor processes: --envpool's groups and "
+          "--alternating_groups' two blocks per executor set their own blocks")
     if r.envpool:
       check(n % r.num_actors == 0,
             f"with --envpool, num_envs{where} ({n}) must be divisible by num_actors "

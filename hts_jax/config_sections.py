@@ -69,7 +69,8 @@ class Rollout:
   executor_blocks: int = resumable(1)
   """Blocks each executor steps its envs in (each at most actor_batch envs): with 2 or more, an
   executor steps one block while the actors compute another's actions (their latency hidden).
-  The policy call's shape stays actor_batch's, so a run computes the same bits for any value."""
+  The policy calls keep their shape, so a run computes the same bits for any value. Not with
+  --envpool or --alternating_groups (they set their own blocks)."""
   total_steps: int = resumable(100_000)
   """Env steps to collect (rounded up to whole segments)."""
   seed: int = 0

@@ -45,7 +45,7 @@ class BlockLayout:
 
   Executor k owns envs [k * E, (k+1) * E) with E = num_envs / num_executors, in blocks of at most
   `block_envs` consecutive envs (the actor batch: one policy call computes `block_envs * agents`
-  rows), and in at least `executor_blocks` blocks. Block ids are global, in env order. The layout
+  rows), and in at least `executor_blocks` blocks (then of sizes 1 apart at most). Block ids are global, in env order. The layout
   decides no result: a row's action depends only on (params, its observation, its seed) under the
   fixed policy shape.
   """
@@ -62,11 +62,16 @@ class BlockLayout:
   @functools.cached_property
   def blocks(self) -> List[Tuple[int, int]]:
     """[(first env id, number of envs)] for every block, in block-id order."""
+    per = self.envs_per_executor
+    if self.executor_blocks == 1:  # blocks of block_envs, the last one smaller
+      sizes = [min(self.block_envs, per - e) for e in range(0, per, self.block_envs)]
+    else:  # executor_blocks or more blocks (as many as block_envs needs), sizes 1 apart at most
+      n = max(self.executor_blocks, -(-per // self.block_envs))
+      sizes = [per // n + (i < per % n) for i in range(n)]
     out = []
-    size = min(self.block_envs, -(-self.envs_per_executor // self.executor_blocks))
     for k in range(self.num_executors):
-      first, end = k * self.envs_per_executor, (k + 1) * self.envs_per_executor
-      out.extend((e, min(size, end - e)) for e in range(first, end, size))
+      starts = k * per + np.cumsum([0] + sizes[:-1])
+      out.extend((int(e), size) for e, size in zip(starts, sizes))
     return out
 
   def blocks_of_executor(self, k: int) -> List[int]:

@@ -52,6 +52,17 @@ def test_executor_blocks_change_no_bit(tmp_path, reference, actors, executors, b
   assert s["episode_returns"] == reference["episode_returns"]
   with pytest.raises(ValueError, match="executor_blocks must be in \\[1, envs per executor=4\\]"):
     _cfg(tmp_path, "bad", executor_blocks=5)
+  with pytest.raises(ValueError, match="--executor_blocks is for executor processes"):
+    _cfg(tmp_path, "bad", mode="sync", alternating_groups=True, executor_blocks=2)
+
+
+def test_executor_blocks_change_no_bit_in_sync_mode(tmp_path):
+  """Synchronous A2C/PPO steps every block and makes one call for all rows: the blocks change
+  nothing either."""
+  runs = [modes.run(_cfg(tmp_path, f"sync{k}", mode="sync", num_executors=2, executor_blocks=k))
+          for k in (1, 4)]
+  assert runs[0]["param_sha256"] == runs[1]["param_sha256"]
+  assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
 
 
 @pytest.mark.parametrize("correction", ["behaviour", "decoupled"])
