@@ -41,12 +41,6 @@ def _partial(out: Dict[str, Any]) -> str:
   return f" **Partial:** {'; '.join(parts)}." if parts else ""
 
 
-def _bench_title(out: Dict[str, Any]) -> Any:
-  bench = out.get("throughput")
-  return bench and (f"minutes to {BOTH} from env steps over the benchmark's median SPS on "
-                    f"{bench.get('host', '?')}")
-
-
 # Both methods step envpool's Atari in 2 groups (actors) of 8 envs, one envpool thread each: the
 # machine's 2 cores (the bits are the same for any actor count).
 RUN = {"preset": "atari_a2c", "envpool": True, "network": "cnn", "num_actors": 2,
@@ -82,7 +76,10 @@ GRID = Grid(
                       map(fmt_steps, r["required_steps"].values()))),
                   Section(f"time to {BOTH} over HTS-A2C's in the block",
                           lambda g, m, r, out: paper_report.paired_cell(g, m, out)),
-                  Section(_bench_title, lambda g, m, r, out: paper_report.bench_minutes(g, m, out)),
+                  Section(paper_report.bench_title(
+                      f"minutes to {BOTH} from env steps over the benchmark's median SPS on "
+                      "{host}"),
+                          lambda g, m, r, out: paper_report.bench_minutes(g, m, out)),
                   Section("SPS", lambda g, m, r, out: fmt_ci(r["sps"], "{:,.0f}")))),
         Table(columns=(), head="game (budget, seeds)", aggregates=False,
               block=publish.Block("atari-results", "atari"),

@@ -97,13 +97,6 @@ def _both(get) -> Any:
       get(sc, m, r, out, t) for t in TARGETS)
 
 
-def _bench_title(out: Dict[str, Any]) -> Any:
-  bench = out.get("throughput")
-  return bench and (f"Required minutes from env steps to {BOTH} over the benchmark's SPS on "
-                    f"{bench.get('host', '?')} (training only, no evaluations; the benchmark's "
-                    "median SPS in parentheses; Table 2 / A10)")
-
-
 def _one_host_title(out: Dict[str, Any]) -> Any:
   hosts = out.get("hosts") or []
   return (f"Required time as measured (minutes to {BOTH}, evaluations included) on {hosts[0]}"
@@ -186,7 +179,11 @@ DOCS = Table(
                 "blocks on one host kind where no run shared the machine; ≥ / ≤: a bound, where "
                 "a run missed the target and counts at its end)",
                 _both(lambda sc, m, r, out, t: ratio_cell(out, sc, m, t, "1 (reference)"))),
-        Section(_bench_title, lambda sc, m, r, out: partial(out["summary"][sc], m)
+        Section(paper_report.bench_title(
+                    f"Required minutes from env steps to {BOTH} over the benchmark's SPS on "
+                    "{host} (training only, no evaluations; the benchmark's median SPS in "
+                    "parentheses; Table 2 / A10)"),
+                lambda sc, m, r, out: partial(out["summary"][sc], m)
                 + paper_report.bench_minutes(sc, m, out) + md.bench_sps(out, sc, m)
                 + _req(sc, m)),
         Section(_one_host_title, lambda sc, m, r, out: _both(

@@ -60,12 +60,6 @@ _minutes = paper_report.paper_cell(
 _a1 = paper_report.paper_cell(PAPER, "a1", lambda v: f"{v:,}")
 
 
-def _bench_title(out: Dict[str, Any]) -> Any:
-  bench = out.get("throughput")
-  return bench and ("Required minutes to 40% / 80% from env steps over the benchmark's median "
-                    f"SPS on {bench.get('host', '?')} (training only)")
-
-
 def _targets_line(out: Dict[str, Any]) -> str:
   return "Targets (40% / 80% of A2C's final metric in this grid): " + "; ".join(
       f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values())
@@ -125,7 +119,10 @@ GRID = Grid(
                           "block the method's minutes over HTS-A2C's; geometric mean over blocks "
                           "[min, max] (n: blocks; ≥ / ≤: a bound where a run missed)",
                           lambda g, m, r, out: paper_report.paired_cell(g, m, out), MAIN),
-                  Section(_bench_title, lambda g, m, r, out: paper_report.bench_minutes(g, m, out)
+                  Section(paper_report.bench_title(
+                      "Required minutes to 40% / 80% from env steps over the benchmark's median "
+                      "SPS on {host} (training only)"),
+                          lambda g, m, r, out: paper_report.bench_minutes(g, m, out)
                           + _minutes(g, m), MAIN),
                   Section("Table A1: final metric (last 10 evaluations x 10 episodes) by "
                           "policy-lag correction", lambda g, m, r, out: fmt_ci(
