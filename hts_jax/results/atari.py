@@ -64,8 +64,9 @@ GRID = Grid(
               row=lambda game, s: f"{game} ({s['budget']:,} env steps)", notes=lambda out: (
                   "Protocol: `results/atari/PROTOCOL.md` (game, seeds, the budget and the target "
                   f"scores {BOTH} fixed before the runs). Cells: mean over seeds [min, max] "
-                  "(fewer than 6 seeds: no interval claimed); '-' where a seed's budget ran out "
-                  "before the target (k/n: seeds that reached it). Full Atari at a 2-core CPU's "
+                  "(fewer than 6 seeds: no interval claimed); '≥' where a seed's budget ran out "
+                  "before the target: each miss counted at its run's end, a lower bound (k/n: "
+                  "seeds that reached it). Full Atari at a 2-core CPU's "
                   "budget, not the paper's 20M steps on a GPU desktop." + _partial(out)),
               sections=(
                   Section("final metric (last 10 evaluations)",
@@ -128,4 +129,5 @@ GRID = Grid(
     fixed="2026-11-26, before any run of this grid",
     changes=(
         render.STATS_RULES,
-        "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed."))
+        "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed.",
+        render.CENSORED_MEANS))

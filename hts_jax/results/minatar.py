@@ -103,8 +103,9 @@ GRID = Grid(
               doc="docs", tail=_targets_line, notes=lambda out: (
                   "Protocol: `results/minatar/PROTOCOL.md` (games, seeds, the 2M-step budget and "
                   "the reference score fixed before the runs). Cells: mean over seeds [min, max] "
-                  "(fewer than 6 seeds: no interval claimed); '-' where a seed's budget ran out "
-                  "before the target (k/n: seeds that reached it). Paper: full Atari, 20M steps, "
+                  "(fewer than 6 seeds: no interval claimed); '≥' where a seed's budget ran out "
+                  "before the target: each miss counted at its run's end, a lower bound (k/n: "
+                  "seeds that reached it). Paper: full Atari, 20M steps, "
                   "a 4-GPU desktop; its figures are beside ours for the shape of the comparison "
                   "only."),
               sections=(
@@ -175,4 +176,4 @@ GRID = Grid(
         "1.02x, where the arithmetic mean over all three blocks said 0.76x."),
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed; "
         "`--noa1` is gone: Table A1's methods run in their games' blocks unless `--methods` "
-        "leaves them out."))
+        "leaves them out.", render.CENSORED_MEANS))

@@ -139,10 +139,14 @@ def docs_path() -> str:
 
 def fmt_ci(ci: Optional[Dict[str, Any]], fmt: str = "{:.1f}") -> str:
   """A mean over seeds with its interval (`metrics.seed_interval`: [min, max] below 6 seeds) as
-  `mean [lo, hi]`, and `(k/n)` where only k of n seeds reached a target; `-` where none."""
+  `mean [lo, hi]`; where only k of n seeds reached a target, `≥mean (k/n)` with each miss counted
+  at its run's end (`censored_mean`: a lower bound), `- (k/n)` where there is none; `-` where
+  there is nothing."""
   if not ci or ci.get("mean") is None:
     if ci and "runs" in ci:
-      return f"- ({ci['reached']}/{ci['runs']})"
+      bound = ("-" if ci.get("censored_mean") is None
+               else "≥" + fmt.format(ci["censored_mean"]))
+      return f"{bound} ({ci['reached']}/{ci['runs']})"
     return "-"
   s = fmt.format(ci["mean"])
   if ci.get("n", 1) > 1:

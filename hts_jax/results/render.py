@@ -120,6 +120,13 @@ STATS_RULES = (
     "returns still count).")
 
 
+# The Changes entry of the paper-style grids (gfootball, minatar, atari) for their censored means.
+CENSORED_MEANS = (
+    "2026-11-28: where some seed missed a target, the mean over seeds of the time or env steps to "
+    "it is shown as ≥ the mean with each miss counted at its run's end (a lower bound: the "
+    "statistics rules' censoring), beside k/n, where it was '-'; no run or other value changed.")
+
+
 def protocol_markdown(g: Grid) -> str:
   """PROTOCOL.md, rendered from the record."""
   lines = [f"# {g.title}: protocol", "",

@@ -132,7 +132,9 @@ def test_metrics_golden_values(tmp_path):
   assert hts["required_min"]["0.8"] == dict(mean=10.0, lo=10.0, hi=10.0, n=2, reached=2, runs=2,
                                             kind="min-max")
   assert hts["required_steps"]["0.8"]["mean"] == 10_000
-  assert impala["required_min"]["0.4"] == {"mean": None, "reached": 0, "runs": 2}
+  # Missed by both seeds: counted at their runs' ends (5.0 and 6.0 minutes), a lower bound.
+  assert impala["required_min"]["0.4"] == {"mean": None, "censored_mean": 5.5, "reached": 0,
+                                           "runs": 2}
   # By the wall time of the same block's IMPALA run: seed 0 within 300 s scored 1.0 five
   # times; seed 1 within 360 s 0, 0, 1, 1, 1, 1 (4/6): mean 5/6.
   assert hts["final_time"]["mean"] == pytest.approx(5 / 6)
@@ -159,12 +161,17 @@ def test_scenarios_come_in_the_protocols_order(tmp_path):
       [r["scenario"] for r in runs]
 
 
-def test_a_target_some_seeds_miss_has_no_mean():
-  """The paper's '-': a mean over only the seeds that reached the target would flatter."""
-  got = paper_report._reached([2.0, float("inf"), 4.0], 100)
-  assert got == {"mean": None, "mean_of_reached": 3.0, "reached": 2, "runs": 3}
-  assert publish.fmt_ci(got) == "- (2/3)"
-  assert publish.fmt_ci(paper_report._reached([2.0, 4.0], 100)) == "3.0 [2.0, 4.0]"
+def test_a_target_some_seeds_miss_has_a_censored_mean():
+  """No mean over only the seeds that reached the target (it would flatter): the mean with each
+  miss counted at its run's end, a lower bound, shown as ≥ beside k/n."""
+  got = paper_report._reached([2.0, float("inf"), 4.0], [10.0, 9.0, 10.0], 100)
+  assert got == {"mean": None, "censored_mean": 5.0, "mean_of_reached": 3.0, "reached": 2,
+                 "runs": 3}
+  assert publish.fmt_ci(got) == "≥5.0 (2/3)"
+  assert publish.fmt_ci(paper_report._reached([float("inf")] * 2, [8.0, 10.0], 100)) == \
+      "≥9.0 (0/2)"
+  assert publish.fmt_ci({"mean": None, "reached": 1, "runs": 2}) == "- (1/2)"  # no ends known
+  assert publish.fmt_ci(paper_report._reached([2.0, 4.0], [9.0, 9.0], 100)) == "3.0 [2.0, 4.0]"
 
 
 def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
@@ -208,7 +215,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
              and "/ 10.0" in l)
   # The protocol's 5 seeds, not the most any method has, say how partial each cell is.
   assert row == ("| Empty goal close (12,000 steps) | (2 of 5 seeds) 10.0 [10.0, 10.0] / 10.0 "
-                 "[10.0, 10.0] (paper: 1.0 / 2.0) | (1 of 5 seeds) - (0/1) / - (0/1) (paper: 1.7 "
+                 "[10.0, 10.0] (paper: 1.0 / 2.0) | (1 of 5 seeds) ≥5.0 (0/1) / ≥5.0 (0/1) (paper: 1.7 "
                  "/ 2.6) |")
   assert docs.read_text() == f"# y\n{DOCS.block.wrap(md)}\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
@@ -224,8 +231,8 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   # IMPALA's cells say it has fewer seeds than the scenario.
   assert summary[4] == ("| Empty goal close (12,000, 5) | (2 of 5 seeds) 10,000 [10,000, 10,000] "
                         "(floor); "
-                        "1 / -; 1.00 [1.00, 1.00] / 1.00 (1/2) | (1 of 5 seeds) - (0/1); - / -; "
-                        "0.10 / 0.10 |")
+                        "1 / -; 1.00 [1.00, 1.00] / 1.00 (1/2) | (1 of 5 seeds) ≥10,000 (0/1); "
+                        "- / -; 0.10 / 0.10 |")
   assert summary[7] == "- Empty goal close: it is ahead of every baseline in every cell."
   assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
   assert saved["identity"] is None
