@@ -34,7 +34,9 @@ GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": "hts_jax.results.m
 def run(argv: Optional[List[str]] = None) -> None:
   """The `hts-reproduce` console command: `argv[1]` names the grid, the rest are its flags. Ctrl-C
   ends it with one line (the training process it was waiting for is stopped by
-  `subprocess.run`)."""
+  `subprocess.run`), also where Python lost the KeyboardInterrupt (`launch.SIGINTS`)."""
+  from hts_jax.results import launch  # pylint: disable=import-outside-toplevel
+  launch.catch_sigint()
   try:
     _run(argv)
   except KeyboardInterrupt:
@@ -64,11 +66,13 @@ def _run(argv: Optional[List[str]]) -> None:
       flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
   def main(rest):
-    from hts_jax.results import grid  # pylint: disable=import-outside-toplevel
+    from hts_jax.results import grid, launch  # pylint: disable=import-outside-toplevel
     try:
       failed = main_of(rest)
     except grid.GridError as e:
       cli.fail(str(e))
+    if launch.SIGINTS:  # a SIGINT whose KeyboardInterrupt was lost: its run failed by it
+      raise KeyboardInterrupt
     if failed:
       cli.fail(f"{len(failed)} run(s) failed (their stderr.txt says why): {', '.join(failed)}", 1)
 

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,21 @@ from hts_jax.results.provenance import ROOT
 
 class RunFailed(RuntimeError):
   """A training process that ended without its summary.json (the message: its last error line)."""
+
+
+# The SIGINTs this program has had (`catch_sigint`). Python raises KeyboardInterrupt from its
+# handler, but one raised inside a garbage-collector callback is lost (printed as "Exception
+# ignored"): the grid then sees its run fail, so `launch` starts no further run after one.
+SIGINTS: List[int] = []
+
+
+def catch_sigint() -> None:
+  """Records every SIGINT in SIGINTS, then raises KeyboardInterrupt as Python's own handler does."""
+  def handler(signum, frame):
+    del frame
+    SIGINTS.append(signum)
+    raise KeyboardInterrupt
+  signal.signal(signal.SIGINT, handler)
 
 
 def flag_args(flag_values: Mapping[str, Any]) -> List[str]:
@@ -143,7 +159,10 @@ def settings_mismatch(flag_values: Mapping[str, Any], logdir: str,
 def launch(flag_values: Mapping[str, Any], logdir: str, *, dry_run: bool = False) -> bool:
   """Runs one training process with `flag_values` into `logdir` unless it finished before. True
   when it ran and finished (or had finished); False when it failed (its stderr.txt says why),
-  when a finished run there has other settings, or with `dry_run` (the command printed)."""
+  when a finished run there has other settings, or with `dry_run` (the command printed).
+  KeyboardInterrupt after a SIGINT (`catch_sigint`), even one whose exception was lost."""
+  if SIGINTS:
+    raise KeyboardInterrupt
   summary = read_summary(logdir)
   if summary is not None:
     differ = settings_mismatch(flag_values, logdir, summary)
