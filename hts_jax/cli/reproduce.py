@@ -34,7 +34,8 @@ GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": "hts_jax.results.m
 def run(argv: Optional[List[str]] = None) -> None:
   """The `hts-reproduce` console command: `argv[1]` names the grid, the rest are its flags. Ctrl-C
   ends it with one line (the training process it was waiting for is stopped by
-  `subprocess.run`), also where Python lost the KeyboardInterrupt (`launch.SIGINTS`)."""
+  `subprocess.run`), also where the handler's KeyboardInterrupt did not reach here
+  (`launch.SIGINTS`)."""
   from hts_jax.results import launch  # pylint: disable=import-outside-toplevel
   launch.catch_sigint()
   try:
@@ -71,7 +72,7 @@ def _run(argv: Optional[List[str]]) -> None:
       failed = main_of(rest)
     except grid.GridError as e:
       cli.fail(str(e))
-    if launch.SIGINTS:  # a SIGINT whose KeyboardInterrupt was lost: its run failed by it
+    if launch.SIGINTS:  # a SIGINT whose KeyboardInterrupt did not get here: its run failed by it
       raise KeyboardInterrupt
     if failed:
       cli.fail(f"{len(failed)} run(s) failed (their stderr.txt says why): {', '.join(failed)}", 1)

@@ -29,9 +29,10 @@ class RunFailed(RuntimeError):
   """A training process that ended without its summary.json (the message: its last error line)."""
 
 
-# The SIGINTs this program has had (`catch_sigint`). Python raises KeyboardInterrupt from its
-# handler, but one raised inside a garbage-collector callback is lost (printed as "Exception
-# ignored"): the grid then sees its run fail, so `launch` starts no further run after one.
+# The SIGINTs this program's handler has seen (`catch_sigint`): `launch` starts no further run
+# after one, and hts-reproduce ends with its one line and exit 130 even where the handler's
+# KeyboardInterrupt did not reach it (a full suite under load once saw a Ctrl-C end as a failed
+# run instead).
 SIGINTS: List[int] = []
 
 
