@@ -121,7 +121,8 @@ def _notes(out: Dict[str, Any]) -> str:
           f"{'/'.join(networks)}; each (scenario, seed) a block of its methods back to back on "
           "one host. Cells: mean over seeds [min, max] (fewer than 6 seeds: no interval "
           "claimed); '≥' where a seed's budget ran out before the target: each miss counted at "
-          "its run's end, a lower bound (k/n: seeds that reached it). Paper (Liu et al. 2020): 4 GPUs, 16 envs, extracted maps and the CNN, "
+          "its run's end, a lower bound (k/n: seeds that reached it). Paper (Liu et al. 2020): "
+          "4 GPUs, 16 envs, extracted maps and the CNN, "
           "5M steps, 5 seeds; its ± is a spread over seeds whose statistic it does not state.")
 
 
@@ -215,7 +216,8 @@ README = Table(
     notes=lambda out: (
         "The protocol is `results/gfootball/PROTOCOL.md`, every table in "
         "[docs/results.md](docs/results.md#gfootball). Cells: env steps to a running-average "
-        f"score of {TARGETS[-1]} (mean over seeds; ≥ with k/n where some seeds missed it: a miss counted at its run's end); time to "
+        f"score of {TARGETS[-1]} (mean over seeds; ≥ with k/n where some seeds missed it: a "
+        "miss counted at its run's end); time to "
         f"{TARGETS[-1]} relative to HTS-PPO's, paired per block (geometric mean over blocks) / "
         "from env steps over the interleaved benchmark's SPS; final metric (last 10 "
         "evaluations) / final time metric (by the block's IMPALA wall time, Table A9)."),

@@ -45,9 +45,9 @@ class BlockLayout:
 
   Executor k owns envs [k * E, (k+1) * E) with E = num_envs / num_executors, in blocks of at most
   `block_envs` consecutive envs (the actor batch: one policy call computes `block_envs * agents`
-  rows), and in at least `executor_blocks` blocks (then of sizes 1 apart at most). Block ids are global, in env order. The layout
-  decides no result: a row's action depends only on (params, its observation, its seed) under the
-  fixed policy shape.
+  rows), and in at least `executor_blocks` blocks (then of sizes 1 apart at most). Block ids are
+  global, in env order. The layout decides no result: a row's action depends only on (params, its
+  observation, its seed) under the fixed policy shape.
   """
   num_envs: int
   num_executors: int

@@ -47,7 +47,7 @@ class Shape:
     block_envs = (config.local_envs // r.num_executors // 2 if config.sync.alternating_groups
                   else r.actor_batch_envs)
     layout = BlockLayout(config.local_envs, r.num_actors if r.envpool else r.num_executors,
-                         block_envs, agents, 1 if r.envpool else r.executor_blocks)
+                         block_envs, agents, r.executor_blocks)
     storage = storage_lib.StorageSpec(r.alpha, config.local_envs, info.obs_shape, info.obs_dtype,
                                       agents, final_obs=config.learner.bootstrap_truncation,
                                       action_shape=info.action_shape,

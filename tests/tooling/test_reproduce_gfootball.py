@@ -215,8 +215,8 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
              and "/ 10.0" in l)
   # The protocol's 5 seeds, not the most any method has, say how partial each cell is.
   assert row == ("| Empty goal close (12,000 steps) | (2 of 5 seeds) 10.0 [10.0, 10.0] / 10.0 "
-                 "[10.0, 10.0] (paper: 1.0 / 2.0) | (1 of 5 seeds) ≥5.0 (0/1) / ≥5.0 (0/1) (paper: 1.7 "
-                 "/ 2.6) |")
+                 "[10.0, 10.0] (paper: 1.0 / 2.0) | (1 of 5 seeds) ≥5.0 (0/1) / ≥5.0 (0/1) "
+                 "(paper: 1.7 / 2.6) |")
   assert docs.read_text() == f"# y\n{DOCS.block.wrap(md)}\n"
   assert sorted(os.path.basename(p) for p in report["plots"]) == [
       "score_vs_env_steps.png", "score_vs_wall_time.png"]
