@@ -60,7 +60,8 @@ GRID = Grid(
                 2_000_000, SEEDS, 50_000, evals=40),),
     reference="hts_a2c",
     tables=(
-        Table(columns=(), by_task=True, block=publish.Block("atari-tables", "atari"), doc="docs",
+        Table(columns=(), by_task=True, block=publish.Block("atari-tables", "atari"),
+              doc="docs/results.md",
               row=lambda game, s: f"{game} ({s['budget']:,} env steps)", notes=lambda out: (
                   "Protocol: `results/atari/PROTOCOL.md` (game, seeds, the budget and the target "
                   f"scores {BOTH} fixed before the runs). Cells: mean over seeds [min, max] "

@@ -25,8 +25,8 @@ from typing import Any, Dict, List, Optional
 
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import compare, driver, gfootball, grid
-from hts_jax.results.corrections_text import CHANGES, PROSE, QUESTION
+from hts_jax.results import compare, gfootball, grid, publish
+from hts_jax.results.corrections_text import CHANGES, PROSE, QUESTION, README_NOTES, TABLE_NOTES
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 CLOSE = "academy_empty_goal_close"
@@ -101,10 +101,12 @@ def _complete(table: Dict[str, Dict[str, Any]]) -> List[str]:
 
 def decide(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
   """PROTOCOL.md's decision rule over the tasks that have every method's 5 seeds (`table`: per
-  task and method, `seeds` and the per-seed `steps_to_target` / `final_metric`)."""
+  task and method, `seeds` and the per-seed `steps_to_target` / `final_metric`); `passes`, per
+  task and correction, whether it passes there (None: the task is not complete yet)."""
   passes = {c: [] for c in CORRECTIONS}
   scores = {c: [] for c in CORRECTIONS}
   complete = _complete(table)
+  verdicts = {t: {c: None for c in CORRECTIONS if c in cells} for t, cells in table.items()}
   for task in complete:
     cells = table[task]
     ref = cells[REFERENCE]
@@ -118,14 +120,15 @@ def decide(table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
         q = f_c / _median(ref["final_metric"], -math.inf)
       if ok:
         passes[c].append(task)
+      verdicts[task][c] = ok
       scores[c].append(max(q, 0.01))
   if not complete:
-    return {"complete_tasks": [], "winner": None}
+    return {"complete_tasks": [], "winner": None, "passes_by_task": verdicts}
   geo = {c: math.exp(sum(map(math.log, s)) / len(s)) for c, s in scores.items()}
   best = max(CORRECTIONS, key=lambda c: (len(passes[c]), geo[c], c == "behaviour"))
   return {"complete_tasks": complete, "passes": passes, "geometric_mean_q": geo,
           "winner": best if len(complete) == len(TASKS) else None,
-          "leader_so_far": best}
+          "leader_so_far": best, "passes_by_task": verdicts}
 
 
 def _per_seed(task: str, cell: Dict[str, Any]) -> List[float]:
@@ -162,10 +165,15 @@ def clip_overlap(table: Dict[str, Dict[str, Any]]) -> Dict[str, Optional[bool]]:
 
 
 def _verdict(out: Dict[str, Any]) -> Dict[str, Any]:
-  """The decision, the aggregates and question 3 over the cells' per-seed values."""
+  """The decision, the aggregates and question 3 over the cells' per-seed values; each
+  correction's cell gets its verdict (`passes`: None until its task is complete), in place."""
   table = {t: {m: {"seeds": c["seeds"], **c["per_seed"]} for m, c in cells.items()}
            for t, cells in out["table"].items()}
-  return {"decision": decide(table), "study_aggregates": aggregates(table),
+  decision = decide(table)
+  for task, verdicts in decision["passes_by_task"].items():
+    for c, ok in verdicts.items():
+      out["table"][task][c]["passes"] = ok
+  return {"decision": decision, "study_aggregates": aggregates(table),
           "clip_frac_matches_sync": clip_overlap(table)}
 
 
@@ -202,18 +210,41 @@ def _values_cell(key: str, fmt: str) -> Any:
   return cell
 
 
-def _after(out: Dict[str, Any]) -> str:
+def _rule_cell(c: Dict[str, Any]) -> str:
+  """README's cell: the median the decision rule reads and the seeds' [min, max] (k of 5 where
+  fewer), then the rule's verdict once the task is complete."""
+  t = GRID.task(c["task"])
+  if t.target is not None:
+    xs = [stats.Censored.of(x, t.budget) for x in c["per_seed"]["steps_to_target"]]
+  else:
+    xs = [stats.Censored(x) for x in c["per_seed"]["final_metric"] if x is not None]
+  if not xs:
+    return "-"
+  lo, hi = min(xs, key=lambda s: s.value), max(xs, key=lambda s: s.value)
+  mid = (stats.censored_median(xs) if t.target is not None
+         else stats.Censored(statistics.median(x.value for x in xs)))
+  part = f" ({len(xs)} of {len(t.seeds)} seeds)" if len(xs) < len(t.seeds) else ""
+  verdict = {None: "", True: "; passes", False: "; misses"}[c.get("passes")]
+  return f"{mid.cell()} [{lo.cell()}, {hi.cell()}]{part}{verdict}"
+
+
+def _decision(out: Dict[str, Any], aggregates_too: bool = True) -> List[str]:
+  """Question 3, the aggregates (`aggregates_too`) and the decision with each correction's
+  passes and geometric mean of q (its cost in the study), a paragraph each."""
   d, agg = out["decision"], out["study_aggregates"]
   q3 = "; ".join(f"{t}: {'-' if v is None else 'yes' if v else 'no'}"
                  for t, v in out["clip_frac_matches_sync"].items())
-  lines = [f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}"]
-  if agg["methods"]:
-    lines += ["", compare.aggregates_line(agg, lambda m: f"`{m}`")]
-  return "\n".join(lines + ["", f"Decision (PROTOCOL.md): tasks complete "
-                            f"{d['complete_tasks'] or 'none'}; " + (
-                                f"winner `{d['winner']}`." if d.get("winner") else
-                                "no winner until every task is complete (leading: "
-                                f"`{d.get('leader_so_far')}`).")])
+  lines = [f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}."]
+  if agg["methods"] and aggregates_too:
+    lines.append(compare.aggregates_line(agg, lambda m: f"`{m}`"))
+  passed = "; ".join(f"`{c}` passes {len(d['passes'][c])} ({', '.join(d['passes'][c]) or '-'}),"
+                     f" geometric mean of q {d['geometric_mean_q'][c]:.2f}"
+                     for c in CORRECTIONS) if d["complete_tasks"] else ""
+  return lines + [f"Decision (PROTOCOL.md): tasks complete {d['complete_tasks'] or 'none'}; "
+                  + (f"{passed}; " if passed else "")
+                  + (f"winner `{d['winner']}`." if d.get("winner") else
+                     "no winner until every task is complete (leading: "
+                     f"`{d.get('leader_so_far')}`).")]
 
 
 METHODS = (
@@ -224,21 +255,35 @@ METHODS = (
            "the clip centred on p = π_{θ_j}, each sample weighted by min(c̄, p/μ) (Hilton, "
            "Cobbe & Schulman 2022; `--is_cap=100`, the default)"),
     Method("none", {"mode": "hts", "correction": "none"}, "everything at θ_j: the lag ignored"))
+TABLE = Table(  # table.md, and docs/modes.md's block
+    columns=(Column("seeds", lambda c: str(len(c["seeds"]))),
+             Column("env steps to target", _steps_cell),
+             Column("final metric", _values_cell("final_metric", "{:,.2f}")),
+             Column("clip_frac (mean over updates)", _values_cell("clip_frac", "{:.3f}"))),
+    notes=lambda out: TABLE_NOTES,
+    after=lambda out: "\n\n".join(_decision(out)), doc="docs/modes.md",
+    block=publish.Block("corrections-tables", "corrections"))
+def _clip_line(out: Dict[str, Any]) -> str:
+  """README's line on the PPO update: per task, each method's median over seeds of its runs'
+  mean clip fraction."""
+  per = [f"{task} " + " / ".join("-" if not xs else f"{statistics.median(xs):.2f}" for xs in (
+      [x for x in (cells.get(m.name) or {}).get("per_seed", {}).get("clip_frac", [])
+       if x is not None] for m in METHODS)) for task, cells in out["table"].items()]
+  return ("Samples whose ratio starts outside 1 ± ε (`clip_frac`, the median over seeds of each "
+          f"run's mean over its updates; {' / '.join(m.name for m in METHODS)}): "
+          + "; ".join(per) + ". `behaviour` centres the clip on μ, one update behind the params "
+          "the epochs start from.")
+
+
+README = Table(
+    columns=(Column("", _rule_cell),), pivot=True, aggregates=False,
+    after=lambda out: " ".join([_clip_line(out), *_decision(out, aggregates_too=False)]),
+    block=publish.Block("corrections-results", "corrections"),
+    notes=lambda out: README_NOTES)
 GRID = Grid(
     name="corrections", title="The corrections study", results="results/corrections",
     question=QUESTION, methods=METHODS, tasks=TASKS, reference=REFERENCE,
-    tables=(Table(columns=(
-        Column("seeds", lambda c: str(len(c["seeds"]))),
-        Column("env steps to target", _steps_cell),
-        Column("final metric", _values_cell("final_metric", "{:,.2f}")),
-        Column("clip_frac (mean over updates)", _values_cell("clip_frac", "{:.3f}"))),
-        notes=lambda out: (
-            "**The corrections study** (results/corrections/PROTOCOL.md). Cells: each seed, then "
-            "the median and the [min, max] over seeds; '≥ budget': the target not reached "
-            "within the budget (censored, counted at the budget); '(floor)': reached at the "
-            "first full window of 10 evaluations, the earliest the cadence allows. The decision "
-            "uses env steps and returns only, which do not depend on a shared machine."),
-        after=_after),),
+    tables=(TABLE, README),
     borrowed={(CLOSE, "behaviour"): f"../gfootball/runs/{CLOSE}/hts_ppo/seed{{seed}}",
               (CLOSE, "sync_ppo"): f"../gfootball/runs/{CLOSE}/sync_ppo/seed{{seed}}"},
     run_extra=_run_extra, cell_extra=_cell_extra, report_extra=_verdict, prose=PROSE,
@@ -246,13 +291,4 @@ GRID = Grid(
     fixed="2026-11-27, committed before any run of this study (issue 50). It picks, by data, the "
     "policy-lag correction HTS-PPO runs by default; a change goes under \"Changes\" and the "
     "affected task is run again for every method", changes=CHANGES)
-
-
-def run_flags(task: str, method: str, seed: int) -> Dict[str, Any]:
-  """One run's launcher flags, as PROTOCOL.md fixes them."""
-  return GRID.run_flags(task, method, seed)
-
-
-def report(results: str) -> Dict[str, Any]:
-  return driver.report(GRID, results)
 

@@ -1,5 +1,6 @@
 """The corrections study's protocol text (results/corrections/PROTOCOL.md is rendered from
-`corrections.GRID`, which holds the values; this is its prose, as fixed on 2026-11-27)."""
+`corrections.GRID`, which holds the values; this is its prose, as fixed on 2026-11-27), and the
+notes above its tables."""
 
 QUESTION = (
     'HTS-PPO learns one update behind (μ = π_{θ_{j-1}} collects, the learner is at θ_j). The '
@@ -80,3 +81,15 @@ CHANGES = (
     "results.json follows the other grids' records (per-run records, per-(task, method) cells "
     "with the per-seed values the rule reads).",
 )
+TABLE_NOTES = (
+    "**The corrections study** (results/corrections/PROTOCOL.md). Cells: each seed, then the "
+    "median and the [min, max] over seeds; '≥ budget': the target not reached within the budget "
+    "(censored, counted at the budget); '(floor)': reached at the first full window of 10 "
+    "evaluations, the earliest the cadence allows. The decision uses env steps and returns only, "
+    "which do not depend on a shared machine.")
+README_NOTES = (
+    "Cells: the median over seeds [min, max] of env steps to the target (academy_empty_goal_close "
+    "0.8, CartPoleNoVel 475; ≥: a miss, counted at the budget) or of the final metric (MuJoCo: the "
+    "mean of the last 10 of 20 evaluations); 'passes' / 'misses': the decision rule, once the task "
+    "has every method's 5 seeds. Each seed's values, the clip fraction and the aggregates: "
+    "[docs/modes.md](docs/modes.md#the-corrections-study).")

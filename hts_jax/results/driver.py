@@ -133,14 +133,14 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   protocol_seeds = {s for t in g.tasks for s in t.seeds}
   why = publish.off_protocol(same=tuple(options), within={
       "seeds": protocol_seeds, "methods": [m.name for m in g.methods]})
-  readme, docs = publish.doc_paths(why + [f"--steps={','.join(FLAGS.steps)}"] * bool(budgets))
+  root = publish.doc_root(why + [f"--steps={','.join(FLAGS.steps)}"] * bool(budgets))
   if g.paper:
     deviations = {"budget" if k is None else k: v for k, v in budgets.items()}
-    out = paper(g, FLAGS.results, readme, docs, FLAGS.resamples,
+    out = paper(g, FLAGS.results, root, FLAGS.resamples,
                 dict(deviations, **{k: v for k, v in options.items()
                                     if v != FLAGS[k].default}), options)
   else:
-    out = report(g, FLAGS.results, readme, docs)
+    out = report(g, FLAGS.results, root)
   print(render_markdown(g, out), end="")
   for p in out.get("plots") or []:
     print(f"wrote {p}")
@@ -199,10 +199,9 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
   return out
 
 
-def report(g: Grid, results: str, readme: Optional[str] = None,
-           docs: Optional[str] = None) -> Dict[str, Any]:
-  """results.json and table.md (and the tables' README and docs blocks where `readme` and `docs`
-  are given) from the finished runs."""
+def report(g: Grid, results: str, root: Optional[str] = None) -> Dict[str, Any]:
+  """results.json and table.md (and the tables' blocks in README and docs under `root`, where
+  given) from the finished runs."""
   tasked = any(t.name for t in g.tasks)
   found = list(grid.finished_runs(results, tasks=tasked, methods=[m.name for m in g.methods]))
   for (task, method), where in g.borrowed.items():
@@ -228,23 +227,22 @@ def report(g: Grid, results: str, readme: Optional[str] = None,
     out.update(g.report_extra(out))
   if g.plot is not None and runs:
     g.plot(results, runs)
-  return _publish(g, results, out, readme, docs)
+  return _publish(g, results, out, root)
 
 
-def _publish(g: Grid, results: str, out: Dict[str, Any], readme: Optional[str],
-             docs: Optional[str]) -> Dict[str, Any]:
-  """PROTOCOL.md, results.json, the first table's file and the tables' blocks where given."""
+def _publish(g: Grid, results: str, out: Dict[str, Any], root: Optional[str]) -> Dict[str, Any]:
+  """PROTOCOL.md, results.json, the first table's file and, under `root` (the folder holding
+  README.md and docs/) where given, the tables' blocks."""
   os.makedirs(results, exist_ok=True)
   with open(os.path.join(results, "PROTOCOL.md"), "w") as f:
     f.write(protocol_markdown(g))
-  paths = {"readme": readme, "docs": docs}
-  targets = [(paths[t.doc], t.block, functools.partial(render_table, g, t)) for t in g.tables
-             if t.block and paths[t.doc]]
+  targets = [(os.path.join(root, t.doc), t.block, functools.partial(render_table, g, t))
+             for t in g.tables if t.block and root]
   return publish.publish(results, out, functools.partial(render_markdown, g), targets,
                          table=table_file(g))
 
 
-def paper(g: Grid, results: str, readme: Optional[str], docs: Optional[str], resamples: int,
+def paper(g: Grid, results: str, root: Optional[str], resamples: int,
           deviations: Dict[str, Any],
           options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """A paper-style grid's report (`paper_report`: the paper's metrics per task and method), with
@@ -262,7 +260,7 @@ def paper(g: Grid, results: str, readme: Optional[str], docs: Optional[str], res
     out.update(p.extras(results, out, resamples))
   if g.identity:
     out["identity"] = paper_report.identity_report(results)
-  out = _publish(g, results, out, readme, docs)
+  out = _publish(g, results, out, root)
   prefix, ylabel, ylim = p.curves
   out["plots"] = paper_report.plot_curves(out, results, list(p.benchmarked),
                                           {m.name: m.header for m in g.methods}, p.panel,

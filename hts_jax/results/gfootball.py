@@ -170,7 +170,7 @@ PROSE = (
 IDLE = {"executors_waiting_for_actions": "executors wait for actions",
         "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
 DOCS = Table(
-    columns=(), head="scenario (budget)", row=_steps_row, notes=_notes, doc="docs",
+    columns=(), head="scenario (budget)", row=_steps_row, notes=_notes, doc="docs/results.md",
     block=publish.Block("gfootball-tables", "gfootball"), after=md.docs_tail, sections=(
         Section(f"Env steps to a running-average score of {BOTH}, over full windows of 10 "
                 "evaluations (host-independent; data efficiency, Appendix H)",

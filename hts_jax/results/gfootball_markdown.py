@@ -2,7 +2,7 @@
 results.json only): the cells every table shares ('(k of n seeds)', paired ratios, per-host
 figures), the PPO update's and the whole runs' tables, the IMPALA validation and the actor-count
 identity under docs' tables, and README's cell and its lines (where HTS-PPO is not ahead, the
-update in brief, the validation's verdict)."""
+validation's verdict)."""
 
 from __future__ import annotations
 
@@ -79,21 +79,16 @@ def readme_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
 
 
 def readme_tail(out: Dict[str, Any]) -> str:
-  """Under README's table: where HTS-PPO is not ahead, the PPO update in brief, the IMPALA
-  validation's verdict."""
+  """Under README's table: where HTS-PPO is not ahead and the IMPALA validation's verdict (the
+  PPO update's diagnostics are the corrections study's, README's section of its own)."""
   t = TARGETS[-1]
   lines = [f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
   lines += [f"- {short(sc)}: {_behind(out, sc, t)}" for sc in out["summary"]]
-  return "\n".join(lines + [""] + update_summary(out) + _verdict(out))
+  return "\n".join(lines + [""] + _verdict(out))
 
 
 def short(scenario: str) -> str:
   return scenario.replace("academy_", "").replace("_", " ").capitalize()
-
-
-def _diag_methods(report: Dict[str, Any]) -> List[str]:
-  diag = report.get("update_diagnostics") or {}
-  return [m for m in LABELS if any(m in d["methods"] for d in diag.values())]
 
 
 def _listed(values: List[Any], fmt: str = "{:,}") -> str:
@@ -112,36 +107,6 @@ def partial(scenario_summary: Dict[str, Any], method: str) -> str:
   (a summary's or the update statistics' scenario: both hold `methods` with their `seeds`)."""
   k, n = len(scenario_summary["methods"][method]["seeds"]), seeds_of(scenario_summary)
   return f"({k} of {n} seeds) " if k < n else ""
-
-
-def update_summary(report: Dict[str, Any]) -> List[str]:
-  """README's line: the clipped share and the entropy per scenario, the methods side by side,
-  and whether HTS-PPO clips more samples than every other method in every scenario."""
-  diag = report.get("update_diagnostics") or {}
-  methods = [m for m in _diag_methods(report) if m in (REFERENCE, "sync_ppo", "hts_ppo_delayed")]
-  if not diag or REFERENCE not in methods:
-    return []
-
-  def mean(d, m, key):
-    return ((d["methods"].get(m) or {}).get(key) or {}).get("mean")
-
-  def figs(d, key, fmt):
-    return " / ".join("-" if mean(d, m, key) is None else
-                      f"{fmt.format(mean(d, m, key))} {partial(d, m)}".rstrip()
-                      for m in methods)
-  per = [f"{short(sc)}: samples with a clipped ratio {figs(d, 'clip_frac', '{:.2f}')}, policy "
-         f"entropy over steps {_listed([int(0.8 * w) for w in d['window_steps']])}-"
-         f"{_listed(d['window_steps'])} {figs(d, 'entropy', '{:.2f}')}"
-         for sc, d in diag.items()]
-  more = all(mean(d, REFERENCE, "clip_frac") is not None and all(
-      mean(d, m, "clip_frac") is None or mean(d, m, "clip_frac") < mean(d, REFERENCE, "clip_frac")
-      for m in methods if m != REFERENCE) for d in diag.values())
-  clips = _listed(sorted({c for d in diag.values() for c in d["clip_eps"]}), "{:g}")
-  return [f"Beside it, in the runs' metrics.csv (the first quarter of each budget, mean over "
-          f"seeds; {' / '.join(LABELS[m] for m in methods)}): " + "; ".join(per) + ". "
-          + UPDATE_INTRO + (f"; it clips more samples (outside 1 ± {clips}) than each other "
-                            "method in every scenario" if more else "")
-          + " (docs/results.md has the table).", ""]
 
 
 def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:

@@ -100,7 +100,7 @@ GRID = Grid(
     reference="hts_a2c",
     tables=(
         Table(columns=(), head="game (budget)", block=publish.Block("minatar-tables", "minatar"),
-              doc="docs", tail=_targets_line, notes=lambda out: (
+              doc="docs/results.md", tail=_targets_line, notes=lambda out: (
                   "Protocol: `results/minatar/PROTOCOL.md` (games, seeds, the 2M-step budget and "
                   "the reference score fixed before the runs). Cells: mean over seeds [min, max] "
                   "(fewer than 6 seeds: no interval claimed); '≥' where a seed's budget ran out "

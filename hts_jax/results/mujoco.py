@@ -139,7 +139,7 @@ GRID = Grid(
                 "quarter of the budget (`behaviour` takes its ratio against the behaviour policy, "
                 "one update behind); CleanRL's column is its published 1M-step return on the v4 "
                 f"task ({CLEANRL['source']})."),
-            block=publish.Block("mujoco-tables", "mujoco"), doc="docs"),
+            block=publish.Block("mujoco-tables", "mujoco"), doc="docs/results.md"),
         Table(columns=(Column("final evaluation", render.spread_cell("final_eval")),
                        Column("CleanRL PPO (1M)", _cleanrl)),
               notes=lambda out: ("Final evaluation (10 sampled episodes of the final params; "

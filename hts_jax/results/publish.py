@@ -39,8 +39,10 @@ class Block:
     return text[:start] + self.wrap(markdown) + text[stop + len(self.end):]
 
   def write(self, path: str, markdown: str) -> bool:
-    """`into` on the file at `path`, in place; False (and the file untouched) when the markers
-    are missing."""
+    """`into` on the file at `path`, in place; False (and the file untouched) when it or the
+    markers are missing."""
+    if not os.path.exists(path):
+      return False
     with open(path) as f:
       text = self.into(f.read(), markdown)
     if text is None:
@@ -78,19 +80,18 @@ def off_protocol(same: Sequence[str] = (),
   return why
 
 
-def doc_paths(why: Sequence[str]) -> Tuple[Optional[str], Optional[str]]:
-  """(README.md, docs/results.md) for a grid's blocks, or (None, None). They are written for the
-  protocol's grid under `--readme` (on by default). A grid off its protocol (`why`, from
-  `off_protocol`) writes them only when `--readme` is on the command line, and says so in one
-  line otherwise: README never shows a toy grid unasked."""
+def doc_root(why: Sequence[str]) -> Optional[str]:
+  """The repository's root, whose README.md and docs/ hold a grid's blocks, or None (no block
+  written). They are written for the protocol's grid under `--readme` (on by default). A grid off
+  its protocol (`why`, from `off_protocol`) writes them only when `--readme` is on the command
+  line, and says so in one line otherwise: README never shows a toy grid unasked."""
   asked = flags.FLAGS["readme"]
   if not asked.value or (why and not asked.present):
     if asked.value:
-      print(f"note: not the protocol's grid ({'; '.join(why)}): README.md and docs/results.md "
-            "are left as they are (--readme writes them, naming this grid's results.json)",
-            file=sys.stderr)
-    return None, None
-  return readme_path(), docs_path()
+      print(f"note: not the protocol's grid ({'; '.join(why)}): README.md and docs/ are left as "
+            "they are (--readme writes them, naming this grid's results.json)", file=sys.stderr)
+    return None
+  return provenance.ROOT
 
 
 def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, Any]], str],

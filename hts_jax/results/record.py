@@ -113,8 +113,8 @@ class Table:
   per task, a column per method holding `columns[0]`'s cell). The grid's first table is table.md."""
   columns: Tuple[Column, ...]
   notes: Callable[[Dict[str, Any]], str]  # the paragraph above it (what its cells are)
-  block: Optional[publish.Block] = None  # README's or docs/results.md's block it goes to
-  doc: str = "readme"  # which: "readme" or "docs"
+  block: Optional[publish.Block] = None  # the block of `doc` it goes to
+  doc: str = "README.md"  # the markdown file holding the block, from the repository's root
   pivot: bool = False
   tail: Optional[Callable[[Dict[str, Any]], str]] = None  # a line under it
   after: Optional[Callable[[Dict[str, Any]], str]] = None  # paragraphs between it and `tail`

@@ -26,7 +26,8 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
   elif t.pivot:
     methods = [m.name for m in g.methods if any(m.name in c for c in out["table"].values())]
     headers = ["task", *methods, *(c.header for c in t.columns[1:])]
-    rows = [[task, *(t.columns[0].cell(cells[m]) if m in cells else "-" for m in methods),
+    rows = [[task, *(t.columns[0].cell(dict(cells[m], task=task)) if m in cells else "-"
+                     for m in methods),
              *(c.cell({"task": task}) for c in t.columns[1:])]
             for task, cells in out["table"].items()]
   else:

@@ -83,10 +83,11 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   for method, mode in (("hts_ppo", "hts"), ("sync_ppo", "sync")):
     modes.run(_cfg(tmp_path, "x", mode=mode, logdir=grid.run_dir(str(results), task, method, 11)))
   summary, docs = g.tables[1].block, g.tables[0].block
-  readme, results_md = tmp_path / "README.md", tmp_path / "results.md"
+  readme, results_md = tmp_path / "README.md", tmp_path / "docs" / "results.md"
+  results_md.parent.mkdir()
   readme.write_text(f"# x\n{summary.begin}\nold\n{summary.end}\ntail\n")
   results_md.write_text(f"{docs.begin}\n{docs.end}\n")
-  out = driver.report(g, str(results), str(readme), str(results_md))
+  out = driver.report(g, str(results), str(tmp_path))
   assert {r["method"] for r in out["runs"]} == {"hts_ppo", "sync_ppo"}
   assert out["table"][task]["hts_ppo"]["final_return"]["n"] == 1
   assert out["runs"][0]["curve"] and out["command"] and out["commit"]

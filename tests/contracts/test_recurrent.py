@@ -93,7 +93,7 @@ def test_the_memory_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   block = rm.GRID.tables[0].block
   readme = tmp_path / "README.md"
   readme.write_text(f"# x\n{block.begin}\nold\n{block.end}\ntail\n")
-  out = driver.report(rm.GRID, str(results), str(readme))
+  out = driver.report(rm.GRID, str(results), str(tmp_path))
   assert {r["method"] for r in out["runs"]} == {"hts_lstm", "hts_ff"}
   assert out["table"][rm.ENV]["hts_lstm"]["final_eval"]["n"] == 1
   assert out["runs"][0]["evals"] and out["command"] and out["commit"]

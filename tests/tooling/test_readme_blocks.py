@@ -51,8 +51,8 @@ def test_a_grid_in_another_folder_leaves_readme_and_docs_alone_and_names_its_sou
         f.write(text)
   assert proc.returncode == 0, proc.stderr
   assert after == before
-  assert (f"note: not the protocol's grid (--results={tmp_path}): README.md and docs/results.md "
-          "are left as they are (--readme writes them, naming this grid's results.json)"
+  assert (f"note: not the protocol's grid (--results={tmp_path}): README.md and docs/ are left "
+          "as they are (--readme writes them, naming this grid's results.json)"
           ) in proc.stderr
   table = (tmp_path / "table.md").read_text()
   assert f"Source: `{tmp_path}/results.json`" in table and "results/memory/results.json" not in table

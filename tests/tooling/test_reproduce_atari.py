@@ -24,8 +24,9 @@ def flat(text: str) -> str:
   return re.sub(r" +", " ", re.sub(r"-{3,}", "---", text))
 
 
-def _report(tmp_path, readme=None, docs=None):
-  return driver.paper(GRID, str(tmp_path), readme and str(readme), docs and str(docs), 500, {})
+def _report(tmp_path, docs=False):
+  """The report into tmp_path, the blocks into its README.md and docs/ where `docs`."""
+  return driver.paper(GRID, str(tmp_path), str(tmp_path) if docs else None, 500, {})
 
 
 def test_every_method_is_a_valid_launcher_config_at_the_protocols_budget():
@@ -76,10 +77,11 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
   assert paired["a2c"]["15"]["mean"] == pytest.approx(12 / 5.5)
   # The final time metric's clock is A2C's wall time: HTS-A2C's final metric by then is its own.
   assert hts["final_time"]["mean"] == pytest.approx(18.0)
-  readme, docs = tmp_path / "README.md", tmp_path / "results.md"
+  readme, docs = tmp_path / "README.md", tmp_path / "docs" / "results.md"
+  docs.parent.mkdir()
   readme.write_text(f"{GRID.tables[1].block.begin}\n{GRID.tables[1].block.end}\n")
   docs.write_text(f"{GRID.tables[0].block.begin}\n{GRID.tables[0].block.end}\n")
-  out = _report(tmp_path, readme, docs)
+  out = _report(tmp_path, docs=True)
   tables = flat((tmp_path / "tables.md").read_text())
   # Score 0: both at the first full window (evaluation 10: a floor), minutes 5 and 10.
   assert "| env steps to 0 / 15 | 10,000 [10,000, 10,000] (floor) / 11,000 [11,000, 11,000] | " \
@@ -100,14 +102,14 @@ def test_a_game_with_one_seed_is_labelled_as_such(tmp_path):
   _fake(tmp_path, "hts_a2c", 0, [0.0] * 12, 30)
   readme = tmp_path / "README.md"
   readme.write_text(f"{GRID.tables[1].block.begin}\n{GRID.tables[1].block.end}\n")
-  _report(tmp_path, readme)
+  _report(tmp_path, docs=True)
   label = ("**Partial:** Pong has 1 of the protocol's 3 seeds so far (one run per method: no "
            "interval, one block's time ratio).")
   assert label in readme.read_text() and label in (tmp_path / "tables.md").read_text()
   for seed in (1, 2):
     _fake(tmp_path, "a2c", seed, [0.0] * 12, 60)
     _fake(tmp_path, "hts_a2c", seed, [0.0] * 12, 30)
-  _report(tmp_path, readme)
+  _report(tmp_path, docs=True)
   assert "Partial" not in readme.read_text() + (tmp_path / "tables.md").read_text()
 
 

@@ -9,20 +9,21 @@ import os
 import pytest
 
 from hts_jax.results import corrections as study
+from hts_jax.results import driver
 from tests.support import ROOT
 
 
 def test_run_flags_are_the_protocols():
   protocol = open(os.path.join(ROOT, "results", "corrections", "PROTOCOL.md")).read()
-  close = study.run_flags(study.CLOSE, "decoupled", 3)
+  close = study.GRID.run_flags(study.CLOSE, "decoupled", 3)
   assert close["total_steps"] == 400_000 and close["eval_every"] == 8_000
   assert close["lr_decay_steps"] == 5_000_000 and close["num_envs"] == 8
   assert (close["mode"], close["correction"], close["seed"]) == ("hts", "decoupled", 3)
-  assert study.run_flags(study.CLOSE, "sync_ppo", 0)["mode"] == "sync"
-  hopper = study.run_flags("Hopper-v5", "none", 1)
+  assert study.GRID.run_flags(study.CLOSE, "sync_ppo", 0)["mode"] == "sync"
+  hopper = study.GRID.run_flags("Hopper-v5", "none", 1)
   assert (hopper["preset"], hopper["eval_every"], hopper["total_steps"]) == (
       "mujoco_hts_ppo", 50_000, 1_000_000)
-  memory = study.run_flags("CartPoleNoVel", "behaviour", 2)
+  memory = study.GRID.run_flags("CartPoleNoVel", "behaviour", 2)
   assert (memory["eval_every"], memory["eval_episodes"], memory["eval_greedy"]) == (2_000, 5, False)
   for task in study.TASKS:
     assert task.name in protocol
@@ -52,7 +53,7 @@ def test_report_windows_censors_and_reads_the_committed_runs(tmp_path):
     json.dump({"note": "tests ran beside"}, f)
   committed = tmp_path / "results" / "gfootball" / "runs" / study.CLOSE / "hts_ppo" / "seed4"
   _fake_run(committed, 4, [1.0] * 50, 8_000)
-  out = study.report(str(results))
+  out = driver.report(study.GRID, str(results))
   runs = {(r["task"], r["method"], r["seed"]): r for r in out["runs"]}
   assert runs[("CartPoleNoVel", "decoupled", 0)]["steps_to_target"] == 12 * 2_000
   miss = runs[("CartPoleNoVel", "none", 0)]
@@ -98,6 +99,28 @@ def test_decision_rule():
   d = study.decide(_table(steps, finals))
   assert set(d["passes"]["none"]) == {"CartPoleNoVel", study.CLOSE}
   assert study._q(float("inf"), float("inf")) == 1.0 and study._q(100.0, 1.0) == 10.0
+
+
+def test_readme_cells_give_the_rules_median_and_verdict():
+  """README's table: per task and method the median the rule reads with the seeds' [min, max], how
+  many seeds where fewer than 5, and the verdict only once the task is complete."""
+  steps = {m: [100, 100, 110, 120, None] for m in ("sync_ppo", "none")}
+  steps.update(behaviour=[200, 190, 210, None, None], decoupled=[105, 115, 118, 90, None])
+  finals = {m: [3000.0, 2900.0, 3100.0, 2800.0, 3050.0] for m in steps}
+  table = _table(steps, finals)
+  table["Hopper-v5"]["none"] = {"seeds": [0, 1], "final_metric": [2500.0, None]}
+  d = study.decide(table)
+  assert d["passes_by_task"][study.CLOSE] == {"behaviour": False, "decoupled": True, "none": True}
+  assert d["passes_by_task"]["Hopper-v5"] == {"behaviour": None, "decoupled": None, "none": None}
+
+  def cell(task, per_seed, passes=None):
+    return study._rule_cell({"task": task, "per_seed": per_seed, "passes": passes})
+  assert cell(study.CLOSE, {"steps_to_target": steps["behaviour"]}, False) == (
+      "210 [190, ≥400,000]; misses")  # the middle seed reached it: the median is not a bound
+  assert cell("Hopper-v5", {"final_metric": [2500.0, None]}) == (
+      "2,500 [2,500, 2,500] (1 of 5 seeds)")
+  assert cell("Walker2d-v5", {"final_metric": finals["sync_ppo"]}) == (
+      "3,000 [2,800, 3,100]")
 
 
 def test_question_three_compares_the_clip_fraction_ranges():

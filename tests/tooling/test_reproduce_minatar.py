@@ -89,10 +89,11 @@ def test_targets_come_from_a2cs_final_metric_and_the_tables_render(tmp_path):
   # IMPALA never reached it: it counts at its run's end (12 x 45 s), a lower bound of 9 / 5 min.
   assert paired["impala"]["80%"]["mean"] == pytest.approx(1.8)
   assert paired["impala"]["80%"]["bound"] == "lower"
-  readme, docs = tmp_path / "README.md", tmp_path / "results.md"
+  readme, docs = tmp_path / "README.md", tmp_path / "docs" / "results.md"
+  docs.parent.mkdir()
   readme.write_text(f"{GRID.tables[1].block.begin}\n{GRID.tables[1].block.end}\n")
   docs.write_text(f"{GRID.tables[0].block.begin}\n{GRID.tables[0].block.end}\n")
-  out = driver.paper(GRID, str(tmp_path), str(readme), str(docs), 500, {})
+  out = driver.paper(GRID, str(tmp_path), str(tmp_path), 500, {})
   tables = flat((tmp_path / "tables.md").read_text())
   assert "| Breakout (12,000) | 1 (reference) | 2.00x [2.00, 2.00] (n=2) / 2.00x [2.00, 2.00] " \
       "(n=2) | ≥1.80x (n=1) / ≥1.80x (n=1) |" in tables
