@@ -17,20 +17,13 @@ import jax.numpy as jnp
 import optax
 
 from hts_jax import losses
+from hts_jax.collectives import pmean
 from hts_jax.algorithm_registry import CORRECTIONS
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.sequences import (CoreInput, apply_tb, chunk_states, core_input, core_resets,
                                final_values)
 from hts_jax.types import ApplyFn, Segment
-
-
-def pmean(x, axis_name):
-  return x if axis_name is None else jax.lax.pmean(x, axis_name)
-
-
-def psum(x, axis_name):
-  return x if axis_name is None else jax.lax.psum(x, axis_name)
 
 
 def params_finite(params) -> chex.Array:

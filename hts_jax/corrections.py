@@ -13,11 +13,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from hts_jax.collectives import psum
+
 Metrics = Dict[str, chex.Array]
-
-
-def _psum(x, axis_name):
-  return x if axis_name is None else jax.lax.psum(x, axis_name)
 
 
 def _mean(x: chex.Array, mask: Optional[chex.Array]) -> chex.Array:
@@ -70,7 +68,7 @@ def lag_diagnostics(out_p: chex.Array, out_mu: chex.Array, log_p: chex.Array,
   sg = jax.lax.stop_gradient
   m = mask.astype(jnp.float32)
   w = sg(weights)
-  total = lambda x: _psum(jnp.sum(x * m), axis_name)
+  total = lambda x: psum(jnp.sum(x * m), axis_name)
   count = jnp.maximum(total(jnp.ones_like(m)), 1.0)
   w1, w2 = total(w), total(jnp.square(w))
   capped = (sg(log_p - log_mu) > jnp.log(cap)).astype(jnp.float32)

@@ -21,6 +21,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from hts_jax.collectives import psum
+
 COLLECTION = "obs_norm"
 EPS = 1e-8
 CLIP = 10.0  # normalised observations and scaled rewards are clipped to ±CLIP (CleanRL's 10)
@@ -49,20 +51,16 @@ def normalize(stats, x: chex.Array, clip: float) -> chex.Array:
   return jnp.clip(z, -clip, clip)
 
 
-def _psum(x, axis_name):
-  return x if axis_name is None else jax.lax.psum(x, axis_name)
-
-
 def update(stats, x: chex.Array, mask: chex.Array, axis_name: Optional[str] = None):
   """Merges the samples `x [T, B, *shape]` where `mask [T, B]` is 1 into `stats` (Chan et al.'s
   parallel update), over the global batch when the batch is split over `axis_name`."""
   x = as_float(x)
   w = mask.astype(jnp.float32).reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
-  n = _psum(jnp.sum(mask.astype(jnp.float32)), axis_name)
+  n = psum(jnp.sum(mask.astype(jnp.float32)), axis_name)
   total = n + stats["count"]
   safe_n = jnp.maximum(n, 1.0)
-  batch_mean = _psum(jnp.sum(x * w, axis=(0, 1)), axis_name) / safe_n
-  batch_m2 = _psum(jnp.sum(jnp.square(x - batch_mean) * w, axis=(0, 1)), axis_name)
+  batch_mean = psum(jnp.sum(x * w, axis=(0, 1)), axis_name) / safe_n
+  batch_m2 = psum(jnp.sum(jnp.square(x - batch_mean) * w, axis=(0, 1)), axis_name)
   delta = batch_mean - stats["mean"]
   mean = stats["mean"] + delta * n / jnp.maximum(total, 1.0)
   m2 = stats["m2"] + batch_m2 + jnp.square(delta) * stats["count"] * n / jnp.maximum(total, 1.0)

@@ -15,7 +15,8 @@ import optax
 
 from hts_jax import losses
 from hts_jax.algorithm_registry import CORRECTIONS
-from hts_jax.algorithms import bootstrapped_rewards, psum, run_steps, shard_weighted
+from hts_jax.algorithms import bootstrapped_rewards, run_steps, shard_weighted
+from hts_jax.collectives import psum
 from hts_jax.config import LearnerConfig
 from hts_jax.corrections import lag_diagnostics
 from hts_jax.heads import Head
