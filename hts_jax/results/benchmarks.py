@@ -1,6 +1,7 @@
 r"""Renders the committed benchmark JSON into README.md's benchmark block (between its
-`benchmark-results` markers) and into results/benchmarks/tables.md: the figures README shows are
-never typed by hand. The JSON comes from the benchmark scripts' `--save`:
+`benchmark-results` markers), results/benchmarks/tables.md and docs/benchmarks.md's CleanRL block
+(`cleanrl-benchmark`): the figures they show are never typed by hand. The JSON comes from the
+benchmark scripts' `--save` (`experiments.bench_cleanrl` for cleanrl.json):
 
   python -m experiments.bench_speedup --grids=variance --repeats=3 \
       --save=results/benchmarks/speedup.json
@@ -13,6 +14,7 @@ their own). tests/tooling/test_render_results.py fails when a rendered table is 
 """
 
 import os
+import statistics
 import sys
 from typing import Any, Dict, List
 
@@ -112,8 +114,33 @@ def render_recurrent(data: Dict[str, Any]) -> str:
        "executors waiting for actions s, LSTM / feed-forward"], rows)
 
 
+def render_cleanrl(data: Dict[str, Any]) -> str:
+  """`experiments.bench_cleanrl`'s JSON: each program's median steady SPS and start-up, and the
+  patches CleanRL's script ran with."""
+  programs = list(data["median_sps"])
+  startup = {p: statistics.median(r["startup_s"] for r in data["runs"] if r["program"] == p)
+             for p in programs}
+  return (f"**`--preset=atari_ppo` against CleanRL's `ppo_atari_envpool_xla_jax.py`** (identical "
+          f"work: {data['env']}, 8 envs x 128 steps per update, 4 epochs x 4 minibatches, the "
+          f"Nature CNN; medians of {data['repeats']} interleaved runs of {data['steps']:,} env "
+          f"steps; steady SPS: CleanRL's after its first {data['warmup_iterations']} iterations, "
+          "which compile; hts_jax's over its wall time, which starts after its compile; start-up: "
+          "those seconds). Source: " + _source(data, "cleanrl.json") + ". CleanRL's script "
+          f"(sha256 `{data['cleanrl_script_sha256'][:12]}`) ran with these patches: "
+          + "; ".join(f"*{p['name']}* ({p['why']})" for p in data["patches"]) + ".\n\n"
+          + stats.markdown(["program", "steady SPS", "over CleanRL", "start-up s"], [
+              [p, _int(data["median_sps"][p]), "1" if p == "cleanrl" else
+               f"{data['over_cleanrl'][p]:.2f}x", f"{startup[p]:.0f}"] for p in programs]))
+
+
 RENDERERS = {"speedup.json": render_speedup, "sampler.json": render_sampler,
              "recurrent.json": render_recurrent}
+DOCS_BLOCK = publish.Block("cleanrl-benchmark", "benchmarks")  # docs/benchmarks.md's
+
+
+def render_docs(results: str = RESULTS) -> str:
+  data = publish.read_json(results, "cleanrl.json")
+  return render_cleanrl(data) if data else "Not run yet (`experiments/bench_cleanrl.py`).\n"
 
 
 def render_markdown(results: str = RESULTS) -> str:
@@ -136,26 +163,34 @@ def main(argv):
     print(f"error: unexpected arguments: {' '.join(argv[1:])}", file=sys.stderr)
     sys.exit(2)
   markdown = render_markdown()
+  docs_path = os.path.join(provenance.ROOT, "docs", "benchmarks.md")
+  with open(docs_path) as f:
+    docs = f.read()
+  new_docs = DOCS_BLOCK.into(docs, render_docs())
   readme_path, tables_path = publish.readme_path(), os.path.join(RESULTS, "tables.md")
   with open(readme_path) as f:
     readme = f.read()
   new_readme = BLOCK.into(readme, markdown)
-  if new_readme is None:
-    print(f"error: README.md has no {BLOCK.begin!r} ... {BLOCK.end!r} block", file=sys.stderr)
-    sys.exit(2)
+  for path, text, block in ((readme_path, new_readme, BLOCK), (docs_path, new_docs, DOCS_BLOCK)):
+    if text is None:
+      print(f"error: {path} has no {block.begin!r} ... {block.end!r} block", file=sys.stderr)
+      sys.exit(2)
   old_tables = open(tables_path).read() if os.path.exists(tables_path) else None
   if flags.FLAGS.check:
     stale = [p for p, old, new in ((readme_path, readme, new_readme),
-                                   (tables_path, old_tables, markdown)) if old != new]
+                                   (tables_path, old_tables, markdown),
+                                   (docs_path, docs, new_docs)) if old != new]
     if stale:
       print(f"error: out of date with results/benchmarks/*.json: {', '.join(stale)} (run "
             "hts-reproduce benchmarks)", file=sys.stderr)
       sys.exit(1)
     return []
-  with open(readme_path, "w") as f:
-    f.write(new_readme)
+  for path, text in ((readme_path, new_readme), (docs_path, new_docs)):
+    with open(path, "w") as f:
+      f.write(text)
   os.makedirs(RESULTS, exist_ok=True)
   with open(tables_path, "w") as f:
     f.write(markdown)
-  print(f"wrote README.md's benchmark block and {os.path.relpath(tables_path, provenance.ROOT)}")
+  print(f"wrote README.md's benchmark block, docs/benchmarks.md's CleanRL block and "
+        f"{os.path.relpath(tables_path, provenance.ROOT)}")
   return []

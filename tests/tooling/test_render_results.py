@@ -25,6 +25,8 @@ def test_the_readme_block_and_tables_md_are_the_committed_json_rendered():
     assert rr.BLOCK.wrap(markdown) in f.read(), "run python -m experiments.reproduce benchmarks"
   with open(os.path.join(ROOT, "results", "benchmarks", "tables.md")) as f:
     assert f.read() == markdown
+  with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
+    assert rr.DOCS_BLOCK.wrap(rr.render_docs()) in f.read()
   for name in rr.SOURCES:  # every source is committed and carries its provenance
     data = publish.read_json(rr.RESULTS, name)
     assert data is not None, name
@@ -37,6 +39,20 @@ def test_speedup_rows_golden():
   assert cells == [["0.1", "1,620", "1,000", "1.62x", "1.56x"],
                    ["10", "5,300", "1,000", "5.30x", "5.98x"]]  # variance grid only, sorted
   assert "commit 0123456789ab+dirty, 2 cores (Linux); `python -m x --y`" in out[0]
+
+
+def test_cleanrl_rows_golden():
+  data = {"env": "Pong-v5", "steps": 6144, "repeats": 2, "warmup_iterations": 2,
+          "cleanrl_script_sha256": "ab" * 32, "median_sps": {"cleanrl": 100.0, "hts_jax_hts": 150.0},
+          "over_cleanrl": {"hts_jax_hts": 1.5}, "patches": [{"name": "no tyro", "why": "w"}],
+          "runs": [{"program": p, "startup_s": s} for p, s in (
+              ("cleanrl", 40.0), ("cleanrl", 50.0), ("hts_jax_hts", 20.0), ("hts_jax_hts", 30.0))],
+          "date": "2026-11-28", "commit": "0123456789abcdef", "command": "python -m x",
+          "machine": {"cores": 2, "cpu": "", "platform": "Linux"}}
+  out = rr.render_cleanrl(data).splitlines()
+  cells = [[c.strip() for c in line.strip("|").split("|")] for line in out[-2:]]
+  assert cells == [["cleanrl", "100", "1", "45"], ["hts_jax_hts", "150", "1.50x", "25"]]
+  assert "*no tyro* (w)" in out[0] and "sha256 `abababababab`" in out[0]
 
 
 def test_replace_block_keeps_the_rest_and_refuses_a_missing_block():
