@@ -182,6 +182,12 @@ def _mean(xs: List[Optional[float]]) -> Optional[float]:
   return sum(xs) / len(xs) if xs else None
 
 
+def _median_range(xs: List[stats.Censored]) -> str:
+  """'median [min, max]' of per-seed values, a miss censored at the budget (≥)."""
+  lo, hi = min(xs, key=lambda s: s.value), max(xs, key=lambda s: s.value)
+  return f"{stats.censored_median(xs).cell()} [{lo.cell()}, {hi.cell()}]"
+
+
 def _steps_cell(c: Dict[str, Any]) -> str:
   """Per seed (≥ budget: a miss, censored; `floor`: at the first full window), then the median
   the decision rule uses and the [min, max]."""
@@ -192,9 +198,7 @@ def _steps_cell(c: Dict[str, Any]) -> str:
   seeds = [stats.Censored.of(x, t.budget) for x in xs]
   shown = ", ".join(s.cell() + (" (floor)" if stats.is_floor(x, t.first_window) else "")
                     for s, x in zip(seeds, xs))
-  lo, hi = min(seeds, key=lambda s: s.value), max(seeds, key=lambda s: s.value)
-  return (f"{shown}; median {stats.censored_median(seeds).cell()} "
-          f"[{lo.cell()}, {hi.cell()}] (min-max)")
+  return f"{shown}; median {_median_range(seeds)} (min-max)"
 
 
 def _values_cell(key: str, fmt: str) -> Any:
@@ -220,12 +224,9 @@ def _rule_cell(c: Dict[str, Any]) -> str:
     xs = [stats.Censored(x) for x in c["per_seed"]["final_metric"] if x is not None]
   if not xs:
     return "-"
-  lo, hi = min(xs, key=lambda s: s.value), max(xs, key=lambda s: s.value)
-  mid = (stats.censored_median(xs) if t.target is not None
-         else stats.Censored(statistics.median(x.value for x in xs)))
   part = f" ({len(xs)} of {len(t.seeds)} seeds)" if len(xs) < len(t.seeds) else ""
   verdict = {None: "", True: "; passes", False: "; misses"}[c.get("passes")]
-  return f"{mid.cell()} [{lo.cell()}, {hi.cell()}]{part}{verdict}"
+  return f"{_median_range(xs)}{part}{verdict}"
 
 
 def _decision(out: Dict[str, Any], aggregates_too: bool = True) -> List[str]:
@@ -263,6 +264,8 @@ TABLE = Table(  # table.md, and docs/modes.md's block
     notes=lambda out: TABLE_NOTES,
     after=lambda out: "\n\n".join(_decision(out)), doc="docs/modes.md",
     block=publish.Block("corrections-tables", "corrections"))
+
+
 def _clip_line(out: Dict[str, Any]) -> str:
   """README's line on the PPO update: per task, each method's median over seeds of its runs'
   mean clip fraction."""
