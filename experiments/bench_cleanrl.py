@@ -43,7 +43,7 @@ flags.DEFINE_string("cleanrl_script", None, "CleanRL's cleanrl/ppo_atari_envpool
 flags.DEFINE_integer("steps", 8192, "Env steps per run (a multiple of 1,024, one update's batch).")
 flags.DEFINE_integer("repeats", 3, "Runs per program, interleaved; SPS is their median.")
 flags.DEFINE_list("modes", ["hts"], "hts_jax's --mode values to run (hts, sync).")
-flags.DEFINE_integer("run_timeout_s", 1800, "Seconds before a run is stopped.")
+flags.DEFINE_integer("timeout_per_run_s", 1800, "Seconds before a run is stopped.")
 flags.DEFINE_string("save", None, "Also write the JSON with its provenance here.")
 FLAGS = flags.FLAGS
 
@@ -113,7 +113,7 @@ def run_cleanrl(script: str, steps: int, seed: int) -> dict:
   with tempfile.TemporaryDirectory() as tmp:
     t0 = time.time()
     proc = subprocess.run([sys.executable, script], cwd=tmp, env=env, capture_output=True,
-                          text=True, timeout=FLAGS.run_timeout_s)
+                          text=True, timeout=FLAGS.timeout_per_run_s)
   if proc.returncode:
     raise RuntimeError(f"CleanRL's run failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
   ticks = [(0, t0)] + [(int(m[1]), float(m[2]))
@@ -129,7 +129,7 @@ def run_hts_jax(mode: str, steps: int, seed: int) -> dict:
     s = launch.run_process(["--preset=atari_ppo", f"--mode={mode}", f"--total_steps={steps}",
                             f"--seed={seed}", "--eval_every=0", "--notensorboard",
                             "--log_every_s=60"], os.path.join(tmp, "run"),
-                           timeout_s=FLAGS.run_timeout_s)
+                           timeout_s=FLAGS.timeout_per_run_s)
   return {"program": f"hts_jax_{mode}", "sps": round(s["sps"], 1),
           "startup_s": round(s["timing"]["compile_s"], 1), "env_steps": s["env_steps"],
           "process_s": round(time.time() - t0, 1)}

@@ -149,3 +149,24 @@ def test_no_module_is_over_300_lines_and_the_controller_over_250():
       sizes[module] = len(f.read().splitlines())
   assert {m: n for m, n in sizes.items() if n > 300} == {}
   assert sizes["hts_jax.runtime.controller"] <= 250
+
+
+def test_the_programs_tests_import_in_one_process_define_each_flag_once():
+  """absl flags are process-global: two experiments modules defining one flag name cannot both be
+  imported by one xdist worker (CI failed so when bench_cleanrl and bench_gpu met there)."""
+  import re  # pylint: disable=import-outside-toplevel
+  import subprocess  # pylint: disable=import-outside-toplevel
+  import sys  # pylint: disable=import-outside-toplevel
+  found = set()
+  for folder, _, files in os.walk(os.path.join(ROOT, "tests")):
+    for name in files:
+      if name.endswith(".py"):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+          text = f.read()
+        found.update(re.findall(r"^\s*from experiments import (\w+)", text, re.M))
+        found.update(re.findall(r"^\s*import experiments\.(\w+)", text, re.M))
+  assert {"bench_cleanrl", "bench_gpu"} <= found, found
+  code = "".join(f"import experiments.{m}\n" for m in sorted(found))
+  proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                        timeout=300)
+  assert proc.returncode == 0, proc.stderr[-1500:]
