@@ -145,10 +145,10 @@ def main(argv):
     cli.fail(f"--steps: a multiple of {BATCH:,} above {(WARMUP + 1) * BATCH:,}")
   if not FLAGS.modes or set(FLAGS.modes) - {"hts", "sync"}:
     cli.fail(f"--modes: hts and/or sync, got {FLAGS.modes}")
-  with open(FLAGS.cleanrl_script) as f:
-    source = f.read()
+  with open(FLAGS.cleanrl_script, "rb") as f:
+    raw = f.read()
   try:
-    source = patched(source)
+    source = patched(raw.decode())
   except ValueError as e:
     cli.fail(str(e))
   rows = []
@@ -165,8 +165,7 @@ def main(argv):
   programs = list(dict.fromkeys(r["program"] for r in rows))
   median = {p: statistics.median(r["sps"] for r in rows if r["program"] == p) for p in programs}
   out = {"env": ENV, "steps": FLAGS.steps, "repeats": FLAGS.repeats, "warmup_iterations": WARMUP,
-         "cleanrl_script_sha256": hashlib.sha256(open(FLAGS.cleanrl_script, "rb").read()
-                                                 ).hexdigest(),
+         "cleanrl_script_sha256": hashlib.sha256(raw).hexdigest(),
          "patches": [{"name": n, "why": why} for n, why, _, _ in PATCHES],
          "median_sps": median, "over_cleanrl": {p: round(median[p] / median["cleanrl"], 3)
                                                 for p in programs if p != "cleanrl"},

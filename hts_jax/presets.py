@@ -106,8 +106,10 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   deterministic; `--correction=delayed` is the paper's Eq. 6.
 
 - `atari_ppo`: HTS-PPO on envpool's Atari with CleanRL's Atari PPO values
-  (the defaults of `cleanrl/ppo_atari_envpool_xla_jax.py`, vwxyzjn/cleanrl at 3fee121): Pong
-  (its `Pong-v5`), 8 envs x 128 steps per update (`--num-envs 8 --num-steps 128`), 4 epochs x 4
+  (the defaults of `cleanrl/ppo_atari_envpool_xla_jax.py`, vwxyzjn/cleanrl at fe8d8a0, the script
+  `experiments/bench_cleanrl.py` runs, its sha256 in results/benchmarks/cleanrl.json): Pong
+  (envpool's `Pong-v5`, one of the 57 games of CleanRL's `benchmark/ppo.sh` for it; the script's
+  own default is `Breakout-v5`), 8 envs x 128 steps per update (`--num-envs 8 --num-steps 128`), 4 epochs x 4
   minibatches (`--update-epochs 4 --num-minibatches 4`), Adam lr 2.5e-4 with eps 1e-5 and linear
   decay to 0 (`--learning-rate`, `--anneal-lr`), clip 0.1 (`--clip-coef`), no value clipping (its
   plain 1/2 (V - R)^2), entropy 0.01, value coef 0.5, grad norm 0.5, gamma 0.99, GAE lambda 0.95,
