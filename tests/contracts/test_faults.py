@@ -265,10 +265,23 @@ CORRUPTIONS = {
     "deleted_host_metadata": lambda ck: os.remove(os.path.join(ck, "host", "metadata")),
     "flipped_env_pickle_bit": lambda ck: _flip(_largest(os.path.join(ck, "envs"))),
     # Without the file list (a checkpoint written before it, or whose writer died before writing
-    # it), the digest of what orbax reads still finds the flip.
+    # it), the digest of what orbax reads still finds the flip. A flip in every OCDBT data file
+    # of the state: which file is largest, and whether it is one the restore reads (writes under
+    # load can leave a file no manifest names), varies; a flip in the arrays' bytes reads back
+    # without an error, as other values (checked by restoring each file's flip).
     "flipped_params_bit_unlisted": lambda ck: (os.remove(os.path.join(ck, integrity.FILES)),
-                                               _flip(_largest(os.path.join(ck, "state")))),
+                                               [_flip(f) for f in _data_files(ck)]),
 }
+
+
+def _data_files(ck):
+  """The state's OCDBT data files that hold arrays: each process's `d/` files of 4 KiB or more
+  (its B-tree nodes are smaller; a flip in the top-level `d/`, the merged B-tree, is a read
+  error, not a changed value)."""
+  found = [f for f in glob.glob(os.path.join(ck, "state", "ocdbt.process_*", "d", "*"))
+           if os.path.getsize(f) >= 4096]
+  assert found, os.listdir(os.path.join(ck, "state"))
+  return found
 
 
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))
@@ -288,6 +301,8 @@ def test_a_corrupt_checkpoint_is_named_and_resume_falls_back_to_an_older_one(
   assert line.endswith(f"resuming from the older checkpoint {checkpoint.directory(logdir)}/"
                        f"{older}"), line
   assert "TensorStore(" not in line, line  # not orbax's page of spec JSON
+  if corruption == "flipped_params_bit_unlisted":  # found by the digest, not by a read error
+    assert "its state does not match the digest" in line, line
   s = summary(logdir)
   assert s["resumed_from_update"] == older
   assert s["param_sha256"] == straight  # nothing of the corrupt checkpoint reached the run
