@@ -26,15 +26,14 @@ from typing import Any, Dict, List, Optional
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import compare, gfootball, grid, publish
-from hts_jax.results.corrections_text import CHANGES, PROSE, QUESTION, README_NOTES, TABLE_NOTES
+from hts_jax.results.corrections_text import (CHANGES, DIAGNOSTICS, DIAGNOSTICS_TABLE, PROSE,
+                                              QUESTION, README_NOTES, TABLE_NOTES, quarter_medians)
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 CLOSE = "academy_empty_goal_close"
 SEEDS = (0, 1, 2, 3, 4)
 REFERENCE = "sync_ppo"
 CORRECTIONS = ("behaviour", "decoupled", "none")
-DIAGNOSTICS = ("clip_frac", "approx_kl", "kl_lag", "is_weight", "is_ess", "is_above_2",
-               "is_capped", "entropy")
 SHARED = grid.SHARED  # a run's mark that other work shared the machine
 PASS_RATIO = 1.1  # steps tasks: pass at <= 1.1x sync PPO's median env steps
 
@@ -78,7 +77,8 @@ def _run_extra(f: grid.Finished) -> Dict[str, Any]:
 def _cell_extra(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
   """The per-seed values the decision rule reads (None: a miss, or no evaluations)."""
   return {"per_seed": {k: [r[k] for r in runs]
-                       for k in ("steps_to_target", "final_metric", "clip_frac")}}
+                       for k in ("steps_to_target", "final_metric", "clip_frac")},
+          "quarters": quarter_medians(runs)}
 
 
 def _median(xs: List[Optional[float]], missing: float = math.inf) -> float:
@@ -286,7 +286,7 @@ README = Table(
 GRID = Grid(
     name="corrections", title="The corrections study", results="results/corrections",
     question=QUESTION, methods=METHODS, tasks=TASKS, reference=REFERENCE,
-    tables=(TABLE, README),
+    tables=(TABLE, README, DIAGNOSTICS_TABLE),
     borrowed={(CLOSE, "behaviour"): f"../gfootball/runs/{CLOSE}/hts_ppo/seed{{seed}}",
               (CLOSE, "sync_ppo"): f"../gfootball/runs/{CLOSE}/sync_ppo/seed{{seed}}"},
     run_extra=_run_extra, cell_extra=_cell_extra, report_extra=_verdict, prose=PROSE,

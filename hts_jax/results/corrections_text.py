@@ -1,6 +1,18 @@
 """The corrections study's protocol text (results/corrections/PROTOCOL.md is rendered from
-`corrections.GRID`, which holds the values; this is its prose, as fixed on 2026-11-27), and the
-notes above its tables."""
+`corrections.GRID`, which holds the values; this is its prose, as fixed on 2026-11-27), the
+notes above its tables, and its diagnostics table (docs/modes.md): what the PPO update looked
+like, quarter by quarter, in each method's runs."""
+
+import statistics
+from typing import Any, Dict, List
+
+from hts_jax.results import publish
+from hts_jax.results.record import Column, Table
+
+DIAGNOSTICS = ("clip_frac", "approx_kl", "kl_lag", "is_weight", "is_ess", "is_above_2",
+               "is_capped", "entropy")
+SHOWN = (("clip_frac", "{:.3f}"), ("approx_kl", "{:.4f}"), ("kl_lag", "{:.4f}"),
+         ("is_ess", "{:.3f}"), ("entropy", "{:.2f}"))  # the diagnostics table's columns
 
 QUESTION = (
     'HTS-PPO learns one update behind (μ = π_{θ_{j-1}} collects, the learner is at θ_j). The '
@@ -93,3 +105,42 @@ README_NOTES = (
     "mean of the last 10 of 20 evaluations); 'passes' / 'misses': the decision rule, once the task "
     "has every method's 5 seeds. Each seed's values, the clip fraction and the aggregates: "
     "[docs/modes.md](docs/modes.md#the-corrections-study).")
+DIAGNOSTICS_NOTES = (
+    "**What the PPO update looked like** (each run's metrics.csv: per quarter of the budget the "
+    "mean over its updates, then the median over seeds, quarters 1 / 2 / 3 / 4). `clip_frac`: "
+    "the share of samples whose ratio lies outside 1 ± ε, and `approx_kl`, against the clip's "
+    "centre; `kl_lag`: KL(μ ‖ p), how far one update moved the policy (sync PPO: its previous "
+    "update's move); `is_ess`: the effective sample size per sample of `decoupled`'s weights "
+    "(1: equal weights, every method but `decoupled`); `entropy`: the policy's. '(k seeds)': "
+    "fewer seeds recorded it (the GFootball runs borrowed from results/gfootball predate "
+    "`kl_lag` and `is_*`).")
+
+
+def quarter_medians(runs: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+  """Per diagnostic, each quarter's median over the runs (seeds) that recorded it there, and how
+  many runs recorded it at all."""
+  out = {}
+  for key in DIAGNOSTICS:
+    per = [[q[key] for q in r["quarters"] if key in q] for r in runs]
+    have = [r["quarters"] for r, xs in zip(runs, per) if xs]
+    if have:
+      out[key] = {"seeds": len(have), "median": [
+          statistics.median(vals) if vals else None
+          for vals in ([q[i][key] for q in have if key in q[i]] for i in range(4))]}
+  return out
+
+
+def _quarters_cell(key: str, fmt: str) -> Any:
+  def cell(c: Dict[str, Any]) -> str:
+    got = (c.get("quarters") or {}).get(key)
+    if not got:
+      return "-"
+    shown = " / ".join("-" if v is None else fmt.format(v) for v in got["median"])
+    return shown + (f" ({got['seeds']} seeds)" if got["seeds"] < len(c["seeds"]) else "")
+  return cell
+
+
+DIAGNOSTICS_TABLE = Table(
+    columns=tuple(Column(key, _quarters_cell(key, fmt)) for key, fmt in SHOWN),
+    notes=lambda out: DIAGNOSTICS_NOTES, doc="docs/modes.md", aggregates=False,
+    block=publish.Block("corrections-diagnostics", "corrections"))

@@ -144,3 +144,20 @@ def test_blocks_run_seed_by_seed_across_tasks():
           for l in proc.stdout.splitlines() if l.startswith("$ python")]
   assert [(t, s) for t, s in runs[::2]] == [("Hopper-v5", "0"), ("Walker2d-v5", "0"),
                                             ("Hopper-v5", "1"), ("Walker2d-v5", "1")]
+
+
+def test_diagnostics_table_gives_each_quarters_median_over_the_seeds_that_recorded_it():
+  from hts_jax.results import corrections_text as text  # pylint: disable=import-outside-toplevel
+  q = lambda *v: [{"clip_frac": x, **({"kl_lag": x / 10} if x > 0.2 else {})} for x in v]
+  runs = [{"quarters": q(0.1, 0.2, 0.3, 0.4)}, {"quarters": q(0.3, 0.4, 0.5, 0.6)},
+          {"quarters": q(0.5, 0.6, 0.1, 0.2)}]
+  got = text.quarter_medians(runs)
+  assert got["clip_frac"] == {"seeds": 3, "median": [0.3, 0.4, 0.3, 0.4]}
+  # kl_lag only where clip_frac > 0.2: run 0 from its quarter 3, run 1 everywhere, run 2 in 1-2.
+  assert got["kl_lag"]["seeds"] == 3
+  assert got["kl_lag"]["median"] == pytest.approx([0.04, 0.05, 0.04, 0.05])
+  assert "entropy" not in got
+  cells = {c.header: c.cell for c in text.DIAGNOSTICS_TABLE.columns}
+  cell = {"seeds": [0, 1, 2, 3], "quarters": got}
+  assert cells["clip_frac"](cell) == "0.300 / 0.400 / 0.300 / 0.400 (3 seeds)"
+  assert cells["entropy"](cell) == "-"
