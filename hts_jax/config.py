@@ -93,8 +93,9 @@ class RunConfig:
           f"num_envs{where} ({n}) must be divisible by the number of learner_devices "
           f"({len(d.learner_devices)})")
     RULES[self.mode].check_run(self, n, where)  # the mode's own options
-    check(not self.sync.alternating_groups or self.mode == "sync",
-          "--alternating_groups is an option of --mode=sync")
+    for name in ("alternating_groups", "lagged_acting"):
+      check(not getattr(self.sync, name) or self.mode == "sync",
+            f"--{name} is an option of --mode=sync")
     check(r.executor_blocks == 1 or not (r.envpool or self.sync.alternating_groups),
           "--executor_blocks is for executor processes: --envpool's groups and "
           "--alternating_groups' two blocks per executor set their own blocks")

@@ -21,6 +21,11 @@ class SyncOptions:
   """--mode=sync: each executor's envs form two groups that alternate, one stepping while the
   batched inference for the other runs (Stooke & Abbeel 2018, Section 4.1); same results as
   plain sync (each group's call keeps sync's [num_envs] shape)."""
+  lagged_acting: bool = False
+  """--mode=sync: the rollout acts with the params before the last update (θ_{j-1}), HTS's
+  schedule through the sync loop, learned at θ_j as HTS's `--correction=none` learns it: a
+  control that separates HTS's one-update lag from its runtime (the same bits as `--mode=hts
+  --correction=none` at the same actor_batch)."""
 
   def check_run(self, cfg, n: int, where: str) -> None:
     if self.alternating_groups:

@@ -1,6 +1,7 @@
 """The baselines: synchronous A2C/PPO (lag 0, deterministic) and IMPALA-style async (V-trace,
 lag measured and growing with the number of actors)."""
 
+import dataclasses
 
 import pytest
 
@@ -32,6 +33,25 @@ def test_sync_ppo_runs(tmp_path):
   s = cartpole(tmp_path, "ppo", "sync",
                learner=LearnerConfig(algo="ppo", num_minibatches=2, ppo_epochs=2))
   assert s["updates"] == 6 and s["policy_lag"]["max"] == 0
+
+
+def test_sync_acting_one_update_behind_is_hts_without_a_correction_bit_for_bit(tmp_path):
+  """HTS's runtime adds its one-update lag and nothing else: sync PPO whose rollout acts with the
+  params before the last update (`--lagged_acting`) gives HTS-PPO's `--correction=none` run, the
+  same param_sha256 and returns and the same lag histogram (0 for the first segment, then 1),
+  with sync's lockstep loop and batch-of-all-envs policy calls against HTS's actors on ready
+  blocks; plain sync PPO differs."""
+  ppo = LearnerConfig(algo="ppo", num_minibatches=2, ppo_epochs=2, correction="none")
+  hts = cartpole(tmp_path, "hts", "hts", learner=ppo)
+  lagged = cartpole(tmp_path, "lagged", "sync", lagged_acting=True, num_executors=4,
+                    learner=dataclasses.replace(ppo, correction="delayed"))
+  assert lagged["param_sha256"] == hts["param_sha256"]
+  assert lagged["episode_returns"] == hts["episode_returns"]
+  assert lagged["policy_lag"]["histogram"] == hts["policy_lag"]["histogram"] == {"0": 1, "1": 5}
+  plain = cartpole(tmp_path, "plain", "sync", learner=ppo)
+  assert plain["param_sha256"] != hts["param_sha256"]
+  with pytest.raises(ConfigError, match="--lagged_acting is an option of --mode=sync"):
+    cartpole(tmp_path, "bad", "hts", lagged_acting=True)
 
 
 def test_async_lag_grows_with_the_number_of_actors(tmp_path):

@@ -2,7 +2,9 @@
 composed of the same parts as HTS: the envs (stepped in blocks by executor processes) step in
 lockstep, with one batched inference per step for all of them on a fixed `[num_rows]` shape;
 after `alpha` steps the learner updates while the rollout waits; no delayed gradient (policy lag
-0). Deterministic like HTS. `--alternating_groups` alternates two groups of envs per executor
+0). Deterministic like HTS. `--lagged_acting` acts with the params before the last update (lag
+1): HTS's `--correction=none` through this loop, the same bits, a control that isolates HTS's lag
+from its runtime. `--alternating_groups` alternates two groups of envs per executor
 (Stooke & Abbeel 2018, Section 4.1): one steps while the other's inference runs. With
 `--envpool` the envpool groups of the HTS fast path collect the segment instead (same env engine
 as HTS-with-envpool; `--num_actors=1` is one lockstep pool).
@@ -29,6 +31,16 @@ def _policy_rows(shape: Shape) -> int:
   return shape.num_rows
 
 
+def _acting(parts: Parts):
+  """The params the rollout acts with and their version: θ_j, or with --lagged_acting θ_{j-1}
+  (the learner state's `behaviour_params`; θ_0 for the first segment, as in HTS), on the actor
+  devices."""
+  learner = parts.learner
+  if not parts.config.sync.lagged_acting:
+    return learner.version, parts.actor_params(learner.state.params)
+  return max(learner.version - 1, 0), parts.actor_params(learner.state.behaviour_params)
+
+
 def _groups(parts: Parts) -> List[List[int]]:
   """The blocks stepped together: all of them, or with --alternating_groups each executor's
   first block (group 0) and second block (group 1)."""
@@ -45,7 +57,7 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
   Abbeel's alternation) one group's envs step while the other's actions are computed; each call
   keeps the [num_rows] shape (the other group's rows computed and ignored), so a row's action
   has the same bits as in plain sync."""
-  learner, sup, barrier = parts.learner, ctl.supervisor, ctl.barrier
+  sup, barrier = ctl.supervisor, ctl.barrier
   ctl.spawn_executors()
   reader = ctl.state_buffers[0].reader
   groups = _groups(parts)
@@ -55,7 +67,7 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
   inboxes = barrier.writers
 
   def rollout(seg: int) -> List[Done]:
-    params = parts.actor_params(learner.state.params)  # copied to the actor devices once
+    version, params = _acting(parts)  # copied to the actor devices once
     barrier.go(seg)
     waiting: List[list] = [[] for _ in groups]  # records read, by group
     for t in range(parts.acting.alpha):
@@ -71,7 +83,7 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
         waiting[g] = []
         if any(r[1] != seg or r[2] != t for r in records):
           raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records}")
-        stats.act(batcher, records, learner.version, params)
+        stats.act(batcher, records, version, params)
         batcher.post(records, inboxes)
     return barrier.wait_done(seg)
 
@@ -85,12 +97,11 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
 def _envpool_rollout(parts: Parts, ctl: Controller) -> Rollout:
   """`--envpool`: envpool groups (one per actor, `envpool_group.py`) step `alpha` steps with the
   params published at the boundary, each group in lockstep over its envs."""
-  learner = parts.learner
-  params = ParamsBox(learner.version, parts.actor_params(learner.state.params))
+  params = ParamsBox(*_acting(parts))
   start_envpool_groups(parts, ctl, params)
 
   def rollout(seg: int) -> List[Done]:
-    params.publish(learner.version, parts.actor_params(learner.state.params))
+    params.publish(*_acting(parts))
     ctl.barrier.go(seg)
     return ctl.barrier.wait_done(seg)
 
