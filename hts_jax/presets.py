@@ -94,16 +94,8 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   physics, bounds the rollout, and one 8-env call per step costs less than two 4-env calls (the
   measurement is in commit caeeb11's message). Results do not depend on it (rows are
   batch-invariant).
-  `correction="behaviour"` (the reference HTS-RL code's HTS-PPO: the 320 Adam steps start at θ_j,
-  PPO's ratio, old values and GAE are θ_{j-1}'s). Chosen from the re-run grid (3 tasks x 3 seeds,
-  1M steps, paired blocks on one AMD EPYC host, results/mujoco/results.json, 2026-11-26): the
-  delayed gradient (the sum of 320 steps taken at θ_{j-1}, added to θ_j) learned least on all
-  three tasks; `behaviour` and `none` (everything recomputed at θ_j) were close and their seeds
-  overlap (final evaluations 2,746 / 2,995 on HalfCheetah, 2,309 / 2,682 on Hopper, 2,755 / 2,203
-  on Walker2d), so the tie goes to the reference code's choice, which also learned best on the
-  memory task. Synchronous PPO learned more than every HTS correction on all three tasks at 1M
-  steps (final evaluations 3,567, 3,061, 3,497). The lag stays exactly one and the run
-  deterministic; `--correction=delayed` is the paper's Eq. 6.
+  The correction is HTS-PPO's default (`HTS_PPO_CORRECTION`, below); the lag stays exactly one
+  and the run deterministic; `--correction=delayed` is the paper's Eq. 6.
 
 - `atari_ppo`: HTS-PPO on envpool's Atari with CleanRL's Atari PPO values
   (the defaults of `cleanrl/ppo_atari_envpool_xla_jax.py`, vwxyzjn/cleanrl at fe8d8a0, the script
@@ -152,15 +144,15 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   an LSTM of 64 units (`lstm_hidden_size: 64`; one LSTM shared by the policy and value towers
   here), 100k env steps (`n_timesteps: 1e5`). Time-limit cuts bootstrap. `--core=none` gives the
   feed-forward policy it is compared with (`hts-reproduce memory`, `hts_jax/results/memory.py`).
-  `correction="behaviour"` (the reference HTS-RL code's HTS-PPO: the 20 epochs start at θ_j, the
-  ratio, old values and GAE are θ_{j-1}'s), from the 5-seed grid (results/memory/results.json,
-  2026-11-26, AMD EPYC): it reached 475 in 5 of 5 seeds (first at 24k steps on average) and ended
-  at 500 in all five, where the delayed gradient ended at 409 [199, 500] (4 of 5 reaching 475),
-  `none` at 351 [201, 500] and synchronous PPO at 408 [162, 500] (5 of 5 reaching 475).
+  The correction is HTS-PPO's default (`HTS_PPO_CORRECTION`, below).
 """
 
 # HTS-PPO's policy-lag correction in every HTS-PPO preset (gfootball_ppo, mujoco_hts_ppo,
-# memory_lstm_ppo, atari_ppo): the corrections study (results/corrections/PROTOCOL.md) picks it.
+# memory_lstm_ppo, atari_ppo): the corrections study picks it by its pre-registered rule
+# (results/corrections/PROTOCOL.md; results.json's `decision`). Until every task of it is
+# complete: `behaviour`, the reference HTS-RL code's (the steps start at θ_j; PPO's ratio, old
+# values and GAE are θ_{j-1}'s), which the earlier MuJoCo and memory grids favoured over the
+# delayed gradient (results/mujoco, results/memory).
 HTS_PPO_CORRECTION = "behaviour"
 
 PRESETS = {

@@ -14,7 +14,7 @@ from scipy import stats
 from hts_jax import envs, heads, losses, networks, normalization
 from hts_jax.acting import build_policy_core
 from hts_jax.config import ConfigError, LearnerConfig
-from hts_jax.presets import PRESETS
+from hts_jax.presets import HTS_PPO_CORRECTION, PRESETS
 from tests.support.runs import small_config
 
 
@@ -167,7 +167,7 @@ def test_mujoco_presets_hold_the_ppo_reference_values():
   assert p["num_minibatches"] == 32 and p["lr"] == 3e-4 and p["clip_eps"] == 0.2
   h = PRESETS["mujoco_hts_ppo"]
   assert h["num_envs"] * h["alpha"] == 2048 and h["num_minibatches"] == 32
-  assert h["correction"] == "behaviour"  # chosen from results/mujoco (presets.py says why)
+  assert h["correction"] == HTS_PPO_CORRECTION  # the corrections study's pick (presets.py)
   layout = ("num_envs", "num_executors", "alpha", "actor_batch", "correction")
   assert {k: v for k, v in h.items() if k not in layout} == {
       k: v for k, v in p.items() if k not in layout}
