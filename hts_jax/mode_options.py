@@ -28,6 +28,9 @@ class SyncOptions:
   --correction=none` at the same actor_batch)."""
 
   def check_run(self, cfg, n: int, where: str) -> None:
+    check(not self.lagged_acting or cfg.learner.correction in ("none", "delayed"),
+          "--lagged_acting learns as HTS's --correction=none does (sync runs no other "
+          f"correction): pass --correction=none, got --correction={cfg.learner.correction}")
     if self.alternating_groups:
       check(not cfg.rollout.envpool, "--alternating_groups steps executor envs: not with --envpool")
       check((n // cfg.rollout.num_executors) % 2 == 0,

@@ -135,7 +135,8 @@ def finished(logdir: str) -> bool:
 
 # The flags that a finished run's config must match for a grid to take it as done.
 CHECKED = ("env", "env_kwargs", "mode", "core", "correction", "num_envs", "num_executors",
-           "num_actors", "total_steps", "seed", "eval_every", "async_batch_unrolls")
+           "num_actors", "total_steps", "seed", "eval_every", "async_batch_unrolls",
+           "lagged_acting")
 
 
 def settings_mismatch(flag_values: Mapping[str, Any], logdir: str,

@@ -42,16 +42,23 @@ def test_sync_acting_one_update_behind_is_hts_without_a_correction_bit_for_bit(t
   with sync's lockstep loop and batch-of-all-envs policy calls against HTS's actors on ready
   blocks; plain sync PPO differs."""
   ppo = LearnerConfig(algo="ppo", num_minibatches=2, ppo_epochs=2, correction="none")
-  hts = cartpole(tmp_path, "hts", "hts", learner=ppo)
+  every = dict(eval_every=8 * 8 * 2)  # evaluations at boundaries, of the params published there
+  hts = cartpole(tmp_path, "hts", "hts", learner=ppo, **every)
   lagged = cartpole(tmp_path, "lagged", "sync", lagged_acting=True, num_executors=4,
-                    learner=dataclasses.replace(ppo, correction="delayed"))
+                    learner=dataclasses.replace(ppo, correction="delayed"), **every)
   assert lagged["param_sha256"] == hts["param_sha256"]
   assert lagged["episode_returns"] == hts["episode_returns"]
+  scored = lambda s: [(e["env_steps"], e["returns"]) for e in s["eval"]]  # not their timings
+  assert len(hts["eval"]) == 3 and scored(lagged) == scored(hts)
   assert lagged["policy_lag"]["histogram"] == hts["policy_lag"]["histogram"] == {"0": 1, "1": 5}
-  plain = cartpole(tmp_path, "plain", "sync", learner=ppo)
+  plain = cartpole(tmp_path, "plain", "sync", learner=ppo, **every)
   assert plain["param_sha256"] != hts["param_sha256"]
+  assert scored(plain)[:2] != scored(hts)[:2]
   with pytest.raises(ConfigError, match="--lagged_acting is an option of --mode=sync"):
     cartpole(tmp_path, "bad", "hts", lagged_acting=True)
+  with pytest.raises(ConfigError, match="^--lagged_acting learns as HTS's --correction=none"):
+    cartpole(tmp_path, "bad2", "sync", lagged_acting=True,
+             learner=dataclasses.replace(ppo, correction="behaviour"))
 
 
 def test_async_lag_grows_with_the_number_of_actors(tmp_path):

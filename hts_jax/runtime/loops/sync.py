@@ -31,14 +31,20 @@ def _policy_rows(shape: Shape) -> int:
   return shape.num_rows
 
 
-def _acting(parts: Parts):
-  """The params the rollout acts with and their version: θ_j, or with --lagged_acting θ_{j-1}
-  (the learner state's `behaviour_params`; θ_0 for the first segment, as in HTS), on the actor
-  devices."""
+def _published(parts: Parts):
+  """The params the next segment acts with and their version: θ_j, or with --lagged_acting
+  θ_{j-1} (the learner state's `behaviour_params`; θ_0 for the first segment), what HTS
+  publishes at the same boundary (and so evaluates there)."""
   learner = parts.learner
   if not parts.config.sync.lagged_acting:
-    return learner.version, parts.actor_params(learner.state.params)
-  return max(learner.version - 1, 0), parts.actor_params(learner.state.behaviour_params)
+    return learner.version, learner.state.params
+  return max(learner.version - 1, 0), learner.state.behaviour_params
+
+
+def _acting(parts: Parts):
+  """`_published` on the actor devices."""
+  version, params = _published(parts)
+  return version, parts.actor_params(params)
 
 
 def _groups(parts: Parts) -> List[List[int]]:
@@ -121,11 +127,12 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
     reports = rollout(seg)
     # The learner waits for the whole rollout.
     recent = ctl.record_rollout(reports, time.perf_counter() - t_roll, learner_waited=True)
-    # Learning, while the envs wait (lag 0: the params that acted are the ones updated).
+    # Learning, while the envs wait (lag 0: the params that acted are the ones updated; with
+    # --lagged_acting the next segment acts with the params before this update, as HTS's does).
     steps = (seg + 1) * per_seg
     ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check),
                       recent, steps)
-    if ctl.boundary(seg, steps, learner.state.params, learned=True):
+    if ctl.boundary(seg, steps, _published(parts)[1], learned=True):
       break
   return ctl.finish(steps)
 
