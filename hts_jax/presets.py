@@ -148,12 +148,12 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
 """
 
 # HTS-PPO's policy-lag correction in every HTS-PPO preset (gfootball_ppo, mujoco_hts_ppo,
-# memory_lstm_ppo, atari_ppo): the corrections study picks it by its pre-registered rule
-# (results/corrections/PROTOCOL.md; results.json's `decision`). Until every task of it is
-# complete: `behaviour`, the reference HTS-RL code's (the steps start at θ_j; PPO's ratio, old
-# values and GAE are θ_{j-1}'s), which the earlier MuJoCo and memory grids favoured over the
-# delayed gradient (results/mujoco, results/memory).
-HTS_PPO_CORRECTION = "behaviour"
+# memory_lstm_ppo, atari_ppo): the one the corrections study picked by its pre-registered rule
+# (results/corrections/PROTOCOL.md; results.json's `decision`, rendered under README's table).
+# Before it: `behaviour`, the reference HTS-RL code's (the steps start at θ_j; PPO's ratio, old
+# values and GAE are θ_{j-1}'s), which the earlier MuJoCo and memory grids had favoured over the
+# delayed gradient (results/mujoco, results/memory); `--correction=behaviour` runs it.
+HTS_PPO_CORRECTION = "none"
 
 PRESETS = {
     "cartpole_ppo": dict(

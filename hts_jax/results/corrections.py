@@ -41,7 +41,8 @@ PASS_RATIO = 1.1  # steps tasks: pass at <= 1.1x sync PPO's median env steps
 def _close_flags() -> Dict[str, Any]:
   """results/gfootball/PROTOCOL.md's flags of its PPO methods, at its scale."""
   out = gfootball.GRID.run_flags(CLOSE, "hts_ppo", 0)
-  return {k: v for k, v in out.items() if k not in ("seed", "total_steps", "mode")}
+  return {k: v for k, v in out.items() if k not in ("seed", "total_steps", "mode",
+                                                    "correction")}
 
 
 COMMON = {"tensorboard": False, "log_every_s": 60}

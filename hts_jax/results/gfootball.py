@@ -230,8 +230,9 @@ GRID = Grid(
              "and IMPALA (Table 2 / A10), end where they end by IMPALA's wall time (Table A9), "
              "and give the same run whatever its actor count (Tables 4/5)?",
     methods=(
-        Method("hts_ppo", {"preset": "gfootball_ppo", "mode": "hts"},
-               "HTS-PPO as the released code runs it (the preset's `--correction=behaviour`)",
+        Method("hts_ppo", {"preset": "gfootball_ppo", "mode": "hts", "correction": "behaviour"},
+               "HTS-PPO as the released code runs it (`--correction=behaviour`, the preset's "
+               "until the corrections study)",
                short=LABELS["hts_ppo"]),
         Method("sync_ppo", {"preset": "gfootball_ppo", "mode": "sync"},
                "synchronous PPO, the same hyperparameters", short=LABELS["sync_ppo"]),
@@ -270,4 +271,7 @@ GRID = Grid(
         "seed 1 (594ddf5)."),
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed; "
         "`--steps` takes N for every scenario or SCENARIO=N; `--identity_scenario` is "
-        "`--identity_task`.", render.CENSORED_MEANS))
+        "`--identity_task`.", render.CENSORED_MEANS,
+        "2026-11-28: the corrections study (results/corrections) made `none` the presets' "
+        "correction; `hts_ppo` names `--correction=behaviour`, the preset's until then and the "
+        "one its runs ran with (the same flags and bits as before)."))

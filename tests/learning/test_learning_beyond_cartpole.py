@@ -44,10 +44,11 @@ def test_minatar_a2c_learns_breakout(tmp_path):
 
 @pytest.mark.slow
 def test_the_lstm_learns_cartpole_without_velocities_where_feed_forward_cannot(tmp_path):
-  """The memory task: recurrent HTS-PPO (`--preset=memory_lstm_ppo`, seed 0, its behaviour
-  correction) learns it within 100k env steps (an evaluation of 400 or more; every seed's best was
-  500 in results/memory/results.json, the feed-forward runs' at most 53); the same PPO with a
-  feed-forward policy stays far below (it cannot tell which way the pole moves)."""
+  """The memory task: recurrent HTS-PPO (`--preset=memory_lstm_ppo`, seed 0, its default
+  correction) learns it within 100k env steps (an evaluation of 400 or more; seed 0's best was 500
+  under every correction in results/corrections, and the feed-forward runs' at most 53 in
+  results/memory/results.json); the same PPO with a feed-forward policy stays far below (it
+  cannot tell which way the pole moves)."""
   root = ROOT
 
   def run(name, *flags):

@@ -66,7 +66,7 @@ def test_mode_rules_answer_the_modes_questions():
                      r"use one of \('delayed', 'none', 'behaviour', 'decoupled'\)"):
     RunConfig.make(mode="sync", learner={"correction": "truncated_is"})
   # The correction a baseline applies anyway may be named (a preset may name none), and so may
-  # behaviour, which is that correction at lag 0 (mujoco_hts_ppo names it).
+  # behaviour, which is that correction at lag 0 (a preset may name it).
   assert RunConfig.make(mode="sync", learner={"correction": "none"}).mode == "sync"
   behaviour = {"algo": "ppo", "correction": "behaviour"}
   assert RunConfig.make(mode="sync", alpha=8, learner=behaviour).mode == "sync"
