@@ -121,8 +121,7 @@ def quarter_medians(runs: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
   many runs recorded it at all."""
   out = {}
   for key in DIAGNOSTICS:
-    per = [[q[key] for q in r["quarters"] if key in q] for r in runs]
-    have = [r["quarters"] for r, xs in zip(runs, per) if xs]
+    have = [r["quarters"] for r in runs if any(key in q for q in r["quarters"])]
     if have:
       out[key] = {"seeds": len(have), "median": [
           statistics.median(vals) if vals else None
