@@ -96,6 +96,13 @@ class RunConfig:
     for name in ("alternating_groups", "lagged_acting"):
       check(not getattr(self.sync, name) or self.mode == "sync",
             f"--{name} is an option of --mode=sync")
+    check(self.learner.acting_extrapolation == 0 or self.mode == "hts",
+          "--acting_extrapolation is an option of --mode=hts (the executors act one update "
+          "behind only there)")
+    check(self.learner.acting_extrapolation == 0 or self.learner.correction == "none",
+          "--acting_extrapolation predicts the params that learn from the segment, which "
+          "--correction=none learns at: pass --correction=none, got "
+          f"--correction={self.learner.correction}")
     check(r.executor_blocks == 1 or not (r.envpool or self.sync.alternating_groups),
           "--executor_blocks is for executor processes: --envpool's groups and "
           "--alternating_groups' two blocks per executor set their own blocks")

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from hts_jax.collectives import psum
+from hts_jax.normalization import COLLECTION
 
 Metrics = Dict[str, chex.Array]
 
@@ -76,3 +77,31 @@ def lag_diagnostics(out_p: chex.Array, out_mu: chex.Array, log_p: chex.Array,
               is_ess=jnp.square(w1) / jnp.maximum(count * w2, 1e-30),
               is_above_2=total((w > 2.0).astype(jnp.float32)) / count,
               is_capped=total(capped) / count)
+
+
+def extrapolate(current, previous, beta: float):
+  """The acting params `--acting_extrapolation` publishes: θ_j + β(θ_j − θ_{j-1}), a prediction
+  of θ_{j+1}, the params that will learn from the segment they collect (weight prediction for
+  stale updates, as SpecTrain, Chen et al. 2018). Only the network's weights are extrapolated:
+  the observation statistics (`normalization.COLLECTION`) stay θ_j's. At β = 0 it is θ_j."""
+  move = lambda a, b: a + beta * (a - b)
+  if isinstance(current, dict) and COLLECTION in current:
+    return {k: (v if k == COLLECTION else jax.tree.map(move, v, previous[k]))
+            for k, v in current.items()}
+  return jax.tree.map(move, current, previous)
+
+
+def prediction_diagnostics(policy_outs, mask: chex.Array, head,
+                           axis_name: Optional[str] = None) -> Metrics:
+  """How far the segment's actors stand from the params that will learn from it, with and
+  without `--acting_extrapolation`, over the global batch's real samples: `kl_next`
+  KL(π_{θ_j} || π_{θ_{j+1}}) (what acting with θ_j leaves between the two) and `kl_pred`
+  KL(π_{θ_j + β(θ_j − θ_{j-1})} || π_{θ_{j+1}}) (what the prediction leaves). `policy_outs`:
+  the three policies' outputs `[T, B, K]` (current, predicted, next), no gradient."""
+  sg = jax.lax.stop_gradient
+  current, predicted, nxt = (sg(o) for o in policy_outs)
+  m = mask.astype(jnp.float32)
+  total = lambda x: psum(jnp.sum(x * m), axis_name)
+  count = jnp.maximum(total(jnp.ones_like(m)), 1.0)
+  return dict(kl_next=total(head.kl(current, nxt)) / count,
+              kl_pred=total(head.kl(predicted, nxt)) / count)

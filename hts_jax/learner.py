@@ -50,11 +50,12 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
-from hts_jax import losses, normalization
+from hts_jax import corrections, losses, normalization
 from hts_jax.algorithm_registry import ALGORITHMS, CORRECTIONS
 from hts_jax.algorithms import check_segment, complete_segment, learning_rate, params_finite
 from hts_jax.config import CONV_KINDS, LearnerConfig
 from hts_jax.heads import Head
+from hts_jax.sequences import apply_tb, core_input
 from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState
 LearnerStep = Callable[[TrainState, Segment], Tuple[TrainState, dict]]
 
@@ -134,6 +135,9 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     # Observation statistics (if any) take in the segment after the update that scored it.
     new_params = normalization.update_params(new_params, segment.obs[:-1], segment.valid,
                                              axis_name)
+    if config.acting_extrapolation:
+      metrics.update(_prediction_metrics(config, apply_fn, head, state, new_params, segment,
+                                         axis_name))
     metrics["learning_rate"] = learning_rate(config)(
         state.update_count * config.num_sgd_steps(segment.actions.shape[0]))
     metrics["params_finite"] = params_finite(new_params)
@@ -143,6 +147,18 @@ def build_learner_update(config: LearnerConfig, apply_fn: ApplyFn,
     return new_state, metrics
 
   return update
+
+
+def _prediction_metrics(config: LearnerConfig, apply_fn: ApplyFn, head: Head, state: TrainState,
+                        new_params, segment: Segment, axis_name: Optional[str]) -> dict:
+  """`corrections.prediction_diagnostics` for `--acting_extrapolation`: θ_j, its prediction of
+  θ_{j+1} from θ_j and θ_{j-1}, and θ_{j+1} itself, over the segment's observations."""
+  predicted = corrections.extrapolate(state.params, state.behaviour_params,
+                                      config.acting_extrapolation)
+  core = core_input(segment, segment.rewards.shape[0])
+  outs = [apply_tb(apply_fn, jax.lax.stop_gradient(p), segment.obs[:-1], core)[0]
+          for p in (state.params, predicted, new_params)]
+  return corrections.prediction_diagnostics(outs, segment.valid, head, axis_name)
 
 
 def data_mesh(devices: Sequence[jax.Device]) -> Mesh:

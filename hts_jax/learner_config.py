@@ -86,6 +86,12 @@ class LearnerConfig:
   """--correction=decoupled: the cap c-bar of its importance weights min(c-bar, pi_j/pi_{j-1}).
   100, as openai/ppo-ewma (Hilton et al. 2022): a cap for numerical safety only, so the objective
   stays the unbiased decoupled one; a lower cap trades bias for variance (1 is truncated_is)."""
+  acting_extrapolation: float = 0.0
+  """--mode=hts with --correction=none: the executors act with theta_j + beta (theta_j -
+  theta_{j-1}), a prediction of theta_{j+1}, the params that learn from the segment they collect
+  (weight prediction; SpecTrain, Chen et al. 2018); observation statistics stay theta_j's and
+  evaluations use theta_j. 0: act with theta_j, HTS as the paper. The learner then also reports
+  kl_next and kl_pred, the acting policy's KL to theta_{j+1} without and with the prediction."""
   clip_value_loss: bool = True
   """PPO: clip the value loss around the old values as Kostrikov's PPO (else plain 1/2 (V-R)^2)."""
   normalize_advantages: bool = True
@@ -127,6 +133,8 @@ class LearnerConfig:
     check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
     check(self.is_cap >= 1 and self.is_cap < float("inf"),
           f"is_cap must be >= 1 and finite, got {self.is_cap}")
+    check(0 <= self.acting_extrapolation < float("inf"),
+          f"acting_extrapolation must be >= 0 and finite, got {self.acting_extrapolation}")
     algo = ALGORITHMS[self.algo]
     check(self.correction in algo.corrections,
           f"--correction={self.correction} does not apply to --algo={self.algo} "

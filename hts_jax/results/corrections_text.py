@@ -92,6 +92,19 @@ CHANGES = (
     "GRID`); no value changed (the record's flags are tested against the committed runs'). "
     "results.json follows the other grids' records (per-run records, per-(task, method) cells "
     "with the per-seed values the rule reads).",
+    "2026-11-28, after the decision (winner `none`; `decoupled` missed question 2 on "
+    "Walker2d-v5): the second round. The diagnostics leave the loss-side candidates (c̄, ε, "
+    "V-trace-style advantages) little to correct: on Walker2d `decoupled`'s weights are nearly "
+    "equal (ESS/N near 1) and `none`'s and `decoupled`'s `clip_frac`, `approx_kl` and `kl_lag` "
+    "match sync PPO's (docs/modes.md). The candidate acts ahead of the lag instead: `none` with "
+    "`--acting_extrapolation=β`, the executors acting with θ_j + β(θ_j − θ_{j-1}). A pre-screen "
+    "that reads no return gates it: HTS `none` on Walker2d-v5, seed 0, 80 updates, β = 1 and "
+    "β = 0.5 (`python -m experiments.prescreen_extrapolation`); the β with the smallest mean "
+    "`kl_pred` over mean `kl_next` below 1 would run Walker2d-v5's 5 seeds under this protocol, "
+    "then every task, judged by the rule above against `none`; with no β below 1 the round ends "
+    "and `none` stays. The rule was written before the pre-screen's runs ended and is committed "
+    "with their result (results/corrections/round2/prescreen.json, rendered in docs/modes.md): "
+    "no β was below 1, no learning run was made, and `none` stays.",
 )
 TABLE_NOTES = (
     "**The corrections study** (results/corrections/PROTOCOL.md). Cells: each seed, then the "
@@ -143,3 +156,33 @@ DIAGNOSTICS_TABLE = Table(
     columns=tuple(Column(key, _quarters_cell(key, fmt)) for key, fmt in SHOWN),
     notes=lambda out: DIAGNOSTICS_NOTES, doc="docs/modes.md", aggregates=False,
     block=publish.Block("corrections-diagnostics", "corrections"))
+
+
+PRESCREEN = publish.Block("corrections-prescreen", "corrections",
+                          by="python -m experiments.prescreen_extrapolation")
+
+
+def prescreen_markdown(out: Dict[str, Any]) -> str:
+  """docs/modes.md's block from the pre-screen's JSON (`experiments/prescreen_extrapolation.py`)."""
+  rows = "".join(f"| {b} | {v['kl_next']:.4f} | {v['kl_pred']:.4f} | {v['ratio']:.2f} | "
+                 f"{v['updates']} |\n" for b, v in out["betas"].items())
+  pick = (f"β = {out['pick']} goes on to the learning runs" if out["pick"] is not None else
+          "no β brings the acting policy closer to θ_{j+1} than θ_j itself: no learning run")
+  flags = out["flags"]
+  return (f"**The pre-screen** ({flags['env']}, seed {flags['seed']}, HTS `none`, "
+          f"{flags['total_steps']:,} env steps; each run's mean over its updates; "
+          f"`results/corrections/round2/prescreen.json`, {out['date']}, commit "
+          f"`{out['commit'][:12]}`): {pick}.\n\n| β | kl_next | kl_pred | kl_pred / kl_next | "
+          f"updates |\n|---|---|---|---|---|\n{rows}")
+
+
+def prescreen_summary(rows_by_beta: Dict[str, List[Dict[str, float]]]) -> Dict[str, Any]:
+  """Per β (its run's metrics.csv rows) the means of kl_next and kl_pred over its updates and
+  their ratio; `pick`: the β with the smallest ratio below 1 (None: no β below 1)."""
+  out = {}
+  for beta, rows in rows_by_beta.items():
+    have = [r for r in rows if "kl_pred" in r]
+    nxt, pred = (statistics.fmean(r[k] for r in have) for k in ("kl_next", "kl_pred"))
+    out[beta] = {"kl_next": nxt, "kl_pred": pred, "ratio": pred / nxt, "updates": len(have)}
+  below = [b for b in out if out[b]["ratio"] < 1]
+  return {"betas": out, "pick": min(below, key=lambda b: out[b]["ratio"]) if below else None}

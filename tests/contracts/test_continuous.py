@@ -128,3 +128,29 @@ def test_mujoco_videos_record_without_a_display(tmp_path):
   path = os.path.join(str(tmp_path / "v"), "videos")
   files = [f for f in os.listdir(path) if f.endswith(".mp4")]
   assert files and os.path.getsize(os.path.join(path, files[0])) > 1000
+
+
+def test_acting_extrapolation_is_bitwise_identical_for_any_count_and_on_resume(tmp_path):
+  """HTS-PPO `none` acting with θ_j + (θ_j − θ_{j-1}) (the observation statistics θ_j's): one
+  param_sha256 for any actor and executor count and across a resume (the prediction is computed
+  from the learner state alone), another than acting with θ_j; metrics.csv reports the two KLs."""
+  ppo = lambda beta: LearnerConfig(
+      algo="ppo", num_minibatches=4, ppo_epochs=2, optimizer="adam", learning_rate=3e-4,
+      entropy_coef=0.0, normalize_obs=True, normalize_rewards=True, bootstrap_truncation=True,
+      correction="none", acting_extrapolation=beta)
+  six = 4 * 16 * 6
+  a = modes.run(_cfg(tmp_path, "a", learner=ppo(1.0), total_steps=six))
+  b = modes.run(_cfg(tmp_path, "b", num_actors=2, num_executors=4, learner=ppo(1.0),
+                     total_steps=six))
+  assert a["param_sha256"] == b["param_sha256"]
+  assert a["episode_returns"] == b["episode_returns"]
+  assert [e["returns"] for e in a["eval"]] == [e["returns"] for e in b["eval"]]
+  plain = modes.run(_cfg(tmp_path, "plain", learner=ppo(0.0), total_steps=six))
+  assert plain["param_sha256"] != a["param_sha256"]
+  modes.run(_cfg(tmp_path, "split", learner=ppo(1.0), total_steps=4 * 16 * 4, checkpoint_every=2))
+  resumed = modes.run(_cfg(tmp_path, "split", learner=ppo(1.0), total_steps=six), resume=True)
+  assert resumed["param_sha256"] == a["param_sha256"]
+  assert resumed["episode_returns"] == a["episode_returns"]
+  with open(os.path.join(str(tmp_path / "a"), "metrics.csv")) as f:
+    header = f.readline().strip().split(",")
+  assert {"kl_pred", "kl_next"} <= set(header), header

@@ -9,7 +9,8 @@ The controller swaps the storages when the executors have finished `alpha` steps
 the learner has finished its update, so the behaviour policy is exactly one update behind the
 learner's target (lag 1; 0 for the very first segment, collected by θ_0 while the learner idles).
 Segment k is collected by θ_{max(k-1, 0)} and learned with the delayed gradient at θ_{k-1}
-applied to θ_k.
+applied to θ_k (with `--acting_extrapolation` β, collected by θ_{k-1} + β(θ_{k-1} − θ_{k-2}), a
+prediction of θ_k; docs/modes.md).
 
 Determinism: env ids are global; env seeds and action keys derive from (seed, env_id, step);
 transitions are written at [t, row] (row = env_id * agents + agent); actor calls have one fixed
@@ -23,6 +24,9 @@ from __future__ import annotations
 import time
 from typing import Any, Dict
 
+import jax
+
+from hts_jax.corrections import extrapolate
 from hts_jax.runtime.actor import BlockBatcher, ParamsBox, actor_loop
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
@@ -32,6 +36,18 @@ from hts_jax.runtime.parts import Parts, Shape
 
 def _policy_rows(shape: Shape) -> int:
   return shape.layout.policy_rows
+
+
+_extrapolate = jax.jit(extrapolate, static_argnums=2)
+
+
+def _acting(parts: Parts):
+  """What the next segment acts with, on the actor devices: θ_j, or with --acting_extrapolation
+  β the prediction θ_j + β(θ_j − θ_{j-1}) of the params that will learn from it (computed from
+  the learner state alone, so a resumed run publishes the same)."""
+  state, beta = parts.learner.state, parts.config.learner.acting_extrapolation
+  params = _extrapolate(state.params, state.behaviour_params, beta) if beta else state.params
+  return parts.actor_params(params)
 
 
 def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
@@ -46,7 +62,7 @@ def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
 
 def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   cfg, learner, sup, barrier = parts.config, parts.learner, ctl.supervisor, ctl.barrier
-  params = ParamsBox(learner.version, parts.actor_params(learner.state.params))
+  params = ParamsBox(learner.version, _acting(parts))
   if cfg.rollout.envpool:
     start_envpool_groups(parts, ctl, params)
   else:
@@ -69,8 +85,11 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
       ctl.record_update(learner.result(sup.check), recent, seg * per_seg)
       recent = []
     # The boundary: segment `seg` collected, the update on `seg - 1` done, nothing in flight.
-    params.publish(learner.version, parts.actor_params(learner.state.params))
-    stop = ctl.boundary(seg, (seg + 1) * per_seg, params.current[1])
+    params.publish(learner.version, _acting(parts))
+    # Evaluations are of θ_j (the published params unless they are a prediction).
+    evaluated = (parts.actor_params(learner.state.params) if cfg.learner.acting_extrapolation
+                 else params.current[1])
+    stop = ctl.boundary(seg, (seg + 1) * per_seg, evaluated)
     # Swap: the executors go on in the other storage with θ_seg while the learner takes this one.
     t_seg = time.perf_counter()
     if seg + 1 < n_seg and not stop:
