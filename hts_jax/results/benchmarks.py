@@ -127,7 +127,9 @@ def render_cleanrl(data: Dict[str, Any]) -> str:
           "which compile; hts_jax's over its wall time, which starts after its compile; start-up: "
           "those seconds). Source: " + _source(data, "cleanrl.json") + ". CleanRL's script "
           f"(sha256 `{data['cleanrl_script_sha256'][:12]}`) ran with these patches: "
-          + "; ".join(f"*{p['name']}* ({p['why']})" for p in data["patches"]) + ".\n\n"
+          + "; ".join(f"*{p['name']}* ({p['why']})" for p in data["patches"]) + "."
+          + (f" Shared machine: {data['shared_machine']}." if data.get("shared_machine") else "")
+          + "\n\n"
           + stats.markdown(["program", "steady SPS", "over CleanRL", "start-up s"], [
               [p, _int(data["median_sps"][p]), "1" if p == "cleanrl" else
                f"{data['over_cleanrl'][p]:.2f}x", f"{startup[p]:.0f}"] for p in programs]))
