@@ -57,6 +57,14 @@ def ratio_diagnostics(log_ratio: chex.Array, clip_eps: float,
               clip_frac=_mean((jnp.abs(ratio - 1.0) > clip_eps).astype(jnp.float32), mask))
 
 
+def _masked_totals(mask: chex.Array, axis_name: Optional[str]):
+  """`(total, count)` over the global batch's real (`mask`) samples: `total(x)` sums x there
+  (over every learner device), `count` is their number (at least 1)."""
+  m = mask.astype(jnp.float32)
+  total = lambda x: psum(jnp.sum(x * m), axis_name)
+  return total, jnp.maximum(total(jnp.ones_like(m)), 1.0)
+
+
 def lag_diagnostics(out_p: chex.Array, out_mu: chex.Array, log_p: chex.Array,
                     log_mu: chex.Array, weights: chex.Array, cap: float, mask: chex.Array,
                     head, axis_name: Optional[str] = None) -> Metrics:
@@ -67,10 +75,8 @@ def lag_diagnostics(out_p: chex.Array, out_mu: chex.Array, log_p: chex.Array,
   `is_ess` E[w]²/E[w²] (1: equal weights), the shares `is_above_2` with w > 2 and `is_capped` with
   p/μ above the cap (0 without one)."""
   sg = jax.lax.stop_gradient
-  m = mask.astype(jnp.float32)
   w = sg(weights)
-  total = lambda x: psum(jnp.sum(x * m), axis_name)
-  count = jnp.maximum(total(jnp.ones_like(m)), 1.0)
+  total, count = _masked_totals(mask, axis_name)
   w1, w2 = total(w), total(jnp.square(w))
   capped = (sg(log_p - log_mu) > jnp.log(cap)).astype(jnp.float32)
   return dict(kl_lag=total(head.kl(sg(out_mu), sg(out_p))) / count, is_weight=w1 / count,
@@ -100,8 +106,6 @@ def prediction_diagnostics(policy_outs, mask: chex.Array, head,
   the three policies' outputs `[T, B, K]` (current, predicted, next), no gradient."""
   sg = jax.lax.stop_gradient
   current, predicted, nxt = (sg(o) for o in policy_outs)
-  m = mask.astype(jnp.float32)
-  total = lambda x: psum(jnp.sum(x * m), axis_name)
-  count = jnp.maximum(total(jnp.ones_like(m)), 1.0)
+  total, count = _masked_totals(mask, axis_name)
   return dict(kl_next=total(head.kl(current, nxt)) / count,
               kl_pred=total(head.kl(predicted, nxt)) / count)
