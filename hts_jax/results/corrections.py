@@ -288,8 +288,8 @@ GRID = Grid(
     name="corrections", title="The corrections study", results="results/corrections",
     question=QUESTION, methods=METHODS, tasks=TASKS, reference=REFERENCE,
     tables=(TABLE, README, DIAGNOSTICS_TABLE),
-    borrowed={(CLOSE, "behaviour"): f"../gfootball/runs/{CLOSE}/hts_ppo/seed{{seed}}",
-              (CLOSE, "sync_ppo"): f"../gfootball/runs/{CLOSE}/sync_ppo/seed{{seed}}"},
+    borrowed={(CLOSE, "behaviour"): f"../gfootball/runs/{CLOSE}/hts_ppo_behaviour/seed{{seed}}",
+              (CLOSE, "sync_ppo"): f"../gfootball/runs/{CLOSE}/sync_ppo_r1/seed{{seed}}"},
     run_extra=_run_extra, cell_extra=_cell_extra, report_extra=_verdict, prose=PROSE,
     seed_major=True,
     fixed="2026-11-27, committed before any run of this study (issue 50). It picks, by data, the "

@@ -33,7 +33,8 @@ PROSE = (
         "update's move), `is_weight`, `is_ess`, `is_above_2`, `is_capped`, `entropy`.\n- **With n "
         '= 5 seeds** the tables give per-seed values and [min, max], never a 95% interval.')),
     ('Committed runs that count', (
-        '`results/gfootball/runs/academy_empty_goal_close/{hts_ppo,sync_ppo}/seed0..4` (HTS-PPO '
+        '`results/gfootball/runs/academy_empty_goal_close/{hts_ppo_behaviour,sync_ppo_r1}/'
+        'seed0..4` (HTS-PPO '
         'with `--correction=behaviour`, sync PPO; 400k steps, 50 evaluations, AMD EPYC hosts) '
         'were run under results/gfootball/PROTOCOL.md with exactly the flags above. They count as'
         ' `behaviour` and `sync_ppo` on the GFootball task: `python -m experiments.check_hashes` '
@@ -105,6 +106,10 @@ CHANGES = (
     "and `none` stays. The rule was written before the pre-screen's runs ended and is committed "
     "with their result (results/corrections/round2/prescreen.json, rendered in docs/modes.md): "
     "no β was below 1, no learning run was made, and `none` stays.",
+    "2026-11-28: the GFootball protocol's headline re-run (issue 54) moved the committed runs "
+    "this study borrows, unchanged, to `results/gfootball/runs/academy_empty_goal_close/"
+    "{hts_ppo_behaviour,sync_ppo_r1}/seed0..4`; the study reads them there (the same files, the "
+    "same results).",
 )
 TABLE_NOTES = (
     "**The corrections study** (results/corrections/PROTOCOL.md). Cells: each seed, then the "

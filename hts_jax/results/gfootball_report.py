@@ -15,6 +15,7 @@ from hts_jax.analysis import metrics
 from hts_jax.results import launch, publish
 
 LABELS = {"hts_ppo": "HTS-PPO", "sync_ppo": "PPO (sync)", "impala": "IMPALA",
+          "hts_ppo_behaviour": "HTS-PPO (behaviour)",
           "hts_ppo_delayed": "HTS-PPO (delayed)"}  # the methods, in the tables' order
 REFERENCE = "hts_ppo"  # the paired ratios' denominator
 TARGETS = ("0.4", "0.8")  # Table 2 / A10

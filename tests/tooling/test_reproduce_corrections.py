@@ -51,7 +51,8 @@ def test_report_windows_censors_and_reads_the_committed_runs(tmp_path):
   _fake_run(results / "runs" / "CartPoleNoVel" / "none" / "seed0", 0, [100.0] * 50, 2_000)
   with open(results / "runs" / "CartPoleNoVel" / "none" / "seed0" / study.SHARED, "w") as f:
     json.dump({"note": "tests ran beside"}, f)
-  committed = tmp_path / "results" / "gfootball" / "runs" / study.CLOSE / "hts_ppo" / "seed4"
+  committed = (tmp_path / "results" / "gfootball" / "runs" / study.CLOSE / "hts_ppo_behaviour"
+               / "seed4")
   _fake_run(committed, 4, [1.0] * 50, 8_000)
   out = driver.report(study.GRID, str(results))
   runs = {(r["task"], r["method"], r["seed"]): r for r in out["runs"]}

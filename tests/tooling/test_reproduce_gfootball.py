@@ -33,9 +33,9 @@ def flat(text: str) -> str:
 
 
 def test_every_method_is_a_valid_launcher_config_at_this_scale():
-  hts, sync, impala, delayed = launcher_configs(
+  hts, sync, impala, delayed, behaviour = launcher_configs(
       [flags_of(m, "academy_empty_goal", 1, 300_000)
-       for m in ("hts_ppo", "sync_ppo", "impala", "hts_ppo_delayed")])
+       for m in ("hts_ppo", "sync_ppo", "impala", "hts_ppo_delayed", "hts_ppo_behaviour")])
   for c in (hts, sync, impala):
     assert c["env"] == "gfootball:academy_empty_goal"
     assert c["env_kwargs"] == {"representation": "simple115v2", "stacked": False}
@@ -59,7 +59,10 @@ def test_every_method_is_a_valid_launcher_config_at_this_scale():
   # Linear decay to 0 over the paper's 5M env steps (PROTOCOL.md), whatever the run's budget.
   assert hts["learner"]["lr_decay_updates"] == -(-5_000_000 // 1024) * 2 * 8
   assert impala["learner"]["lr_decay_updates"] == -(-5_000_000 // 256)
-  assert hts["learner"]["correction"] == "behaviour"  # the released code's, named (PROTOCOL.md)
+  assert hts["learner"]["correction"] == "none"  # the corrections study's pick, named
+  assert behaviour["learner"]["correction"] == "behaviour"  # the released code's (PROTOCOL.md)
+  assert {k: v for k, v in behaviour["learner"].items() if k != "correction"} == \
+         {k: v for k, v in hts["learner"].items() if k != "correction"}
   assert {k: v for k, v in delayed["learner"].items() if k != "correction"} == \
          {k: v for k, v in hts["learner"].items() if k != "correction"}
   assert delayed["learner"]["correction"] == "delayed"
@@ -90,8 +93,8 @@ def test_bad_options_are_one_line_errors():
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "gfootball",
                          "--methods=a3c", "--dry_run"], cwd=ROOT, capture_output=True, text=True)
   assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-      "error: --methods: unknown ['a3c']; expected some of ['hts_ppo', 'hts_ppo_delayed', "
-      "'impala', 'sync_ppo']"]
+      "error: --methods: unknown ['a3c']; expected some of ['hts_ppo', 'hts_ppo_behaviour', "
+      "'hts_ppo_delayed', 'impala', 'sync_ppo', 'sync_ppo_r1']"]
 
 
 def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0, host=None):
