@@ -33,13 +33,15 @@ def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
   `shared`; `time(run)`: its time to the target, censored at its end where it missed): per block
   (seed) the method's time over the reference's (`over_reference`; else the reference's over the
   method's), `stats.ratio`'s geometric mean with [min, max] over the blocks and its bound.
-  `blocks`: the seeds that count; `could`: those whose runs ran on one known host kind;
+  `blocks`: the seeds that count; `could`: those whose two runs ran on one known host kind
+  (the block's other methods may have run elsewhere: a block re-run for some methods only);
   `shared`: left out for a shared machine; `left_out`: the rest."""
   ref = {r["seed"]: r for r in here if r["method"] == reference}
   pairs, seeds, could, left_out, shared = [], [], [], [], []
   for r in (r for r in here if r["method"] == method and r["seed"] in ref):
-    base, kinds = ref[r["seed"]], {x["host"] for x in here if x["seed"] == r["seed"]}
-    if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the whole block, one known kind
+    base = ref[r["seed"]]
+    kinds = {r["host"], base["host"]}
+    if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the pair, one known kind
       left_out.append(r["seed"])
       continue
     could.append(r["seed"])

@@ -109,7 +109,10 @@ CHANGES = (
     "2026-11-28: the GFootball protocol's headline re-run (issue 54) moved the committed runs "
     "this study borrows, unchanged, to `results/gfootball/runs/academy_empty_goal_close/"
     "{hts_ppo_behaviour,sync_ppo_r1}/seed0..4`; the study reads them there (the same files, the "
-    "same results).",
+    "same results). A paired time ratio now needs its two runs on one host kind, not its whole "
+    "block (`compare.paired`, the GFootball protocol's change): `behaviour` over `sync_ppo` on "
+    "academy_empty_goal_close, whose pairs ran back to back on one AMD host while this study's "
+    "runs of the block ran on Intel, now has its blocks (the decision reads no time).",
 )
 TABLE_NOTES = (
     "**The corrections study** (results/corrections/PROTOCOL.md). Cells: each seed, then the "

@@ -288,4 +288,7 @@ GRID = Grid(
         "first blocks' runs moved, unchanged, to `hts_ppo_behaviour` and `sync_ppo_r1` (their "
         "benchmark entry and the Tables 4/5 runs are `hts_ppo_behaviour`'s); `hts_ppo` and "
         "`sync_ppo` run again as new paired blocks on one host kind with nothing else running, "
-        "and IMPALA's runs are kept (its code path unchanged since they ran)."))
+        "and IMPALA's runs are kept (its code path unchanged since they ran). A paired ratio "
+        "now needs its two runs on one host kind, not its whole block (`compare.paired`): a "
+        "re-run block's new runs pair with each other while its kept runs ran elsewhere; no "
+        "committed ratio of this or the other paper grids moved."))
