@@ -84,12 +84,12 @@ GRID = Grid(
                           lambda g, m, r, out: paper_report.bench_minutes(g, m, out)),
                   Section("SPS", lambda g, m, r, out: fmt_ci(r["sps"], "{:,.0f}")))),
         Table(columns=(), head="game (budget, seeds)", aggregates=False,
-              block=publish.Block("atari-results", "atari"),
+              block=publish.Block("atari-results", "atari"), doc="docs/results.md",
               row=lambda game, s: (f"{game} ({s['budget']:,}, "
                                    f"{max(len(r['seeds']) for r in s['methods'].values())})"),
               notes=lambda out: (
-                  "The protocol is `results/atari/PROTOCOL.md`, every table in "
-                  "[docs/results.md](docs/results.md#atari). Cells: final metric (last 10 "
+                  "The summary (the protocol is `results/atari/PROTOCOL.md`; every table below). "
+                  "Cells: final metric (last 10 "
                   "evaluations, mean over seeds [min, max]); env steps to a running-average "
                   f"score of {list(TARGETS)[-1]}." + _partial(out)),
               sections=(Section("", lambda g, m, r, out: (

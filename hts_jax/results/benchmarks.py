@@ -53,11 +53,12 @@ def render_speedup(data: Dict[str, Any]) -> str:
   s = data["settings"]
   mean_ms = rows[0]["step_time_mean_s"] * 1e3 if rows else 0
   lines = [
-      f"**HTS vs synchronous A2C as env step times vary** (the paper's Fig. 3 and Claim 1: "
-      f"`vstep` env, {rows[0]['num_envs'] if rows else '?'} envs with one executor each, "
-      f"mean step {mean_ms:g} ms, gamma-distributed (exponential at var/mean² = 1); HTS syncs "
-      f"every {s['hts_alpha']} steps, sync every step; median of {s['repeats']} interleaved "
-      f"runs; the prediction is Eq. 7's, rollout only). Source: {_source(data, 'speedup.json')}.",
+      f"**HTS vs synchronous A2C as env step times vary** (the paper's Fig. 3 and Claim 1). "
+      f"The `vstep` env: {rows[0]['num_envs'] if rows else '?'} envs with one executor each, "
+      f"a mean step of {mean_ms:g} ms, gamma-distributed (exponential at var/mean² = 1). HTS "
+      f"syncs every {s['hts_alpha']} steps, sync every step; median of {s['repeats']} "
+      f"interleaved runs; the prediction is Eq. 7's, rollout only. "
+      f"Source: {_source(data, 'speedup.json')}.",
       "",
   ]
   return "\n".join(lines) + "\n" + stats.markdown(
@@ -68,29 +69,28 @@ def render_speedup(data: Dict[str, Any]) -> str:
 
 def render_sampler(data: Dict[str, Any]) -> str:
   lines = [
-      f"**The rollout hot path, HTS vs sync on the same envs** (A2C unless a case says PPO; only "
-      f"`--mode` differs; "
-      f"median of {data['repeats']} interleaved runs per mode; idle shares of the HTS run; on 2 "
-      f"CPU cores executors, actors and learner share the cores, so there is little idle "
-      f"capacity for HTS to reclaim, and a learner that runs beside the executors (HTS) takes "
-      f"longer than one that runs alone (sync): the last column, the same updates in both; the "
-      f"envs' own SPS: the same executors, envs and storages with actions drawn inside the "
-      f"executors, no actor calls and no learner, `hts_jax/runtime/ceiling.py`). Source: "
-      f"{_source(data, 'sampler.json')}.",
+      f"**The rollout hot path, HTS vs sync on the same envs** (A2C unless a case says PPO; "
+      f"only `--mode` differs; median of {data['repeats']} interleaved runs per mode; idle "
+      f"shares of the HTS run). On 2 CPU cores executors, actors and learner share the cores, "
+      f"so there is little idle capacity for HTS to reclaim. A learner that runs beside the "
+      f"executors (HTS) takes longer than one that runs alone (sync): the last column, the same "
+      f"updates in both. The envs' own SPS: the same executors, envs and storages with actions "
+      f"drawn inside the executors, no actor calls and no learner "
+      f"(`hts_jax/runtime/ceiling.py`). Source: {_source(data, 'sampler.json')}.",
       "",
   ]
   rows = []
   for r in data["rows"]:
     hts, sync = r["hts"], r["sync"]
     learner_idle = hts["idle_s"].get("learner", 0.0) / max(hts["wall_time_s"], 1e-9)
-    ceiling = (f"{_int(r['sps_ceiling'])} ({r['hts_of_ceiling']:.2f} / "
-               f"{r['sync_of_ceiling']:.2f})" if "sps_ceiling" in r else "-")
+    own = "sps_ceiling" in r
     rows.append([SAMPLER_CASES.get(r["case"], r["case"]), _int(r["sps_hts"]), _int(r["sps_sync"]),
-                 f"{r['hts_over_sync']:.2f}x", ceiling,
+                 f"{r['hts_over_sync']:.2f}x", _int(r["sps_ceiling"]) if own else "-",
+                 f"{r['hts_of_ceiling']:.2f} / {r['sync_of_ceiling']:.2f}" if own else "-",
                  f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f}",
                  f"{learner_idle:.0%}", f"{hts['learn_s']:.1f} / {sync['learn_s']:.1f}"])
   return "\n".join(lines) + "\n" + stats.markdown(
-      ["case", "HTS SPS", "sync SPS", "HTS / sync", "envs' own SPS (HTS / sync of it)",
+      ["case", "HTS SPS", "sync SPS", "HTS / sync", "envs' own SPS", "HTS / sync of it",
        "ready envs per actor call", "learner idle (HTS)", "learner busy s, HTS / sync"], rows)
 
 

@@ -282,7 +282,7 @@ def _clip_line(out: Dict[str, Any]) -> str:
 README = Table(
     columns=(Column("", _rule_cell),), pivot=True, aggregates=False,
     after=lambda out: " ".join([_clip_line(out), *_decision(out, aggregates_too=False)]),
-    block=publish.Block("corrections-results", "corrections"),
+    block=publish.Block("corrections-results", "corrections"), doc="docs/modes.md",
     notes=lambda out: README_NOTES)
 GRID = Grid(
     name="corrections", title="The corrections study", results="results/corrections",

@@ -125,7 +125,7 @@ README_NOTES = (
     "0.8, CartPoleNoVel 475; ≥: a miss, counted at the budget) or of the final metric (MuJoCo: the "
     "mean of the last 10 of 20 evaluations); 'passes' / 'misses': the decision rule, once the task "
     "has every method's 5 seeds. Each seed's values, the clip fraction and the aggregates: "
-    "[docs/modes.md](docs/modes.md#the-corrections-study).")
+    "the tables below.")
 DIAGNOSTICS_NOTES = (
     "**What the PPO update looked like** (each run's metrics.csv: per quarter of the budget the "
     "mean over its updates, then the median over seeds, quarters 1 / 2 / 3 / 4). `clip_frac`: "

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from absl import flags
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import compare, grid, launch, paper_report, provenance, publish
+from hts_jax.results import compare, grid, headline, launch, paper_report, provenance, publish
 from hts_jax.results.record import Grid
 from hts_jax.results.render import (protocol_markdown, render_markdown, render_table,
                                     table_file)
@@ -141,6 +141,9 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
                                     if v != FLAGS[k].default}), options)
   else:
     out = report(g, FLAGS.results, root)
+  if root and g.name in headline.GRIDS:  # the repository's README: its headline too
+    headline.refresh(root)
+    print(f"wrote {headline.JSON} and README's headline block")
   print(render_markdown(g, out), end="")
   for p in out.get("plots") or []:
     print(f"wrote {p}")

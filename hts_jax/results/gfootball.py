@@ -211,11 +211,11 @@ DOCS = Table(
                 row=lambda sc, d: short(sc), head="scenario")))
 README = Table(
     columns=(), head="scenario (budget, seeds)", aggregates=False, after=md.readme_tail,
-    block=publish.Block("gfootball-results", "gfootball"),
+    block=publish.Block("gfootball-results", "gfootball"), doc="docs/results.md",
     row=lambda sc, s: f"{short(sc)} ({s['budget']:,}, {md.seeds_of(s)})",
     notes=lambda out: (
-        "The protocol is `results/gfootball/PROTOCOL.md`, every table in "
-        "[docs/results.md](docs/results.md#gfootball). Cells: env steps to a running-average "
+        "The summary (the protocol is `results/gfootball/PROTOCOL.md`; every table below). "
+        "Cells: env steps to a running-average "
         f"score of {TARGETS[-1]} (mean over seeds; ≥ with k/n where some seeds missed it: a "
         "miss counted at its run's end); time to "
         f"{TARGETS[-1]} relative to HTS-PPO's, paired per block (geometric mean over blocks) / "

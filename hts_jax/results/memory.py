@@ -63,7 +63,7 @@ GRID = Grid(
         "paper's 10). Cells: mean [min, max] over seeds (5 seeds: no interval claimed); env "
         "steps to 475 as the median over seeds, a miss counted at the budget (≥); time ratios as "
         "geometric means over the seeds' blocks."),
-    block=publish.Block("memory-results", "memory")),),
+    block=publish.Block("memory-results", "memory"), doc="docs/results.md"),),
     fixed="2026-11-26 (the grid's runs; rendered from its record on 2026-11-27)",
     changes=("2026-11-27: the report follows the statistics rules (issue 52): [min, max] "
              "labelled so, env steps to 475 as a censored median instead of a mean over the "

@@ -131,9 +131,10 @@ GRID = Grid(
                   Section("Final metric and SPS, every method", lambda g, m, r, out: (
                       f"{fmt_ci(r['final'], '{:.2f}')}; {fmt_ci(r['sps'], '{:,.0f}')} SPS")))),
         Table(columns=(), head="game (budget, seeds)", row=_seeds, aggregates=False,
-              block=publish.Block("minatar-results", "minatar"), notes=lambda out: (
-                  "The protocol is `results/minatar/PROTOCOL.md`, every table in "
-                  "[docs/results.md](docs/results.md#minatar). Cells: final metric (last 10 "
+              block=publish.Block("minatar-results", "minatar"), doc="docs/results.md",
+              notes=lambda out: (
+                  "The summary (the protocol is `results/minatar/PROTOCOL.md`; every table below). "
+                  "Cells: final metric (last 10 "
                   "evaluations; mean over seeds [min, max]); final time metric by IMPALA's wall "
                   "time in the same block."),
               sections=(Section("", lambda g, m, r, out: fmt_ci(r["final"], "{:.2f}") + (

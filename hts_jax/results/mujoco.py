@@ -144,8 +144,9 @@ GRID = Grid(
                        Column("CleanRL PPO (1M)", _cleanrl)),
               notes=lambda out: ("Final evaluation (10 sampled episodes of the final params; "
                                  "mean [min, max] over seeds); every column in "
-                                 "[docs/results.md](docs/results.md#mujoco)."),
-              block=publish.Block("mujoco-results", "mujoco"), pivot=True, tail=_clipped_line)),
+                                 "the table below."),
+              block=publish.Block("mujoco-results", "mujoco"), doc="docs/results.md", pivot=True,
+              tail=_clipped_line)),
     fixed="2026-11-26 (the grid's runs; rendered from its record on 2026-11-27)",
     changes=("2026-11-27: the report follows the statistics rules (issue 52): [min, max] "
              "labelled so; SPS over the runs that did not share the machine (the flag: "

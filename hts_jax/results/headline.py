@@ -1,0 +1,269 @@
+"""The headline (issue 54): does HTS reach each score sooner than sync, and why or why not, from
+the committed results only. Per task of the paper-style grids (`SOURCES`), at its protocol's top
+target, three paired ratios over the blocks (one seed's runs, back to back on one host kind), each
+the other method's over HTS's so that above 1 favours HTS:
+
+- time to the target (the grid's own `paired` cell, its statistics rules: geometric mean, a miss
+  censored at its run's end);
+- throughput: HTS's whole-run SPS over the other's (the speedup HTS would have if it learned as
+  much per env step: the ceiling);
+- sample efficiency: the other's env steps to the target over HTS's (censored at the run's end).
+
+The first is about the product of the other two. Beside them: the rollout benchmark's HTS/sync
+ratios (sampler.json) and what step-time variance does to them (speedup.json, the paper's Fig. 3).
+`python -m experiments.headline` writes results/headline.json, results/headline.png and README's
+`headline` block; the tests check the block is the JSON rendered.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Sequence
+
+from hts_jax.analysis import stats
+from hts_jax.results import compare, provenance, publish
+
+# (grid, HTS's method, the methods compared with it, their labels)
+SOURCES = (("gfootball", "hts_ppo", ("sync_ppo", "impala"),
+            {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO", "impala": "IMPALA"}),
+           ("atari", "hts_a2c", ("a2c",), {"hts_a2c": "HTS-A2C", "a2c": "sync A2C"}))
+SYNC = ("sync_ppo", "a2c")  # the synchronous baselines (the bottom line's comparison)
+# The paper's "same score" claim: (grid, HTS with the presets' correction, its sync baseline);
+# paper-style grids keep per-task finals in `summary`, record grids in `table`.
+SCORES = (("gfootball", "hts_ppo", "sync_ppo"), ("atari", "hts_a2c", "a2c"),
+          ("minatar", "hts_a2c", "a2c"), ("mujoco", "hts_ppo_none", "sync_ppo"),
+          ("memory", "hts_lstm_none", "sync_lstm"))
+BLOCK = publish.Block("headline", "", by="python -m experiments.headline")
+JSON, FIGURE = "results/headline.json", "results/headline.png"
+
+
+def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
+              labels: Dict[str, str]) -> List[Dict[str, Any]]:
+  """A grid's results.json -> a row per task: its top target, HTS's seeds, and per other method
+  the three paired ratios (`compare.paired`'s cells: per block `ratios` over `blocks`) and the
+  blocks where a run missed the target (`censored`)."""
+  rows = []
+  for task, s in report["summary"].items():
+    target = list(s["targets"])[-1]
+    runs = [r for r in report["runs"] if r["scenario"] == task]
+    planned = report["protocol"]["settings"]["tasks"].get(task, {}).get("seeds", ())
+    row = {"task": task, "target": target, "budget": s["budget"], "label": labels[hts],
+           "planned_seeds": len(planned),
+           "hts_seeds": sorted(r["seed"] for r in runs if r["method"] == hts), "methods": {}}
+    missed = {(r["method"], r["seed"]) for r in runs if r["required"][target]["minutes"] is None}
+    for other in others:
+      steps = compare.paired(runs, other, hts, lambda r: stats.Censored.of(
+          r["required"][target]["env_steps"], r["env_steps"]))
+      # Seconds per env step, the other's over HTS's: HTS's SPS over the other's.
+      through = compare.paired(runs, other, hts, lambda r: stats.Censored(1.0 / r["sps"]))
+      time = report["paired"].get(task, {}).get(other, {}).get(target) or stats.ratio([])
+      row["methods"][other] = {
+          "label": labels[other], "time": time, "throughput": through, "steps": steps,
+          "censored": [b for b in steps["blocks"] if (hts, b) in missed or (other, b) in missed],
+          "neither": [b for b in steps["blocks"] if (hts, b) in missed and (other, b) in missed]}
+    rows.append(row)
+  return rows
+
+
+def score_rows(root: str) -> List[Dict[str, Any]]:
+  """Per task of `SCORES`' grids, HTS's and sync's final metric (mean over seeds, and seeds)."""
+  rows = []
+  for grid, hts, sync in SCORES:
+    report = publish.read_json(os.path.join(root, "results", grid), "results.json") or {}
+    cells = ({t: s["methods"] for t, s in report.get("summary", {}).items()}
+             if "summary" in report else report.get("table", {}))
+    for task, methods in cells.items():
+      got = {}
+      for side, m in (("hts", hts), ("sync", sync)):
+        c = (methods.get(m) or {})
+        final = c.get("final") or c.get("final_metric") or {}
+        got[side] = {"mean": final.get("mean"), "seeds": len(c.get("seeds") or ())}
+      rows.append({"grid": grid, "task": task, "hts_method": hts, "sync_method": sync, **got})
+  return rows
+
+
+def waiting_share(report: Dict[str, Any], hts: str) -> Optional[float]:
+  """The mean share of its time an HTS run's executors waited for actions (the actor calls)."""
+  shares = [r["idle_share"]["executors_waiting_for_actions"] for r in report["runs"]
+            if r["method"] == hts and "executors_waiting_for_actions" in r.get("idle_share", {})]
+  return sum(shares) / len(shares) if shares else None
+
+
+def build(root: str) -> Dict[str, Any]:
+  """headline.json's content, from the committed JSON under `root` (the repository)."""
+  tasks, sources, waiting = [], {}, {}
+  for grid, hts, others, labels in SOURCES:
+    path = os.path.join(root, "results", grid, "results.json")
+    report = publish.read_json(os.path.dirname(path), "results.json")
+    if report is None:
+      continue
+    sources[grid] = {"path": f"results/{grid}/results.json", "commit": report.get("commit"),
+                     "runs_commit": report.get("runs_commit")}
+    tasks += [dict(row, grid=grid) for row in task_rows(report, hts, others, labels)]
+    waiting[grid] = waiting_share(report, hts)
+  sampler = publish.read_json(os.path.join(root, "results", "benchmarks"), "sampler.json") or {}
+  speedup = publish.read_json(os.path.join(root, "results", "benchmarks"), "speedup.json") or {}
+  return {"tasks": tasks, "scores": score_rows(root), "sources": sources,
+          "executors_waiting_for_actions": waiting,
+          "sampler": {"machine": sampler.get("machine"), "date": sampler.get("date"),
+                      "ratios": {r["case"]: r["hts_over_sync"] for r in sampler.get("rows", [])}},
+          "variance": {"machine": speedup.get("machine"), "date": speedup.get("date"),
+                       "rows": [{"var_over_mean2": r["var_over_mean2"], "speedup": r["speedup"]}
+                                for r in speedup.get("rows", []) if r.get("grid") == "variance"]}}
+
+
+def _x(cell: Dict[str, Any], blocks: bool = True) -> str:
+  """A ratio as '1.05x' with its mark ('≥', '≤', '~': a bound, see `stats.ratio_cell`)."""
+  if cell.get("mean") is None:
+    return "-"
+  mark = {None: "", "lower": "≥", "upper": "≤", "none": "~"}[cell.get("bound")]
+  return f"{mark}{cell['mean']:.2f}x" + (f" (n={cell['n']})" if blocks else "")
+
+
+def _neither(m: Dict[str, Any], cell: Dict[str, Any]) -> bool:
+  """Every block of the cell had both runs miss the target (its ratio is the runs' lengths')."""
+  return bool(cell.get("n")) and len(m["neither"]) >= cell["n"]
+
+
+def _spread(m: Dict[str, Any], key: str = "time") -> str:
+  cell = m[key]
+  if cell.get("mean") is None:
+    return "no paired block yet"
+  if _neither(m, cell):
+    return f"neither reached it (n={cell['n']})"
+  lo_hi = f" [{cell['lo']:.2f}, {cell['hi']:.2f}]" if cell["n"] > 1 else ""
+  return f"{_x(cell, False)}{lo_hi} (n={cell['n']})"
+
+
+def _name(task: str) -> str:
+  if task.startswith("academy_"):  # GFootball's scenarios as the paper names them
+    return task.replace("academy_", "").replace("_", " ").capitalize()
+  return task.split("/")[-1]
+
+
+def bottom_line(out: Dict[str, Any]) -> List[str]:
+  """README's bottom line, at most 5 lines, each from the JSON."""
+  sync = [(t, m) for t in out["tasks"] for k, m in t["methods"].items() if k in SYNC]
+  lines = ["**Time to target**, sync's over HTS's (paired blocks, geometric mean [min, max]; "
+           "> 1: HTS sooner): " + "; ".join(
+               f"{_name(t['task'])} ({t['target']}) {_spread(m)}" for t, m in sync) + "."]
+  lines.append("**Why** (time ratio ≈ throughput x sample efficiency): HTS's SPS over sync's / "
+               "sync's env steps to the target over HTS's: " + "; ".join(
+                   f"{_name(t['task'])} {_x(m['throughput'], False)} / "
+                   + ("neither reached it" if _neither(m, m["steps"]) else _x(m["steps"], False))
+                   for t, m in sync) + ".")
+  ratios = out["sampler"]["ratios"]
+  wait = out["executors_waiting_for_actions"].get("gfootball")
+  if ratios:
+    lines.append(f"**Throughput** on the rollout benchmark's {len(ratios)} cases (2 cores, "
+                 f"sampler.json): HTS/sync {min(ratios.values()):.2f}-{max(ratios.values()):.2f}x"
+                 + (f"; what bounds HTS on GFootball: its executors wait for actions "
+                    f"{wait:.0%} of the time (the actor calls)" if wait is not None else "") + ".")
+  var = out["variance"]["rows"]
+  if var:
+    lines.append("**The paper's 2-6x** comes from step-time variance and idle cores: with step "
+                 "times of var/mean² " + ", ".join(f"{r['var_over_mean2']:g}" for r in var)
+                 + " HTS is " + ", ".join(f"{r['speedup']:.2f}x" for r in var)
+                 + " sync (speedup.json); these envs' steps vary far less.")
+  behind = [f"{_name(t['task'])}" for t, m in sync if m["time"].get("mean") is not None
+            and m["time"]["mean"] <= 1.0 and not _neither(m, m["time"])]
+  if behind:
+    lines.append("**Not sooner** on " + ", ".join(behind) + ": HTS's throughput lead there is "
+                 "smaller than what it loses per env step (the second line).")
+  return lines
+
+
+def table(out: Dict[str, Any]) -> str:
+  """A row per task and compared method; at most two numbers a cell."""
+  rows = [[f"{_name(t['task'])} ({t['target']}; {len(t['hts_seeds'])} of {t['planned_seeds']})",
+           f"{m['label']} / {t['label']}",
+           "neither reached it" if _neither(m, m["time"]) else _x(m["time"]),
+           _x(m["throughput"], False),
+           "neither reached it" if _neither(m, m["steps"]) else _x(m["steps"], False)]
+          for t in out["tasks"] for m in t["methods"].values()]
+  return stats.markdown(["task (target; HTS's seeds of the protocol's)", "compared",
+                         "time to target",
+                         "throughput", "sample efficiency"], rows)
+
+
+def scores_table(out: Dict[str, Any]) -> str:
+  """The final metric of HTS (the presets' correction) and of sync, per task: two numbers a cell."""
+  def cell(side: Dict[str, Any], fmt: str) -> str:
+    return "-" if side["mean"] is None else f"{fmt.format(side['mean'])} ({side['seeds']})"
+  rows = []
+  for r in out["scores"]:
+    fmt = "{:,.0f}" if max(abs(r[s]["mean"] or 0) for s in ("hts", "sync")) >= 100 else "{:.2f}"
+    rows.append([f"{r['grid']}: {_name(r['task'])}", f"`{r['hts_method']}` / `{r['sync_method']}`",
+                 cell(r["hts"], fmt), cell(r["sync"], fmt)])
+  return stats.markdown(["task", "HTS / sync", "HTS's final metric (seeds)",
+                         "sync's final metric (seeds)"], rows)
+
+
+def render(out: Dict[str, Any]) -> str:
+  """README's `headline` block."""
+  srcs = ", ".join(f"`{s['path']}` (runs as committed in `{(s['runs_commit'] or '-')[:12]}`)"
+                   for s in out["sources"].values())
+  return ("\n".join(f"- {line}" for line in bottom_line(out)) + "\n\n"
+          "Each cell is the compared method's figure over HTS's, a geometric mean over paired "
+          "blocks (n: blocks on one host kind where no run shared the machine; ≥ / ≤: a bound "
+          "where a run missed the target). Time to target: its time over HTS's. Throughput: "
+          "HTS's SPS over its SPS. Sample efficiency: its env steps to the target over HTS's. "
+          f"Source: `{JSON}`, from {srcs}.\n\n"
+          + table(out) + "\n" + f"![time to target, HTS vs sync]({FIGURE})\n\n"
+          "The same score? Each grid's final metric (its protocol's: the mean of the last "
+          "evaluations, mean over seeds), HTS with the presets' correction against sync; the "
+          "spreads and every other method are in [docs/results.md](docs/results.md).\n\n"
+          + scores_table(out) + "\n")
+
+
+def plot(out: Dict[str, Any], path: str) -> str:
+  """The headline figure: per task, each block's time ratio (other's over HTS's; hollow where a
+  run missed the target: a bound), the geometric mean, and the throughput ceiling (grey)."""
+  from hts_jax.analysis import plots  # pylint: disable=import-outside-toplevel
+  plt = plots._plt()  # pylint: disable=protected-access
+  rows = [(t, k, m) for t in out["tasks"] for k, m in t["methods"].items()]
+  fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.6))
+  colors = {"impala": "tab:orange"}
+  xs = [0.25, 4.0]
+  for y, (t, k, m) in enumerate(rows):
+    time, color = m["time"], colors.get(k, "tab:blue")
+    if _neither(m, time) or time.get("mean") is None:
+      ax.text(1.0, y, "  neither reached the target" if time.get("mean") is not None
+              else "  no paired block yet", va="center", fontsize=8, color="grey")
+      continue
+    censored = set(m["censored"])
+    for seed, r in zip(time.get("blocks", []), time.get("ratios", [])):
+      ax.scatter([r], [y], s=28, facecolors="none" if seed in censored else color,
+                 edgecolors=color, zorder=3)
+      xs.append(r)
+    if time.get("mean") is not None:
+      ax.scatter([time["mean"]], [y], marker="D", s=60, color="k", zorder=4)
+    if m["throughput"].get("mean") is not None:
+      ax.plot([m["throughput"]["mean"]] * 2, [y - 0.3, y + 0.3], color="grey", lw=2)
+      xs.append(m["throughput"]["mean"])
+  ax.axvline(1.0, color="k", lw=0.8)
+  ax.set_xscale("log")
+  ax.set_xlim(min(xs) / 1.2, max(xs) * 1.2)
+  ticks = [x for x in (0.25, 0.5, 1, 2, 4, 8) if min(xs) / 1.2 <= x <= max(xs) * 1.2]
+  ax.set_xticks(ticks, [f"{x:g}x" for x in ticks])
+  ax.minorticks_off()
+  ax.set_yticks(range(len(rows)), [f"{_name(t['task'])}: {m['label']}" for t, _, m in rows])
+  ax.set_ylim(len(rows) - 0.5, -0.5)
+  ax.set_xlabel("time to target, the method's over HTS's (> 1: HTS sooner)\ndots: blocks "
+                "(hollow: a miss, a bound); diamond: geometric mean; grey: the SPS ratio",
+                fontsize=8)
+  ax.set_title("Time to each task's top target, HTS against sync (and IMPALA)", fontsize=10)
+  return plots._save(fig, path)  # pylint: disable=protected-access
+
+
+GRIDS = tuple(dict.fromkeys(g for g, *_ in SOURCES + SCORES))  # the grids it reads
+
+
+def refresh(root: str, readme: bool = True) -> Dict[str, Any]:
+  """Writes headline.json (as a reader of it gets it), the figure and, with `readme`, README's
+  block under `root` (the repository); returns the JSON. A README without the block is left."""
+  out = provenance.save(os.path.join(root, JSON), build(root))
+  plot(out, os.path.join(root, FIGURE))
+  if readme:
+    BLOCK.write(os.path.join(root, "README.md"), render(out))
+  return out

@@ -1,0 +1,81 @@
+"""The headline (issue 54): its paired ratios by golden values, its bottom line's limits, and the
+committed README block and results/headline.json as the committed grids' JSON rendered."""
+
+import json
+import os
+
+import pytest
+
+from hts_jax.results import compare, headline
+from tests.support import ROOT
+
+
+def _run(method, seed, minutes, steps, sps, host="A x2", shared=None, end_steps=400_000):
+  return {"scenario": "academy_empty_goal_close", "method": method, "seed": seed, "host": host,
+          "shared": shared, "sps": sps, "env_steps": end_steps,
+          "wall_time_s": end_steps / sps,
+          "required": {"0.8": {"minutes": minutes, "env_steps": steps}},
+          "idle_share": {"executors_waiting_for_actions": 0.1 * (seed + 1)}}
+
+
+def _report(runs):
+  spec = compare.Spec(methods=["hts_ppo", "sync_ppo", "impala"], reference="hts_ppo",
+                      limit_method="impala", targets=lambda sc, runs: {"0.8": 0.8})
+  for r in runs:
+    r["targets"] = {"0.8": 0.8}
+  return {"summary": {"academy_empty_goal_close": {"targets": {"0.4": 0.4, "0.8": 0.8},
+                                                   "budget": 400_000}},
+          "protocol": {"settings": {"tasks": {"academy_empty_goal_close": {"seeds": [0, 1, 2]}}}},
+          "runs": runs, "paired": compare.paired_ratios(runs, spec)}
+
+
+def test_the_three_paired_ratios_by_golden_values():
+  runs = [_run("hts_ppo", 0, 10.0, 100_000, 400.0), _run("sync_ppo", 0, 20.0, 80_000, 200.0),
+          _run("hts_ppo", 1, 10.0, 200_000, 400.0), _run("sync_ppo", 1, 5.0, 50_000, 400.0),
+          # Seed 2: sync missed (censored at its run's end); IMPALA's pair ran on another host.
+          _run("hts_ppo", 2, 10.0, 100_000, 400.0), _run("sync_ppo", 2, None, None, 100.0),
+          _run("impala", 2, 1.0, 10_000, 1000.0, host="B x2"),
+          # A shared machine leaves its block out of every ratio.
+          _run("hts_ppo", 3, 1.0, 1_000, 400.0, shared="marked"),
+          _run("sync_ppo", 3, 1.0, 1_000, 400.0)]
+  row, = headline.task_rows(_report(runs), "hts_ppo", ("sync_ppo", "impala"),
+                            {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO", "impala": "IMPALA"})
+  assert (row["target"], row["hts_seeds"], row["planned_seeds"]) == ("0.8", [0, 1, 2, 3], 3)
+  sync = row["methods"]["sync_ppo"]
+  assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
+  # Time: 2, 0.5 and sync's whole run (400k steps at 100 SPS = 66.7 min) over 10: a lower bound.
+  assert sync["time"]["ratios"] == pytest.approx([2.0, 0.5, 400_000 / 100 / 60 / 10])
+  assert sync["time"]["bound"] == "lower"
+  # Throughput: HTS's SPS over sync's, per block.
+  assert sync["throughput"]["ratios"] == pytest.approx([2.0, 1.0, 4.0])
+  assert sync["throughput"]["mean"] == pytest.approx(2.0)
+  # Sample efficiency: sync's env steps over HTS's, the miss at its run's end.
+  assert sync["steps"]["ratios"] == pytest.approx([0.8, 0.25, 4.0])
+  assert sync["steps"]["mean"] == pytest.approx((0.8 * 0.25 * 4.0) ** (1 / 3))
+  assert row["methods"]["impala"]["time"]["n"] == 0 and row["methods"]["impala"]["censored"] == []
+  assert headline.waiting_share(_report(runs), "hts_ppo") == pytest.approx(
+      (0.1 + 0.2 + 0.3 + 0.4) / 4)
+
+
+def test_a_block_where_neither_reached_the_target_says_so():
+  runs = [_run("hts_ppo", 0, None, None, 400.0), _run("sync_ppo", 0, None, None, 200.0)]
+  row, = headline.task_rows(_report(runs), "hts_ppo", ("sync_ppo",),
+                            {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"})
+  out = {"tasks": [row], "sampler": {"ratios": {}}, "variance": {"rows": []},
+         "executors_waiting_for_actions": {}}
+  lines = headline.bottom_line(out)
+  assert "Empty goal close (0.8) neither reached it (n=1)" in lines[0]
+  assert "Empty goal close 2.00x / neither reached it" in lines[1]
+  assert not any(line.startswith("**Not sooner**") for line in lines)
+
+
+def test_the_committed_headline_is_the_committed_grids_rendered():
+  with open(os.path.join(ROOT, headline.JSON)) as f:
+    saved = json.load(f)
+  now = json.loads(json.dumps(headline.build(ROOT)))  # as a reader of the file gets it
+  assert {k: saved[k] for k in now} == now, "python -m experiments.headline"
+  with open(os.path.join(ROOT, "README.md")) as f:
+    assert headline.BLOCK.wrap(headline.render(saved)) in f.read()
+  lines = headline.bottom_line(saved)
+  assert len(lines) <= 5 and all(len(line) <= 300 for line in lines)
+  assert os.path.exists(os.path.join(ROOT, headline.FIGURE))
