@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -202,3 +202,35 @@ def throughput(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> str:
     ax.set_title(str(env), fontsize=9)
     ax.set_ylabel("env steps / s (mean over seeds; dots: seeds)")
   return _save(fig, os.path.join(out_dir, "throughput_sps.png"))
+
+
+def ratio_rows(path: str, rows: Sequence[Dict[str, Any]], *, title: str, xlabel: str) -> str:
+  """Ratios on a log axis, a row each: `dots` [(ratio, hollow)], a `mean` (a diamond), a `tick`
+  (a grey bar) and a `note` written instead where given; a line at 1."""
+  plt = _plt()
+  fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.6))
+  xs = [0.25, 4.0]
+  for y, row in enumerate(rows):
+    if row.get("note"):
+      ax.text(1.0, y, "  " + row["note"], va="center", fontsize=8, color="grey")
+      continue
+    for x, hollow in row["dots"]:
+      ax.scatter([x], [y], s=28, facecolors="none" if hollow else row["color"],
+                 edgecolors=row["color"], zorder=3)
+    if row.get("mean") is not None:
+      ax.scatter([row["mean"]], [y], marker="D", s=60, color="k", zorder=4)
+    if row.get("tick") is not None:
+      ax.plot([row["tick"]] * 2, [y - 0.3, y + 0.3], color="grey", lw=2)
+    xs += [x for x, _ in row["dots"]] + [v for v in (row.get("mean"), row.get("tick")) if v]
+  ax.axvline(1.0, color="k", lw=0.8)
+  ax.set_xscale("log")
+  lo, hi = min(xs) / 1.2, max(xs) * 1.2
+  ax.set_xlim(lo, hi)
+  ticks = [x for x in (0.125, 0.25, 0.5, 1, 2, 4, 8) if lo <= x <= hi]
+  ax.set_xticks(ticks, [f"{x:g}x" for x in ticks])
+  ax.minorticks_off()
+  ax.set_yticks(range(len(rows)), [row["label"] for row in rows])
+  ax.set_ylim(len(rows) - 0.5, -0.5)
+  ax.set_xlabel(xlabel, fontsize=8)
+  ax.set_title(title, fontsize=10)
+  return _save(fig, path)

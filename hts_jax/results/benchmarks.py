@@ -21,7 +21,7 @@ from typing import Any, Dict, List
 from absl import flags
 
 from hts_jax.analysis import stats
-from hts_jax.results import provenance, publish
+from hts_jax.results import headline, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
 BLOCK = publish.Block("benchmark-results", "benchmarks")
@@ -195,4 +195,6 @@ def main(argv):
     f.write(markdown)
   print(f"wrote README.md's benchmark block, docs/benchmarks.md's CleanRL block and "
         f"{os.path.relpath(tables_path, provenance.ROOT)}")
+  headline.refresh(provenance.ROOT)  # it reads sampler.json and speedup.json
+  print(f"wrote {headline.JSON} and README's headline block")
   return []

@@ -1,7 +1,8 @@
 """The headline (issue 54): does HTS reach each score sooner than sync, and why or why not, from
-the committed results only. Per task of the paper-style grids (`SOURCES`), at its protocol's top
-target, three paired ratios over the blocks (one seed's runs, back to back on one host kind), each
-the other method's over HTS's so that above 1 favours HTS:
+the committed results only. Per task of the paper-style grids (`SOURCES`), at the highest of its
+protocol's targets that a run of HTS or sync reached (its top target where none did), three paired
+ratios over the blocks (one seed's runs, back to back on one host kind), each the other method's
+over HTS's so that above 1 favours HTS:
 
 - time to the target (the grid's own `paired` cell, its statistics rules: geometric mean, a miss
   censored at its run's end);
@@ -44,8 +45,11 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
   blocks where a run missed the target (`censored`)."""
   rows = []
   for task, s in report["summary"].items():
-    target = list(s["targets"])[-1]
     runs = [r for r in report["runs"] if r["scenario"] == task]
+    targets = list(s["targets"])
+    reached = [t for t in targets if any(r["required"][t]["minutes"] is not None for r in runs
+                                         if r["method"] in (hts, *SYNC))]
+    target = (reached or targets)[-1]
     planned = report["protocol"]["settings"]["tasks"].get(task, {}).get("seeds", ())
     row = {"task": task, "target": target, "budget": s["budget"], "label": labels[hts],
            "planned_seeds": len(planned),
@@ -56,7 +60,8 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
           r["required"][target]["env_steps"], r["env_steps"]))
       # Seconds per env step, the other's over HTS's: HTS's SPS over the other's.
       through = compare.paired(runs, other, hts, lambda r: stats.Censored(1.0 / r["sps"]))
-      time = report["paired"].get(task, {}).get(other, {}).get(target) or stats.ratio([])
+      time = (report["paired"].get(task, {}).get(other, {}).get(target)
+              or dict(stats.ratio([]), blocks=[]))
       row["methods"][other] = {
           "label": labels[other], "time": time, "throughput": through, "steps": steps,
           "censored": [b for b in steps["blocks"] if (hts, b) in missed or (other, b) in missed],
@@ -82,11 +87,18 @@ def score_rows(root: str) -> List[Dict[str, Any]]:
   return rows
 
 
-def waiting_share(report: Dict[str, Any], hts: str) -> Optional[float]:
-  """The mean share of its time an HTS run's executors waited for actions (the actor calls)."""
-  shares = [r["idle_share"]["executors_waiting_for_actions"] for r in report["runs"]
-            if r["method"] == hts and "executors_waiting_for_actions" in r.get("idle_share", {})]
-  return sum(shares) / len(shares) if shares else None
+def executor_shares(report: Dict[str, Any], hts: str) -> Optional[Dict[str, float]]:
+  """Where HTS's executors spent their time, the mean over its runs that shared no machine:
+  waiting for actions (the actor calls), at the barrier (the learner's turn) and the rest,
+  stepping their envs (and their own overhead)."""
+  got = [r["idle_share"] for r in report["runs"] if r["method"] == hts and not r.get("shared")
+         and "executors_waiting_for_actions" in r.get("idle_share", {})]
+  if not got:
+    return None
+  wait = sum(g["executors_waiting_for_actions"] for g in got) / len(got)
+  barrier = sum(g.get("executors_at_barrier", 0.0) for g in got) / len(got)
+  return {"stepping envs": 1.0 - wait - barrier, "waiting for actions": wait,
+          "at the barrier": barrier, "runs": len(got)}
 
 
 def build(root: str) -> Dict[str, Any]:
@@ -100,11 +112,11 @@ def build(root: str) -> Dict[str, Any]:
     sources[grid] = {"path": f"results/{grid}/results.json", "commit": report.get("commit"),
                      "runs_commit": report.get("runs_commit")}
     tasks += [dict(row, grid=grid) for row in task_rows(report, hts, others, labels)]
-    waiting[grid] = waiting_share(report, hts)
+    waiting[grid] = executor_shares(report, hts)
   sampler = publish.read_json(os.path.join(root, "results", "benchmarks"), "sampler.json") or {}
   speedup = publish.read_json(os.path.join(root, "results", "benchmarks"), "speedup.json") or {}
   return {"tasks": tasks, "scores": score_rows(root), "sources": sources,
-          "executors_waiting_for_actions": waiting,
+          "executors": waiting,
           "sampler": {"machine": sampler.get("machine"), "date": sampler.get("date"),
                       "ratios": {r["case"]: r["hts_over_sync"] for r in sampler.get("rows", [])}},
           "variance": {"machine": speedup.get("machine"), "date": speedup.get("date"),
@@ -141,6 +153,30 @@ def _name(task: str) -> str:
   return task.split("/")[-1]
 
 
+def _stage(shares: Dict[str, float]) -> str:
+  """'stepping envs 70% (waiting for actions 16%, at the barrier 14%)': the largest first."""
+  parts = sorted(((k, v) for k, v in shares.items() if k != "runs"), key=lambda kv: -kv[1])
+  return f"{parts[0][0]} {parts[0][1]:.0%} (" + ", ".join(f"{k} {v:.0%}" for k, v in parts[1:]) \
+      + ")"
+
+
+def _not_sooner(cell: Dict[str, Any]) -> bool:
+  """HTS is measured not sooner: a ratio at most 1 that is measured or an upper bound."""
+  return cell.get("mean") is not None and cell["mean"] <= 1.0 and cell.get("bound") in (
+      None, "upper")
+
+
+def _why_not(m: Dict[str, Any]) -> str:
+  through, steps = m["throughput"].get("mean"), m["steps"].get("mean")
+  if through is not None and through <= 1.0:
+    return f"no throughput lead, {through:.2f}x"
+  if steps is not None and steps < 1.0:
+    at_least = "≥" if m["steps"].get("bound") == "upper" else ""  # HTS missed: a bound
+    return (f"its {through:.2f}x throughput does not make up for needing "
+            f"{at_least}{1 / steps:.2f}x the env steps")
+  return "its throughput and sample efficiency are not behind: the blocks differ"
+
+
 def bottom_line(out: Dict[str, Any]) -> List[str]:
   """README's bottom line, at most 5 lines, each from the JSON."""
   sync = [(t, m) for t in out["tasks"] for k, m in t["methods"].items() if k in SYNC]
@@ -152,24 +188,23 @@ def bottom_line(out: Dict[str, Any]) -> List[str]:
                    f"{_name(t['task'])} {_x(m['throughput'], False)} / "
                    + ("neither reached it" if _neither(m, m["steps"]) else _x(m["steps"], False))
                    for t, m in sync) + ".")
-  ratios = out["sampler"]["ratios"]
-  wait = out["executors_waiting_for_actions"].get("gfootball")
+  ratios, cores = out["sampler"]["ratios"], (out["sampler"]["machine"] or {}).get("cores")
+  bounds = [f"{grid} {_stage(sh)}" for grid, sh in out["executors"].items() if sh]
   if ratios:
-    lines.append(f"**Throughput** on the rollout benchmark's {len(ratios)} cases (2 cores, "
-                 f"sampler.json): HTS/sync {min(ratios.values()):.2f}-{max(ratios.values()):.2f}x"
-                 + (f"; what bounds HTS on GFootball: its executors wait for actions "
-                    f"{wait:.0%} of the time (the actor calls)" if wait is not None else "") + ".")
+    lines.append(f"**Throughput** on the rollout benchmark's {len(ratios)} cases ({cores} "
+                 f"cores, sampler.json): HTS/sync {min(ratios.values()):.2f}-"
+                 f"{max(ratios.values()):.2f}x. What bounds HTS's runs (their executors' time): "
+                 + ("; ".join(bounds) or "no run yet") + ".")
   var = out["variance"]["rows"]
   if var:
-    lines.append("**The paper's 2-6x** comes from step-time variance and idle cores: with step "
-                 "times of var/mean² " + ", ".join(f"{r['var_over_mean2']:g}" for r in var)
-                 + " HTS is " + ", ".join(f"{r['speedup']:.2f}x" for r in var)
-                 + " sync (speedup.json); these envs' steps vary far less.")
-  behind = [f"{_name(t['task'])}" for t, m in sync if m["time"].get("mean") is not None
-            and m["time"]["mean"] <= 1.0 and not _neither(m, m["time"])]
+    lines.append("**The paper's 2-6x** comes from step-time variance over envs that leave the "
+                 "cores idle: on a synthetic env whose steps sleep, at var/mean² "
+                 + ", ".join(f"{r['var_over_mean2']:g}" for r in var) + " HTS is "
+                 + ", ".join(f"{r['speedup']:.2f}x" for r in var) + " sync (speedup.json).")
+  behind = [f"{_name(t['task'])} ({_why_not(m)})" for t, m in sync if _not_sooner(m["time"])
+            and not _neither(m, m["time"])]
   if behind:
-    lines.append("**Not sooner** on " + ", ".join(behind) + ": HTS's throughput lead there is "
-                 "smaller than what it loses per env step (the second line).")
+    lines.append("**Not sooner** on " + "; ".join(behind) + ".")
   return lines
 
 
@@ -210,50 +245,31 @@ def render(out: Dict[str, Any]) -> str:
           "HTS's SPS over its SPS. Sample efficiency: its env steps to the target over HTS's. "
           f"Source: `{JSON}`, from {srcs}.\n\n"
           + table(out) + "\n" + f"![time to target, HTS vs sync]({FIGURE})\n\n"
-          "The same score? Each grid's final metric (its protocol's: the mean of the last "
-          "evaluations, mean over seeds), HTS with the presets' correction against sync; the "
-          "spreads and every other method are in [docs/results.md](docs/results.md).\n\n"
+          "The same score? Each grid's final metric as its protocol defines it (the mean over "
+          "seeds), HTS with the presets' correction against sync; the definitions, the spreads "
+          "and every other method are in [docs/results.md](docs/results.md).\n\n"
           + scores_table(out) + "\n")
 
 
 def plot(out: Dict[str, Any], path: str) -> str:
-  """The headline figure: per task, each block's time ratio (other's over HTS's; hollow where a
-  run missed the target: a bound), the geometric mean, and the throughput ceiling (grey)."""
+  """The headline figure (`plots.ratio_rows`): per task, each block's time ratio (the other's
+  over HTS's; hollow where a run missed the target), their geometric mean and the SPS ratio."""
   from hts_jax.analysis import plots  # pylint: disable=import-outside-toplevel
-  plt = plots._plt()  # pylint: disable=protected-access
-  rows = [(t, k, m) for t in out["tasks"] for k, m in t["methods"].items()]
-  fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.6))
-  colors = {"impala": "tab:orange"}
-  xs = [0.25, 4.0]
-  for y, (t, k, m) in enumerate(rows):
-    time, color = m["time"], colors.get(k, "tab:blue")
-    if _neither(m, time) or time.get("mean") is None:
-      ax.text(1.0, y, "  neither reached the target" if time.get("mean") is not None
-              else "  no paired block yet", va="center", fontsize=8, color="grey")
-      continue
-    censored = set(m["censored"])
-    for seed, r in zip(time.get("blocks", []), time.get("ratios", [])):
-      ax.scatter([r], [y], s=28, facecolors="none" if seed in censored else color,
-                 edgecolors=color, zorder=3)
-      xs.append(r)
-    if time.get("mean") is not None:
-      ax.scatter([time["mean"]], [y], marker="D", s=60, color="k", zorder=4)
-    if m["throughput"].get("mean") is not None:
-      ax.plot([m["throughput"]["mean"]] * 2, [y - 0.3, y + 0.3], color="grey", lw=2)
-      xs.append(m["throughput"]["mean"])
-  ax.axvline(1.0, color="k", lw=0.8)
-  ax.set_xscale("log")
-  ax.set_xlim(min(xs) / 1.2, max(xs) * 1.2)
-  ticks = [x for x in (0.25, 0.5, 1, 2, 4, 8) if min(xs) / 1.2 <= x <= max(xs) * 1.2]
-  ax.set_xticks(ticks, [f"{x:g}x" for x in ticks])
-  ax.minorticks_off()
-  ax.set_yticks(range(len(rows)), [f"{_name(t['task'])}: {m['label']}" for t, _, m in rows])
-  ax.set_ylim(len(rows) - 0.5, -0.5)
-  ax.set_xlabel("time to target, the method's over HTS's (> 1: HTS sooner)\ndots: blocks "
-                "(hollow: a miss, a bound); diamond: geometric mean; grey: the SPS ratio",
-                fontsize=8)
-  ax.set_title("Time to each task's top target, HTS against sync (and IMPALA)", fontsize=10)
-  return plots._save(fig, path)  # pylint: disable=protected-access
+  rows = []
+  for t in out["tasks"]:
+    for k, m in t["methods"].items():
+      time, note = m["time"], None
+      if time.get("mean") is None or _neither(m, time):
+        note = "no paired block yet" if time.get("mean") is None else "neither reached it"
+      rows.append({"label": f"{_name(t['task'])}: {m['label']}", "note": note,
+                   "color": "tab:orange" if k == "impala" else "tab:blue",
+                   "dots": [(r, b in m["censored"]) for b, r in zip(time.get("blocks") or [],
+                                                                   time.get("ratios") or [])],
+                   "mean": time.get("mean"), "tick": m["throughput"].get("mean")})
+  return plots.ratio_rows(
+      path, rows, title="Time to each task's target, HTS against sync (and IMPALA)",
+      xlabel="time to target, the method's over HTS's (> 1: HTS sooner)\ndots: blocks (hollow: "
+             "a miss, a bound); diamond: geometric mean; grey: the SPS ratio")
 
 
 GRIDS = tuple(dict.fromkeys(g for g, *_ in SOURCES + SCORES))  # the grids it reads

@@ -14,7 +14,7 @@ def _run(method, seed, minutes, steps, sps, host="A x2", shared=None, end_steps=
   return {"scenario": "academy_empty_goal_close", "method": method, "seed": seed, "host": host,
           "shared": shared, "sps": sps, "env_steps": end_steps,
           "wall_time_s": end_steps / sps,
-          "required": {"0.8": {"minutes": minutes, "env_steps": steps}},
+          "required": {t: {"minutes": minutes, "env_steps": steps} for t in ("0.4", "0.8")},
           "idle_share": {"executors_waiting_for_actions": 0.1 * (seed + 1)}}
 
 
@@ -53,20 +53,49 @@ def test_the_three_paired_ratios_by_golden_values():
   assert sync["steps"]["ratios"] == pytest.approx([0.8, 0.25, 4.0])
   assert sync["steps"]["mean"] == pytest.approx((0.8 * 0.25 * 4.0) ** (1 / 3))
   assert row["methods"]["impala"]["time"]["n"] == 0 and row["methods"]["impala"]["censored"] == []
-  assert headline.waiting_share(_report(runs), "hts_ppo") == pytest.approx(
-      (0.1 + 0.2 + 0.3 + 0.4) / 4)
+  # The executors' shares over HTS's runs that shared no machine (seeds 0-2).
+  shares = headline.executor_shares(_report(runs), "hts_ppo")
+  assert shares == pytest.approx({"stepping envs": 0.8, "waiting for actions": 0.2,
+                                  "at the barrier": 0.0, "runs": 3})
+
+
+def test_the_bottom_line_says_where_hts_is_not_sooner_and_why():
+  # HTS missed where sync reached it: sync's time over HTS's is an upper bound below 1.
+  runs = [_run("hts_ppo", 0, None, None, 500.0), _run("sync_ppo", 0, 10.0, 100_000, 400.0),
+          _run("hts_ppo", 1, 20.0, 300_000, 500.0), _run("sync_ppo", 1, 10.0, 100_000, 400.0)]
+  row, = headline.task_rows(_report(runs), "hts_ppo", ("sync_ppo",),
+                            {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"})
+  sync = row["methods"]["sync_ppo"]
+  assert sync["time"]["bound"] == "upper" and sync["time"]["mean"] < 1
+  assert sync["throughput"]["mean"] == pytest.approx(1.25)
+  out = {"tasks": [row], "sampler": {"ratios": {"a": 1.1, "b": 1.3}, "machine": {"cores": 2}},
+         "variance": {"rows": [{"var_over_mean2": 1.0, "speedup": 2.99}]},
+         "executors": {"gfootball": headline.executor_shares(_report(runs), "hts_ppo")}}
+  lines = headline.bottom_line(out)
+  assert len(lines) == 5
+  assert "HTS/sync 1.10-1.30x" in lines[2] and "gfootball stepping envs" in lines[2]
+  assert "at var/mean² 1 HTS is 2.99x sync" in lines[3]
+  assert lines[4] == ("**Not sooner** on Empty goal close (its 1.25x throughput does not make up "
+                      f"for needing ≥{1 / sync['steps']['mean']:.2f}x the env steps).")
+  assert "≤" in headline.table(out)
 
 
 def test_a_block_where_neither_reached_the_target_says_so():
   runs = [_run("hts_ppo", 0, None, None, 400.0), _run("sync_ppo", 0, None, None, 200.0)]
   row, = headline.task_rows(_report(runs), "hts_ppo", ("sync_ppo",),
                             {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"})
-  out = {"tasks": [row], "sampler": {"ratios": {}}, "variance": {"rows": []},
-         "executors_waiting_for_actions": {}}
+  out = {"tasks": [row], "sampler": {"ratios": {}, "machine": None}, "variance": {"rows": []},
+         "executors": {}}
   lines = headline.bottom_line(out)
   assert "Empty goal close (0.8) neither reached it (n=1)" in lines[0]
   assert "Empty goal close 2.00x / neither reached it" in lines[1]
   assert not any(line.startswith("**Not sooner**") for line in lines)
+  # The highest target some compared run reached is the one reported (else the top one).
+  assert row["target"] == "0.8"
+  runs[1]["required"]["0.4"] = {"minutes": 5.0, "env_steps": 50_000}
+  row, = headline.task_rows(_report(runs), "hts_ppo", ("sync_ppo",),
+                            {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"})
+  assert row["target"] == "0.4"
 
 
 def test_the_committed_headline_is_the_committed_grids_rendered():
