@@ -56,8 +56,10 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
            "hts_seeds": sorted(r["seed"] for r in runs if r["method"] == hts), "methods": {}}
     missed = {(r["method"], r["seed"]) for r in runs if r["required"][target]["minutes"] is None}
     for other in others:
-      steps = compare.paired(runs, other, hts, lambda r: stats.Censored.of(
-          r["required"][target]["env_steps"], r["env_steps"]))
+      # Env steps do not depend on a shared machine (the statistics rules): every block counts.
+      steps = compare.paired([dict(r, shared=None) for r in runs], other, hts,
+                             lambda r: stats.Censored.of(r["required"][target]["env_steps"],
+                                                         r["env_steps"]))
       # Seconds per env step, the other's over HTS's: HTS's SPS over the other's.
       through = compare.paired(runs, other, hts, lambda r: stats.Censored(1.0 / r["sps"]))
       time = (report["paired"].get(task, {}).get(other, {}).get(target)
@@ -140,7 +142,8 @@ def _neither(m: Dict[str, Any], cell: Dict[str, Any]) -> bool:
 def _spread(m: Dict[str, Any], key: str = "time") -> str:
   cell = m[key]
   if cell.get("mean") is None:
-    return "no paired block yet"
+    shared = len(cell.get("shared") or ())
+    return f"no quiet block yet ({shared} shared the machine)" if shared else "no paired block yet"
   if _neither(m, cell):
     return f"neither reached it (n={cell['n']})"
   lo_hi = f" [{cell['lo']:.2f}, {cell['hi']:.2f}]" if cell["n"] > 1 else ""
@@ -260,7 +263,7 @@ def plot(out: Dict[str, Any], path: str) -> str:
     for k, m in t["methods"].items():
       time, note = m["time"], None
       if time.get("mean") is None or _neither(m, time):
-        note = "no paired block yet" if time.get("mean") is None else "neither reached it"
+        note = _spread(m) if time.get("mean") is None else "neither reached it"
       rows.append({"label": f"{_name(t['task'])}: {m['label']}", "note": note,
                    "color": "tab:orange" if k == "impala" else "tab:blue",
                    "dots": [(r, b in m["censored"]) for b, r in zip(time.get("blocks") or [],

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from hts_jax.analysis import stats
 from hts_jax.results import compare, headline
 from tests.support import ROOT
 
@@ -43,15 +44,19 @@ def test_the_three_paired_ratios_by_golden_values():
   assert (row["target"], row["hts_seeds"], row["planned_seeds"]) == ("0.8", [0, 1, 2, 3], 3)
   sync = row["methods"]["sync_ppo"]
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
+  assert headline._spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
+      "no quiet block yet (1 shared the machine)")
   # Time: 2, 0.5 and sync's whole run (400k steps at 100 SPS = 66.7 min) over 10: a lower bound.
   assert sync["time"]["ratios"] == pytest.approx([2.0, 0.5, 400_000 / 100 / 60 / 10])
   assert sync["time"]["bound"] == "lower"
   # Throughput: HTS's SPS over sync's, per block.
   assert sync["throughput"]["ratios"] == pytest.approx([2.0, 1.0, 4.0])
   assert sync["throughput"]["mean"] == pytest.approx(2.0)
-  # Sample efficiency: sync's env steps over HTS's, the miss at its run's end.
-  assert sync["steps"]["ratios"] == pytest.approx([0.8, 0.25, 4.0])
-  assert sync["steps"]["mean"] == pytest.approx((0.8 * 0.25 * 4.0) ** (1 / 3))
+  # Sample efficiency: sync's env steps over HTS's, the miss at its run's end; env steps do not
+  # depend on a shared machine, so the shared block 3 counts here.
+  assert sync["steps"]["ratios"] == pytest.approx([0.8, 0.25, 4.0, 1.0])
+  assert sync["steps"]["mean"] == pytest.approx((0.8 * 0.25 * 4.0 * 1.0) ** (1 / 4))
+  assert sync["time"]["shared"] == [3]
   assert row["methods"]["impala"]["time"]["n"] == 0 and row["methods"]["impala"]["censored"] == []
   # The executors' shares over HTS's runs that shared no machine (seeds 0-2).
   shares = headline.executor_shares(_report(runs), "hts_ppo")
