@@ -8,7 +8,8 @@ over HTS's so that above 1 favours HTS:
   censored at its run's end);
 - throughput: HTS's whole-run SPS over the other's (the speedup HTS would have if it learned as
   much per env step: the ceiling);
-- sample efficiency: the other's env steps to the target over HTS's (censored at the run's end).
+- sample efficiency: the other's env steps to the target over HTS's (censored at the run's end),
+  over every block: env steps depend on neither the host nor a shared machine.
 
 The first is about the product of the other two. Beside them: the rollout benchmark's HTS/sync
 ratios (sampler.json) and what step-time variance does to them (speedup.json, the paper's Fig. 3).
@@ -56,8 +57,8 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
            "hts_seeds": sorted(r["seed"] for r in runs if r["method"] == hts), "methods": {}}
     missed = {(r["method"], r["seed"]) for r in runs if r["required"][target]["minutes"] is None}
     for other in others:
-      # Env steps do not depend on a shared machine (the statistics rules): every block counts.
-      steps = compare.paired([dict(r, shared=None) for r in runs], other, hts,
+      # Env steps depend on neither the host nor a shared machine: every block counts.
+      steps = compare.paired([dict(r, shared=None, host="any") for r in runs], other, hts,
                              lambda r: stats.Censored.of(r["required"][target]["env_steps"],
                                                          r["env_steps"]))
       # Seconds per env step, the other's over HTS's: HTS's SPS over the other's.
@@ -245,7 +246,8 @@ def render(out: Dict[str, Any]) -> str:
           "Each cell is the compared method's figure over HTS's, a geometric mean over paired "
           "blocks (n: blocks on one host kind where no run shared the machine; ≥ / ≤: a bound "
           "where a run missed the target). Time to target: its time over HTS's. Throughput: "
-          "HTS's SPS over its SPS. Sample efficiency: its env steps to the target over HTS's. "
+          "HTS's SPS over its SPS. Sample efficiency: its env steps to the target over HTS's, "
+          "over every block (env steps depend on neither the host nor a shared machine). "
           f"Source: `{JSON}`, from {srcs}.\n\n"
           + table(out) + "\n" + f"![time to target, HTS vs sync]({FIGURE})\n\n"
           "The same score? Each grid's final metric as its protocol defines it (the mean over "
