@@ -120,12 +120,15 @@ def ratio(pairs: Sequence[Tuple[Censored, Censored]]) -> Dict[str, Any]:
           "ratios": ratios, "lo": min(ratios), "hi": max(ratios)}
 
 
+BOUND_MARK = {None: "", "lower": "≥", "upper": "≤", "none": "~"}  # a `ratio`'s bound, marked
+
+
 def ratio_cell(r: Optional[Dict[str, Any]]) -> str:
   """A `ratio` as `mean x [lo, hi] (n=k)`: the geometric mean and the [min, max] over the blocks,
   marked `≥` / `≤` where it is a bound and `~` where the bounds disagree; `-` where none."""
   if not r or r.get("mean") is None:
     return "-"
-  mark = {None: "", "lower": "≥", "upper": "≤", "none": "~"}[r.get("bound")]
+  mark = BOUND_MARK[r.get("bound")]
   spread = f" [{r['lo']:.2f}, {r['hi']:.2f}]" if r["n"] > 1 and r.get("lo") is not None else ""
   return f"{mark}{r['mean']:.2f}x{spread} (n={r['n']})"
 

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import stats
 from hts_jax.results import compare, provenance, publish
+from hts_jax.results.gfootball_markdown import short
 
 # (grid, HTS's method, the methods compared with it, their labels)
 SOURCES = (("gfootball", "hts_ppo", ("sync_ppo", "impala"),
@@ -35,6 +36,7 @@ SYNC = ("sync_ppo", "a2c")  # the synchronous baselines (the bottom line's compa
 SCORES = (("gfootball", "hts_ppo", "sync_ppo"), ("atari", "hts_a2c", "a2c"),
           ("minatar", "hts_a2c", "a2c"), ("mujoco", "hts_ppo_none", "sync_ppo"),
           ("memory", "hts_lstm_none", "sync_lstm"))
+GRIDS = tuple(dict.fromkeys(g for g, *_ in SOURCES + SCORES))  # the grids it reads
 BLOCK = publish.Block("headline", "", by="python -m experiments.headline")
 JSON, FIGURE = "results/headline.json", "results/headline.png"
 
@@ -73,11 +75,12 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
   return rows
 
 
-def score_rows(root: str) -> List[Dict[str, Any]]:
-  """Per task of `SCORES`' grids, HTS's and sync's final metric (mean over seeds, and seeds)."""
+def score_rows(reports: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+  """Per task of `SCORES`' grids (`reports`: their results.json), HTS's and sync's final metric
+  (mean over seeds, and seeds)."""
   rows = []
   for grid, hts, sync in SCORES:
-    report = publish.read_json(os.path.join(root, "results", grid), "results.json") or {}
+    report = reports[grid]
     cells = ({t: s["methods"] for t, s in report.get("summary", {}).items()}
              if "summary" in report else report.get("table", {}))
     for task, methods in cells.items():
@@ -106,11 +109,12 @@ def executor_shares(report: Dict[str, Any], hts: str) -> Optional[Dict[str, floa
 
 def build(root: str) -> Dict[str, Any]:
   """headline.json's content, from the committed JSON under `root` (the repository)."""
+  reports = {g: publish.read_json(os.path.join(root, "results", g), "results.json") or {}
+             for g in GRIDS}
   tasks, sources, waiting = [], {}, {}
   for grid, hts, others, labels in SOURCES:
-    path = os.path.join(root, "results", grid, "results.json")
-    report = publish.read_json(os.path.dirname(path), "results.json")
-    if report is None:
+    report = reports[grid]
+    if not report:
       continue
     sources[grid] = {"path": f"results/{grid}/results.json", "commit": report.get("commit"),
                      "runs_commit": report.get("runs_commit")}
@@ -118,7 +122,7 @@ def build(root: str) -> Dict[str, Any]:
     waiting[grid] = executor_shares(report, hts)
   sampler = publish.read_json(os.path.join(root, "results", "benchmarks"), "sampler.json") or {}
   speedup = publish.read_json(os.path.join(root, "results", "benchmarks"), "speedup.json") or {}
-  return {"tasks": tasks, "scores": score_rows(root), "sources": sources,
+  return {"tasks": tasks, "scores": score_rows(reports), "sources": sources,
           "executors": waiting,
           "sampler": {"machine": sampler.get("machine"), "date": sampler.get("date"),
                       "ratios": {r["case"]: r["hts_over_sync"] for r in sampler.get("rows", [])}},
@@ -131,8 +135,7 @@ def _x(cell: Dict[str, Any], blocks: bool = True) -> str:
   """A ratio as '1.05x' with its mark ('≥', '≤', '~': a bound, see `stats.ratio_cell`)."""
   if cell.get("mean") is None:
     return "-"
-  mark = {None: "", "lower": "≥", "upper": "≤", "none": "~"}[cell.get("bound")]
-  return f"{mark}{cell['mean']:.2f}x" + (f" (n={cell['n']})" if blocks else "")
+  return f"{stats.BOUND_MARK[cell.get('bound')]}{cell['mean']:.2f}x" + (f" (n={cell['n']})" if blocks else "")
 
 
 def _neither(m: Dict[str, Any], cell: Dict[str, Any]) -> bool:
@@ -152,9 +155,7 @@ def _spread(m: Dict[str, Any], key: str = "time") -> str:
 
 
 def _name(task: str) -> str:
-  if task.startswith("academy_"):  # GFootball's scenarios as the paper names them
-    return task.replace("academy_", "").replace("_", " ").capitalize()
-  return task.split("/")[-1]
+  return short(task) if task.startswith("academy_") else task.split("/")[-1]
 
 
 def _stage(shares: Dict[str, float]) -> str:
@@ -276,8 +277,6 @@ def plot(out: Dict[str, Any], path: str) -> str:
       xlabel="time to target, the method's over HTS's (> 1: HTS sooner)\ndots: blocks (hollow: "
              "a miss, a bound); diamond: geometric mean; grey: the SPS ratio")
 
-
-GRIDS = tuple(dict.fromkeys(g for g, *_ in SOURCES + SCORES))  # the grids it reads
 
 
 def refresh(root: str, readme: bool = True) -> Dict[str, Any]:
