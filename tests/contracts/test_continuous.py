@@ -83,19 +83,18 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   for method, mode in (("hts_ppo", "hts"), ("sync_ppo", "sync")):
     modes.run(_cfg(tmp_path, "x", mode=mode, logdir=grid.run_dir(str(results), task, method, 11)))
   summary, docs = g.tables[1].block, g.tables[0].block
-  readme, results_md = tmp_path / "README.md", tmp_path / "docs" / "results.md"
+  results_md = tmp_path / "docs" / "results.md"  # both blocks: README shows the headline (issue 54)
   results_md.parent.mkdir()
-  readme.write_text(f"# x\n{summary.begin}\nold\n{summary.end}\ntail\n")
-  results_md.write_text(f"{docs.begin}\n{docs.end}\n")
+  results_md.write_text(
+      f"{docs.begin}\n{docs.end}\n# x\n{summary.begin}\nold\n{summary.end}\ntail\n")
   out = driver.report(g, str(results), str(tmp_path))
   assert {r["method"] for r in out["runs"]} == {"hts_ppo", "sync_ppo"}
   assert out["table"][task]["hts_ppo"]["final_return"]["n"] == 1
   assert out["runs"][0]["curve"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
   assert "| hts_ppo " in table and "963.09 ± 22.20" in table
-  assert results_md.read_text() == docs.wrap(table) + "\n"
   pivot = render.render_table(g, g.tables[1], out)
-  assert readme.read_text() == f"# x\n{summary.wrap(pivot)}\ntail\n"
+  assert results_md.read_text() == f"{docs.wrap(table)}\n# x\n{summary.wrap(pivot)}\ntail\n"
   assert f"| {task} " in pivot
   assert (results / "curves.png").stat().st_size > 0
   # A run without its metrics.csv still reports, with no curve.

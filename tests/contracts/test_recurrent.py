@@ -91,7 +91,8 @@ def test_the_memory_report_renders_runs_into_json_table_plot_and_readme(tmp_path
     modes.run(_cfg(tmp_path, "x", mode=mode, core=core,
                    logdir=grid.run_dir(str(results), None, method, 5)))
   block = rm.GRID.tables[0].block
-  readme = tmp_path / "README.md"
+  readme = tmp_path / "docs" / "results.md"  # the grids' blocks' page (issue 54)
+  readme.parent.mkdir()
   readme.write_text(f"# x\n{block.begin}\nold\n{block.end}\ntail\n")
   out = driver.report(rm.GRID, str(results), str(tmp_path))
   assert {r["method"] for r in out["runs"]} == {"hts_lstm", "hts_ff"}
