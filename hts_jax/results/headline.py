@@ -147,7 +147,7 @@ def _spread(m: Dict[str, Any], key: str = "time") -> str:
   cell = m[key]
   if cell.get("mean") is None:
     shared = len(cell.get("shared") or ())
-    return f"no quiet block yet ({shared} shared the machine)" if shared else "no paired block yet"
+    return f"no quiet block yet ({shared} flagged shared)" if shared else "no paired block yet"
   if _neither(m, cell):
     return f"neither reached it (n={cell['n']})"
   lo_hi = f" [{cell['lo']:.2f}, {cell['hi']:.2f}]" if cell["n"] > 1 else ""
@@ -245,8 +245,9 @@ def render(out: Dict[str, Any]) -> str:
                    for s in out["sources"].values())
   return ("\n".join(f"- {line}" for line in bottom_line(out)) + "\n\n"
           "Each cell is the compared method's figure over HTS's, a geometric mean over paired "
-          "blocks (n: blocks on one host kind where no run shared the machine; ≥ / ≤: a bound "
-          "where a run missed the target). Time to target: its time over HTS's. Throughput: "
+          "blocks (n: blocks on one host kind where no run was flagged shared; ≥ / ≤: a bound "
+          "where a run missed the target). Flagged shared: marked by its driver, or calibrated "
+          "above 1.5x its host kind's median (the statistics rules). Time to target: its time over HTS's. Throughput: "
           "HTS's SPS over its SPS. Sample efficiency: its env steps to the target over HTS's, "
           "over every block (env steps depend on neither the host nor a shared machine). "
           f"Source: `{JSON}`, from {srcs}.\n\n"
