@@ -262,7 +262,7 @@ GRID = Grid(
              Option("extra", [], "More launcher flags for every run, e.g. "
                     "learner_devices=0,1.")),
     adjust=adjust,
-    identity=Identity("academy_empty_goal_close", "hts_ppo_behaviour", 0, 100_000,
+    identity=Identity("academy_empty_goal_close", "hts_ppo", 0, 100_000,
                       (1, 2, 4)),
     paper=Paper(spec=compare.Spec(
         methods=list(LABELS), reference="hts_ppo", limit_method="impala",
@@ -291,4 +291,6 @@ GRID = Grid(
         "and IMPALA's runs are kept (its code path unchanged since they ran). A paired ratio "
         "now needs its two runs on one host kind, not its whole block (`compare.paired`): a "
         "re-run block's new runs pair with each other while its kept runs ran elsewhere; no "
-        "committed ratio of this or the other paper grids moved."))
+        "committed ratio of this or the other paper grids moved.",
+        "2026-11-29: Tables 4/5 (actor counts) re-run with `hts_ppo` (`none`), the presets' "
+        "correction; `hts_ppo_behaviour`'s runs of them are in git history (5539ee9)."))
