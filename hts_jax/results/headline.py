@@ -135,7 +135,8 @@ def _x(cell: Dict[str, Any], blocks: bool = True) -> str:
   """A ratio as '1.05x' with its mark ('≥', '≤', '~': a bound, see `stats.ratio_cell`)."""
   if cell.get("mean") is None:
     return "-"
-  return f"{stats.BOUND_MARK[cell.get('bound')]}{cell['mean']:.2f}x" + (f" (n={cell['n']})" if blocks else "")
+  n = f" (n={cell['n']})" if blocks else ""
+  return f"{stats.BOUND_MARK[cell.get('bound')]}{cell['mean']:.2f}x{n}"
 
 
 def _neither(m: Dict[str, Any], cell: Dict[str, Any]) -> bool:
@@ -247,9 +248,10 @@ def render(out: Dict[str, Any]) -> str:
           "Each cell is the compared method's figure over HTS's, a geometric mean over paired "
           "blocks (n: blocks on one host kind where no run was flagged shared; ≥ / ≤: a bound "
           "where a run missed the target). Flagged shared: marked by its driver, or calibrated "
-          "above 1.5x its host kind's median (the statistics rules). Time to target: its time over HTS's. Throughput: "
-          "HTS's SPS over its SPS. Sample efficiency: its env steps to the target over HTS's, "
-          "over every block (env steps depend on neither the host nor a shared machine). "
+          f"above {stats.CALIBRATION_SHARED}x its host kind's median (the statistics rules). "
+          "Time to target: its time over HTS's. Throughput: HTS's SPS over its SPS. Sample "
+          "efficiency: its env steps to the target over HTS's, over every block (env steps "
+          "depend on neither the host nor a shared machine). "
           f"Source: `{JSON}`, from {srcs}.\n\n"
           + table(out) + "\n" + f"![time to target, HTS vs sync]({FIGURE})\n\n"
           "The same score? Each grid's final metric as its protocol defines it (the mean over "
@@ -277,7 +279,6 @@ def plot(out: Dict[str, Any], path: str) -> str:
       path, rows, title="Time to each task's target, HTS against sync (and IMPALA)",
       xlabel="time to target, the method's over HTS's (> 1: HTS sooner)\ndots: blocks (hollow: "
              "a miss, a bound); diamond: geometric mean; grey: the SPS ratio")
-
 
 
 def refresh(root: str, readme: bool = True) -> Dict[str, Any]:
