@@ -18,6 +18,11 @@
   the 1-minute load average at a run's start still holds the run before it (IMPALA's processes
   leave 5-8 on the 2-core hosts), so on the MinAtar grid it flagged the 12 runs that followed
   IMPALA or another heavy run, not the ones the commit messages name.
+- **Paired blocks** (`pair_shared`, from 2026-11-29): a paired ratio (time to a target, SPS)
+  leaves a block out when either run was marked, or when the two runs' calibrations differ by
+  more than CALIBRATION_SHARED x. A pair's ratio cancels its host's speed, so the kind's median
+  (`shared`) flags only figures that are not paired: a host that calibrates at twice its kind's
+  median when quiet had every run flagged.
 - **Provenance** (`provenance_commit`): the commit that holds the last run used, read from git;
   runs not committed yet give none.
 - **Across tasks** (Agarwal et al., NeurIPS 2021): the IQM over tasks x seeds and the probability

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import compare, gfootball, grid, publish
+from hts_jax.results import compare, gfootball, grid, publish, render
 from hts_jax.results.corrections_text import (CHANGES, DIAGNOSTICS, DIAGNOSTICS_TABLE, PROSE,
                                               QUESTION, README_NOTES, TABLE_NOTES, quarter_medians)
 from hts_jax.results.record import Column, Grid, Method, Table, Task
@@ -294,5 +294,5 @@ GRID = Grid(
     seed_major=True,
     fixed="2026-11-27, committed before any run of this study (issue 50). It picks, by data, the "
     "policy-lag correction HTS-PPO runs by default; a change goes under \"Changes\" and the "
-    "affected task is run again for every method", changes=CHANGES)
+    "affected task is run again for every method", changes=CHANGES + (render.PAIRED_CALIBRATION,))
 

@@ -293,4 +293,5 @@ GRID = Grid(
         "re-run block's new runs pair with each other while its kept runs ran elsewhere; no "
         "committed ratio of this or the other paper grids moved.",
         "2026-11-29: Tables 4/5 (actor counts) re-run with `hts_ppo` (`none`), the presets' "
-        "correction; `hts_ppo_behaviour`'s runs of them are in git history (5539ee9)."))
+        "correction; `hts_ppo_behaviour`'s runs of them are in git history (5539ee9).",
+        render.PAIRED_CALIBRATION))

@@ -67,7 +67,8 @@ GRID = Grid(
     fixed="2026-11-26 (the grid's runs; rendered from its record on 2026-11-27)",
     changes=("2026-11-27: the report follows the statistics rules (issue 52): [min, max] "
              "labelled so, env steps to 475 as a censored median instead of a mean over the "
-             "seeds that reached it, time ratios against `sync_lstm`; no run or value changed.",))
+             "seeds that reached it, time ratios against `sync_lstm`; no run or value changed.",
+             render.PAIRED_CALIBRATION))
 
 
 def _plot(results: str, runs: List[Dict[str, Any]]) -> None:

@@ -177,4 +177,5 @@ GRID = Grid(
         "1.02x, where the arithmetic mean over all three blocks said 0.76x."),
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed; "
         "`--noa1` is gone: Table A1's methods run in their games' blocks unless `--methods` "
-        "leaves them out.", render.CENSORED_MEANS))
+        "leaves them out.", render.CENSORED_MEANS,
+        render.PAIRED_CALIBRATION))

@@ -128,6 +128,17 @@ CENSORED_MEANS = (
     "statistics rules' censoring), beside k/n, where it was '-'; no run or other value changed.")
 
 
+# The Changes entry of every grid with paired ratios: which blocks a paired ratio counts.
+PAIRED_CALIBRATION = (
+    "2026-11-29, before the runs it first applies to (the GFootball headline's close seeds 3 "
+    "and 4): a paired ratio (time to a target, SPS) leaves a block out when either of its two "
+    "runs was marked by its driver, or when the two runs' calibrations differ by more than 1.5x "
+    "(`stats.pair_shared`). The host kind's median (`stats.shared`, results.json's `shared`) "
+    "now flags only figures that are not paired. A pair's ratio cancels its host's speed, so "
+    "the kind's median was the wrong reference for it: a host that calibrates at twice its "
+    "kind's median when quiet (an AMD EPYC at 126 ms) had every run flagged. No run redone.")
+
+
 def protocol_markdown(g: Grid) -> str:
   """PROTOCOL.md, rendered from the record."""
   lines = [f"# {g.title}: protocol", "",
