@@ -1,31 +1,65 @@
-r"""What the statistics rules (issue 52) changed in the committed grids' time ratios: each paired
-ratio before the rules (at `--before`, the commit before they were applied: arithmetic means over
-the blocks where both runs reached the target, shared machines counted) against the one committed
-now (geometric means over the blocks where neither run shared the machine, a miss censored at its
-run's end and the ratio marked as a bound). Only the cells that moved are listed. Writes
-results/rules_changes.json and docs/results.md's `rules-changes` block from it.
+r"""What a change of the statistics rules (`hts_jax/analysis/stats.py`) moved in the committed
+grids' paired time ratios, from the JSON before (at the change's `before` commit) and now; only
+the cells that moved are listed. `--change`:
 
-  python -m experiments.rules_changes              # needs the git history (not a shallow clone)
+- `rules` (issue 52, 2026-11-27): before them, arithmetic means over the blocks where both runs
+  reached the target, shared machines counted; after, geometric means over the blocks where
+  neither run shared the machine, a miss censored at its run's end and the ratio marked a bound.
+- `pairs` (2026-11-29): a paired ratio's block counted where neither run was flagged by its host
+  kind's median calibration; now where neither run was marked and the two runs' calibrations are
+  within 1.5x of each other. Rendered before any new run was added.
+
+Each writes its JSON and docs/results.md's block.
+
+  python -m experiments.rules_changes --change=pairs    # needs the git history (no shallow clone)
 """
 
 import json
 import subprocess
 import sys
+from typing import NamedTuple
 
 from absl import app
 from absl import flags
 
 from hts_jax.analysis import stats
 from hts_jax.cli import common as cli
-from hts_jax.results import memory, provenance, publish
+from hts_jax.results import corrections, memory, provenance, publish
 
-flags.DEFINE_string("before", "466d6af^", "The commit before the rules were applied.")
+
+class Change(NamedTuple):
+  before: str  # the commit whose committed JSON is "before"
+  path: str
+  block: publish.Block
+  text: str  # what "before" and "now" were
+
+
+CHANGES = {
+    "rules": Change(
+        "466d6af^", "results/rules_changes.json",
+        publish.Block("rules-changes", "", by="python -m experiments.rules_changes"),
+        "The time ratios the statistics rules moved (`hts_jax/analysis/stats.py`), before them "
+        "(`{before}`: arithmetic means over the blocks where both runs reached the target, shared "
+        "machines counted) and now (geometric means over the blocks where neither run shared the "
+        "machine, a miss counted at its run's end and the ratio marked a bound)."),
+    "pairs": Change(
+        "629a4ef", "results/pair_rule_changes.json",
+        publish.Block("pair-rule-changes", "",
+                      by="python -m experiments.rules_changes --change=pairs"),
+        "The time ratios the pair rule of 2026-11-29 moved (`stats.pair_shared`), before it "
+        "(`{before}`: a block counted where neither run calibrated above 1.5x its host kind's "
+        "median) and now (where neither run was marked and the two runs' calibrations are within "
+        "1.5x of each other), on the same runs."),
+}
+flags.DEFINE_enum("change", "rules", list(CHANGES), "Which change of the rules to list.")
+flags.DEFINE_string("before", None, "The commit before the change (default: the change's own).")
 FLAGS = flags.FLAGS
 
-PATH = "results/rules_changes.json"
-BLOCK = publish.Block("rules-changes", "", by="python -m experiments.rules_changes")
 PAPER_GRIDS = ("gfootball", "minatar", "atari")  # results.json's `paired`: task, method, target
-RECORD_GRIDS = ("memory",)  # results.json's `table` cells' `time_ratio` (one target)
+# results.json's `table` cells' `time_ratio` (one target): the reference's time over the method's.
+RECORD_GRIDS = {"memory": memory.GRID, "corrections": corrections.GRID}
+# The `rules` change's table, kept as it was made (the record grids it read: memory).
+PATH, BLOCK = CHANGES["rules"].path, CHANGES["rules"].block
 
 
 def _load(commit, grid):
@@ -44,10 +78,10 @@ def _ratio(cell):
   return None if mean is None else (mean, cell.get("n", 0), cell.get("bound"))
 
 
-def changes(before):
+def changes(before, record_grids=tuple(RECORD_GRIDS)):
   """Every time ratio whose value, block count or bound moved between `before` and now."""
   rows = []
-  for grid in PAPER_GRIDS + RECORD_GRIDS:
+  for grid in PAPER_GRIDS + tuple(record_grids):
     old, new = _load(before, grid), _load(None, grid)
     if grid in PAPER_GRIDS:  # the method's time over the reference's (HTS's)
       ratio = "{method} / " + new["reference"]
@@ -55,9 +89,12 @@ def changes(before):
                for task, ms in new["paired"].items() for m, ts in ms.items()
                for t, cell in ts.items() for c in [old["paired"].get(task, {})]]
     else:
-      ratio = memory.GRID.reference + " / {method}"  # the reference's time over the method's
-      cells = [(task, m, "475", old["table"].get(task, {}).get(m, {}).get("time_ratio"),
-                c.get("time_ratio")) for task, ms in new["table"].items() for m, c in ms.items()]
+      g = RECORD_GRIDS[grid]
+      ratio = g.reference + " / {method}"  # the reference's time over the method's
+      target = "475" if grid == "memory" else "-"
+      cells = [(task, m, target, old["table"].get(task, {}).get(m, {}).get("time_ratio"),
+                c.get("time_ratio")) for task, ms in new["table"].items() for m, c in ms.items()
+               if isinstance(c, dict)]
     for task, method, target, was, now in cells:
       a, b = _ratio(was), _ratio(now)
       if a != b and (a or b):
@@ -73,30 +110,32 @@ def _cell(r):
   return stats.ratio_cell({"mean": mean, "n": n, "bound": bound})
 
 
-def render(out):
-  rows = [[r["grid"], r["task"], r["ratio"], r["target"],
-           "-" if r["before"] is None else f"{r['before'][0]:.2f}x (n={r['before'][1]})",
+def render(out, change="rules"):
+  # The `rules` change's "before" was an arithmetic mean, shown without a bound.
+  before = (lambda r: "-" if r is None else f"{r[0]:.2f}x (n={r[1]})") if change == "rules" \
+      else _cell
+  rows = [[r["grid"], r["task"], r["ratio"], r["target"], before(r["before"]),
            _cell(r["now"])] for r in out["rows"]]
-  return (f"The time ratios the statistics rules moved (`hts_jax/analysis/stats.py`), before "
-          f"them (`{out['before']}`: arithmetic "
-          "means over the blocks where both runs reached the target, shared machines counted) "
-          "and now (geometric means over the blocks where neither run shared the machine, a "
-          "miss counted at its run's end and the ratio marked a bound). Source: "
-          f"`{PATH}`, {out['date']}, `python -m experiments.rules_changes`.\n\n"
-          + stats.markdown(["grid", "task", "time ratio", "target", "before", "now"], rows))
+  c = CHANGES[change]
+  return (c.text.format(before=out["before"]) + f" Source: `{c.path}`, {out['date']}, `"
+          + c.block.by + "`.\n\n"
+          + (stats.markdown(["grid", "task", "time ratio", "target", "before", "now"], rows)
+             if rows else "No ratio moved.\n"))
 
 
 def main(argv):
   if len(argv) > 1:
     cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+  c = CHANGES[FLAGS.change]
+  before = FLAGS.before or c.before
   try:
-    rows = changes(FLAGS.before)
+    rows = changes(before, ("memory",) if FLAGS.change == "rules" else tuple(RECORD_GRIDS))
   except subprocess.CalledProcessError as e:
-    cli.fail(f"git show {FLAGS.before}: {e.stderr.strip() or e} (a shallow clone lacks it)")
-  out = provenance.save(provenance.ROOT + "/" + PATH, {"before": FLAGS.before, "rows": rows})
-  if not BLOCK.write(publish.docs_path(), render(out)):
-    print(f"warning: docs/results.md has no {BLOCK.begin!r} block", file=sys.stderr)
-  print(render(out))
+    cli.fail(f"git show {before}: {e.stderr.strip() or e} (a shallow clone lacks it)")
+  out = provenance.save(provenance.ROOT + "/" + c.path, {"before": before, "rows": rows})
+  if not c.block.write(publish.docs_path(), render(out, FLAGS.change)):
+    print(f"warning: docs/results.md has no {c.block.begin!r} block", file=sys.stderr)
+  print(render(out, FLAGS.change))
 
 
 if __name__ == "__main__":

@@ -153,6 +153,18 @@ def shared(host: Dict[str, Any], kind_hosts: Sequence[Dict[str, Any]],
   return None
 
 
+def pair_shared(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
+  """Why a paired block (runs `a` and `b`: their records, with `marked` and `calibration_ms`)
+  is left out of a paired ratio, or None: either run marked by its driver, or the two runs'
+  calibrations more than CALIBRATION_SHARED x apart (a run without one is judged by its mark)."""
+  if a.get("marked") or b.get("marked"):
+    return "marked"
+  ca, cb = a.get("calibration_ms"), b.get("calibration_ms")
+  if ca and cb and max(ca, cb) > CALIBRATION_SHARED * min(ca, cb):
+    return f"calibrations {ca:.0f} and {cb:.0f} ms, more than {CALIBRATION_SHARED}x apart"
+  return None
+
+
 def provenance_commit(root: str, paths: Sequence[str]) -> Optional[str]:
   """The commit that holds the last of `paths` (runs' folders or files, from `root`): None when
   any of them is not committed as it is (new or changed since), or outside git."""

@@ -1,8 +1,9 @@
 """Comparisons across a grid's methods, for every grid (the driver's cells and the paper-style
 reports alike): paired time ratios per block under the statistics rules (geometric means, a miss
-censored at its run's end, blocks on one host kind where no run shared the machine) and the
-aggregates across tasks (IQM and probability of improvement against a reference method; Agarwal
-et al. 2021, `hts_jax.analysis.stats`)."""
+censored at its run's end, blocks on one host kind whose runs were not marked and calibrated
+within 1.5x of each other: `stats.pair_shared`) and the aggregates across tasks (IQM and
+probability of improvement against a reference method; Agarwal et al. 2021,
+`hts_jax.analysis.stats`)."""
 
 from __future__ import annotations
 
@@ -27,25 +28,28 @@ class Spec:
 
 
 def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
-           time: Callable[[Dict[str, Any]], stats.Censored], over_reference: bool = True
-           ) -> Dict[str, Any]:
-  """One task's paired time ratio (`here`: its run records, with `method`, `seed`, `host` and
-  `shared`; `time(run)`: its time to the target, censored at its end where it missed): per block
-  (seed) the method's time over the reference's (`over_reference`; else the reference's over the
-  method's), `stats.ratio`'s geometric mean with [min, max] over the blocks and its bound.
-  `blocks`: the seeds that count; `could`: those whose two runs ran on one known host kind
-  (the block's other methods may have run elsewhere: a block re-run for some methods only);
-  `shared`: left out for a shared machine; `left_out`: the rest."""
+           time: Callable[[Dict[str, Any]], stats.Censored], over_reference: bool = True,
+           every_block: bool = False) -> Dict[str, Any]:
+  """One task's paired ratio (`here`: its run records, with `method`, `seed`, `host`, `marked`
+  and `calibration_ms`; `time(run)`: its time to the target, censored at its end where it
+  missed): per block (seed) the method's time over the reference's (`over_reference`; else the
+  reference's over the method's), `stats.ratio`'s geometric mean with [min, max] over the blocks
+  and its bound. `blocks`: the seeds that count; `could`: those whose two runs ran on one known
+  host kind (the block's other methods may have run elsewhere: a block re-run for some methods
+  only); `shared`: left out by `stats.pair_shared` (a run marked, or the two calibrations too far
+  apart); `left_out`: the rest. `every_block`: every block counts, for figures that depend on
+  neither the host nor a shared machine (env steps)."""
   ref = {r["seed"]: r for r in here if r["method"] == reference}
   pairs, seeds, could, left_out, shared = [], [], [], [], []
   for r in (r for r in here if r["method"] == method and r["seed"] in ref):
     base = ref[r["seed"]]
-    kinds = {r["host"], base["host"]}
-    if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the pair, one known kind
-      left_out.append(r["seed"])
-      continue
+    if not every_block:
+      kinds = {r["host"], base["host"]}
+      if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the pair, one known kind
+        left_out.append(r["seed"])
+        continue
     could.append(r["seed"])
-    if r.get("shared") or base.get("shared"):
+    if not every_block and stats.pair_shared(r, base):
       shared.append(r["seed"])
       continue
     pairs.append((time(r), time(base)) if over_reference else (time(base), time(r)))

@@ -177,7 +177,7 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
          ) -> Dict[str, Any]:
   """A (task, method) cell: per-seed values and their spreads; steps to the target censored at
   the budget; the time ratio of the reference over the method (`compare.paired`: the blocks on
-  one host kind where neither run shared the machine)."""
+  one host kind where neither run was marked and their calibrations agree: `stats.pair_shared`)."""
   t = g.task(task)
   mine = sorted((r for r in runs if r["task"] == task and r["method"] == method),
                 key=lambda r: r["seed"])

@@ -177,8 +177,8 @@ DOCS = Table(
                 _both(lambda sc, m, r, out, t: fmt_steps(r["required_steps"][t]))),
         Section(f"Required time relative to HTS-PPO's, to {BOTH}: per block (one seed, one host) "
                 "the method's minutes over HTS-PPO's; geometric mean over blocks [min, max] (n: "
-                "blocks on one host kind where no run shared the machine; ≥ / ≤: a bound, where "
-                "a run missed the target and counts at its end)",
+                "blocks on one host kind, no run marked, calibrations within 1.5x; ≥ / ≤: a "
+                "bound, where a run missed the target and counts at its end)",
                 _both(lambda sc, m, r, out, t: ratio_cell(out, sc, m, t, "1 (reference)"))),
         Section(paper_report.bench_title(
                     f"Required minutes from env steps to {BOTH} over the benchmark's SPS on "

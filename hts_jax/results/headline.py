@@ -60,9 +60,8 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
     missed = {(r["method"], r["seed"]) for r in runs if r["required"][target]["minutes"] is None}
     for other in others:
       # Env steps depend on neither the host nor a shared machine: every block counts.
-      steps = compare.paired([dict(r, shared=None, host="any") for r in runs], other, hts,
-                             lambda r: stats.Censored.of(r["required"][target]["env_steps"],
-                                                         r["env_steps"]))
+      steps = compare.paired(runs, other, hts, lambda r: stats.Censored.of(
+          r["required"][target]["env_steps"], r["env_steps"]), every_block=True)
       # Seconds per env step, the other's over HTS's: HTS's SPS over the other's.
       through = compare.paired(runs, other, hts, lambda r: stats.Censored(1.0 / r["sps"]))
       time = (report["paired"].get(task, {}).get(other, {}).get(target)
@@ -148,7 +147,7 @@ def _spread(m: Dict[str, Any], key: str = "time") -> str:
   cell = m[key]
   if cell.get("mean") is None:
     shared = len(cell.get("shared") or ())
-    return f"no quiet block yet ({shared} flagged shared)" if shared else "no paired block yet"
+    return f"no quiet block yet ({shared} left out)" if shared else "no paired block yet"
   if _neither(m, cell):
     return f"neither reached it (n={cell['n']})"
   lo_hi = f" [{cell['lo']:.2f}, {cell['hi']:.2f}]" if cell["n"] > 1 else ""
@@ -246,9 +245,9 @@ def render(out: Dict[str, Any]) -> str:
                    for s in out["sources"].values())
   return ("\n".join(f"- {line}" for line in bottom_line(out)) + "\n\n"
           "Each cell is the compared method's figure over HTS's, a geometric mean over paired "
-          "blocks (n: blocks on one host kind where no run was flagged shared; ≥ / ≤: a bound "
-          "where a run missed the target). Flagged shared: marked by its driver, or calibrated "
-          f"above {stats.CALIBRATION_SHARED}x its host kind's median (the statistics rules). "
+          "blocks (n: blocks whose two runs ran on one host kind, neither marked as sharing the "
+          f"machine by its driver, calibrated within {stats.CALIBRATION_SHARED}x of each other: "
+          "the statistics rules; ≥ / ≤: a bound where a run missed the target). "
           "Time to target: its time over HTS's. Throughput: HTS's SPS over its SPS. Sample "
           "efficiency: its env steps to the target over HTS's, over every block (env steps "
           "depend on neither the host nor a shared machine). "

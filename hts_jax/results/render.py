@@ -39,8 +39,10 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
     body = stats.markdown(headers, rows)
   shared = [r for r in out["runs"] if r.get("shared")]
   source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; "
-            f"{len(shared)} of {len(out['runs'])} runs shared the machine (results.json's "
-            "`shared`; their times are left out of ratios).")
+            f"{len(shared)} of {len(out['runs'])} runs flagged shared (results.json's "
+            f"`shared`: marked, or calibrated above {stats.CALIBRATION_SHARED}x their host "
+            "kind's median; left out of unpaired figures; a paired ratio leaves out a block whose "
+            f"runs were marked or calibrated more than {stats.CALIBRATION_SHARED}x apart).")
   tail = " ".join(x for x in (aggregates_line(g, out) if t.aggregates else "",
                                t.tail(out) if t.tail else "") if x)
   after = t.after(out) if t.after else ""

@@ -84,3 +84,10 @@ def test_the_rules_changes_block_is_its_json_rendered():
     out = json.load(f)
   assert out["rows"] and all(r["before"] != r["now"] for r in out["rows"])
   assert rules_changes.BLOCK.wrap(rules_changes.render(out)) in open(publish.docs_path()).read()
+  # The pair rule of 2026-11-29: its own JSON and block, the same way.
+  change = rules_changes.CHANGES["pairs"]
+  with open(os.path.join(ROOT, change.path)) as f:
+    out = json.load(f)
+  assert out["before"] == change.before and all(r["before"] != r["now"] for r in out["rows"])
+  assert change.block.wrap(rules_changes.render(out, "pairs")) in open(
+      publish.docs_path()).read()

@@ -11,9 +11,10 @@ from hts_jax.results import compare, headline
 from tests.support import ROOT
 
 
-def _run(method, seed, minutes, steps, sps, host="A x2", shared=None, end_steps=400_000):
+def _run(method, seed, minutes, steps, sps, host="A x2", marked=None, end_steps=400_000):
   return {"scenario": "academy_empty_goal_close", "method": method, "seed": seed, "host": host,
-          "shared": shared, "sps": sps, "env_steps": end_steps,
+          "marked": marked, "shared": marked, "calibration_ms": 60.0, "sps": sps,
+          "env_steps": end_steps,
           "wall_time_s": end_steps / sps,
           "required": {t: {"minutes": minutes, "env_steps": steps} for t in ("0.4", "0.8")},
           "idle_share": {"executors_waiting_for_actions": 0.1 * (seed + 1)}}
@@ -37,7 +38,7 @@ def test_the_three_paired_ratios_by_golden_values():
           _run("hts_ppo", 2, 10.0, 100_000, 400.0), _run("sync_ppo", 2, None, None, 100.0),
           _run("impala", 2, 1.0, 10_000, 1000.0, host="B x2"),
           # A shared machine leaves its block out of every ratio.
-          _run("hts_ppo", 3, 1.0, 1_000, 400.0, shared="marked"),
+          _run("hts_ppo", 3, 1.0, 1_000, 400.0, marked="marked"),
           _run("sync_ppo", 3, 1.0, 1_000, 400.0)]
   row, = headline.task_rows(_report(runs), "hts_ppo", ("sync_ppo", "impala"),
                             {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO", "impala": "IMPALA"})
@@ -45,7 +46,7 @@ def test_the_three_paired_ratios_by_golden_values():
   sync = row["methods"]["sync_ppo"]
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
   assert headline._spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
-      "no quiet block yet (1 flagged shared)")
+      "no quiet block yet (1 left out)")
   # Time: 2, 0.5 and sync's whole run (400k steps at 100 SPS = 66.7 min) over 10: a lower bound.
   assert sync["time"]["ratios"] == pytest.approx([2.0, 0.5, 400_000 / 100 / 60 / 10])
   assert sync["time"]["bound"] == "lower"
@@ -116,3 +117,19 @@ def test_the_committed_headline_is_the_committed_grids_rendered():
   lines = headline.bottom_line(saved)
   assert len(lines) <= 5 and all(len(line) <= 300 for line in lines)
   assert os.path.exists(os.path.join(ROOT, headline.FIGURE))
+
+
+def test_a_paired_ratio_counts_a_slow_hosts_quiet_pair_and_not_a_pair_calibrated_apart():
+  # Block 0 ran on a host that calibrates at twice its kind's median when quiet: both runs are
+  # flagged by the kind's median (`shared`), yet their calibrations agree, so the pair counts.
+  # Block 1's runs calibrated more than 1.5x apart: left out of time and SPS, kept for steps.
+  runs = [dict(_run("hts_ppo", 0, 10.0, 100_000, 400.0), calibration_ms=126.0, shared="cal"),
+          dict(_run("sync_ppo", 0, 12.0, 100_000, 300.0), calibration_ms=130.0, shared="cal"),
+          dict(_run("hts_ppo", 1, 10.0, 100_000, 400.0), calibration_ms=60.0),
+          dict(_run("sync_ppo", 1, 30.0, 200_000, 300.0), calibration_ms=130.0, shared="cal")]
+  time = lambda r: stats.Censored(r["required"]["0.8"]["minutes"])  # noqa: E731
+  got = compare.paired(runs, "sync_ppo", "hts_ppo", time)
+  assert (got["blocks"], got["shared"], got["ratios"]) == ([0], [1], pytest.approx([1.2]))
+  steps = compare.paired(runs, "sync_ppo", "hts_ppo", lambda r: stats.Censored(
+      r["required"]["0.8"]["env_steps"]), every_block=True)
+  assert steps["blocks"] == [0, 1] and steps["ratios"] == pytest.approx([1.0, 2.0])

@@ -64,6 +64,16 @@ def test_a_run_that_shared_the_machine_is_flagged():
   assert stats.shared(kind[0], kind, marked=True) == "marked"
 
 
+def test_a_pair_is_left_out_when_marked_or_calibrated_apart():
+  quiet, slow_quiet, busy = ({"calibration_ms": c} for c in (65.0, 126.0, 200.0))
+  # A host twice its kind's median when quiet: its pair still counts (the ratio cancels speed).
+  assert stats.pair_shared(slow_quiet, dict(slow_quiet, calibration_ms=130.0)) is None
+  assert stats.pair_shared(quiet, dict(quiet, calibration_ms=97.5)) is None  # exactly 1.5x
+  assert stats.pair_shared(busy, quiet) == "calibrations 200 and 65 ms, more than 1.5x apart"
+  assert stats.pair_shared(quiet, dict(quiet, marked="tests ran beside")) == "marked"
+  assert stats.pair_shared({}, quiet) is None  # no calibration (older runs): the mark decides
+
+
 def test_the_provenance_commit_holds_the_last_run_used(tmp_path):
   def git(*args):
     return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
