@@ -147,7 +147,8 @@ def _spread(m: Dict[str, Any], key: str = "time") -> str:
   cell = m[key]
   if cell.get("mean") is None:
     shared = len(cell.get("shared") or ())
-    return f"no quiet block yet ({shared} left out)" if shared else "no paired block yet"
+    return (f"no block counts yet ({shared} marked or calibrated apart)" if shared
+            else "no paired block yet")
   if _neither(m, cell):
     return f"neither reached it (n={cell['n']})"
   lo_hi = f" [{cell['lo']:.2f}, {cell['hi']:.2f}]" if cell["n"] > 1 else ""

@@ -46,7 +46,7 @@ def test_the_three_paired_ratios_by_golden_values():
   sync = row["methods"]["sync_ppo"]
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
   assert headline._spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
-      "no quiet block yet (1 left out)")
+      "no block counts yet (1 marked or calibrated apart)")
   # Time: 2, 0.5 and sync's whole run (400k steps at 100 SPS = 66.7 min) over 10: a lower bound.
   assert sync["time"]["ratios"] == pytest.approx([2.0, 0.5, 400_000 / 100 / 60 / 10])
   assert sync["time"]["bound"] == "lower"
