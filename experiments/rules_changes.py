@@ -17,7 +17,7 @@ Each writes its JSON and docs/results.md's block.
 import json
 import subprocess
 import sys
-from typing import NamedTuple
+from typing import NamedTuple, Tuple
 
 from absl import app
 from absl import flags
@@ -32,6 +32,8 @@ class Change(NamedTuple):
   path: str
   block: publish.Block
   text: str  # what "before" and "now" were
+  record_grids: Tuple[str, ...]  # the `RECORD_GRIDS` it reads
+  before_bounds: bool = True  # False: "before" was an arithmetic mean, shown without a bound
 
 
 CHANGES = {
@@ -41,7 +43,8 @@ CHANGES = {
         "The time ratios the statistics rules moved (`hts_jax/analysis/stats.py`), before them "
         "(`{before}`: arithmetic means over the blocks where both runs reached the target, shared "
         "machines counted) and now (geometric means over the blocks where neither run shared the "
-        "machine, a miss counted at its run's end and the ratio marked a bound)."),
+        "machine, a miss counted at its run's end and the ratio marked a bound).",
+        ("memory",), before_bounds=False),
     "pairs": Change(
         "629a4ef", "results/pair_rule_changes.json",
         publish.Block("pair-rule-changes", "",
@@ -49,7 +52,7 @@ CHANGES = {
         "The time ratios the pair rule of 2026-11-29 moved (`stats.pair_shared`), before it "
         "(`{before}`: a block counted where neither run calibrated above 1.5x its host kind's "
         "median) and now (where neither run was marked and the two runs' calibrations are within "
-        "1.5x of each other), on the same runs."),
+        "1.5x of each other), on the same runs.", ("memory", "corrections")),
 }
 flags.DEFINE_enum("change", "rules", list(CHANGES), "Which change of the rules to list.")
 flags.DEFINE_string("before", None, "The commit before the change (default: the change's own).")
@@ -58,8 +61,6 @@ FLAGS = flags.FLAGS
 PAPER_GRIDS = ("gfootball", "minatar", "atari")  # results.json's `paired`: task, method, target
 # results.json's `table` cells' `time_ratio` (one target): the reference's time over the method's.
 RECORD_GRIDS = {"memory": memory.GRID, "corrections": corrections.GRID}
-# The `rules` change's table, kept as it was made (the record grids it read: memory).
-PATH, BLOCK = CHANGES["rules"].path, CHANGES["rules"].block
 
 
 def _load(commit, grid):
@@ -81,7 +82,7 @@ def _ratio(cell):
 def changes(before, record_grids=tuple(RECORD_GRIDS)):
   """Every time ratio whose value, block count or bound moved between `before` and now."""
   rows = []
-  for grid in PAPER_GRIDS + tuple(record_grids):
+  for grid in PAPER_GRIDS + record_grids:
     old, new = _load(before, grid), _load(None, grid)
     if grid in PAPER_GRIDS:  # the method's time over the reference's (HTS's)
       ratio = "{method} / " + new["reference"]
@@ -91,8 +92,8 @@ def changes(before, record_grids=tuple(RECORD_GRIDS)):
     else:
       g = RECORD_GRIDS[grid]
       ratio = g.reference + " / {method}"  # the reference's time over the method's
-      target = "475" if grid == "memory" else "-"
-      cells = [(task, m, target, old["table"].get(task, {}).get(m, {}).get("time_ratio"),
+      targets = {t.name or t.env: "-" if t.target is None else f"{t.target:g}" for t in g.tasks}
+      cells = [(task, m, targets[task], old["table"].get(task, {}).get(m, {}).get("time_ratio"),
                 c.get("time_ratio")) for task, ms in new["table"].items() for m, c in ms.items()
                if isinstance(c, dict)]
     for task, method, target, was, now in cells:
@@ -111,12 +112,11 @@ def _cell(r):
 
 
 def render(out, change="rules"):
-  # The `rules` change's "before" was an arithmetic mean, shown without a bound.
-  before = (lambda r: "-" if r is None else f"{r[0]:.2f}x (n={r[1]})") if change == "rules" \
-      else _cell
+  c = CHANGES[change]
+  before = _cell if c.before_bounds else (
+      lambda r: "-" if r is None else f"{r[0]:.2f}x (n={r[1]})")
   rows = [[r["grid"], r["task"], r["ratio"], r["target"], before(r["before"]),
            _cell(r["now"])] for r in out["rows"]]
-  c = CHANGES[change]
   return (c.text.format(before=out["before"]) + f" Source: `{c.path}`, {out['date']}, `"
           + c.block.by + "`.\n\n"
           + (stats.markdown(["grid", "task", "time ratio", "target", "before", "now"], rows)
@@ -129,7 +129,7 @@ def main(argv):
   c = CHANGES[FLAGS.change]
   before = FLAGS.before or c.before
   try:
-    rows = changes(before, ("memory",) if FLAGS.change == "rules" else tuple(RECORD_GRIDS))
+    rows = changes(before, c.record_grids)
   except subprocess.CalledProcessError as e:
     cli.fail(f"git show {before}: {e.stderr.strip() or e} (a shallow clone lacks it)")
   out = provenance.save(provenance.ROOT + "/" + c.path, {"before": before, "rows": rows})
