@@ -9,7 +9,10 @@ the cells that moved are listed. `--change`:
   kind's median calibration; now where neither run was marked and the two runs' calibrations are
   within 1.5x of each other. Rendered before any new run was added.
 
-Each writes its JSON and docs/results.md's block.
+Both sides are read from git: "before" at the change's `before` commit and "now" at its `now`
+commit (the one that applied it), so a re-run writes the same table whatever runs were added since
+(`--now=worktree` reads the working tree's JSON instead, for a change being applied). Each writes
+its JSON and docs/results.md's block.
 
   python -m experiments.rules_changes --change=pairs    # needs the git history (no shallow clone)
 """
@@ -27,8 +30,12 @@ from hts_jax.cli import common as cli
 from hts_jax.results import corrections, memory, provenance, publish
 
 
+WORKTREE = "worktree"  # `--now`: the working tree's JSON, not a commit's
+
+
 class Change(NamedTuple):
   before: str  # the commit whose committed JSON is "before"
+  now: str  # the commit that applied the change: its committed JSON is "now"
   path: str
   block: publish.Block
   text: str  # what "before" and "now" were
@@ -38,24 +45,26 @@ class Change(NamedTuple):
 
 CHANGES = {
     "rules": Change(
-        "466d6af^", "results/rules_changes.json",
+        "466d6af^", "2ddbe4f", "results/rules_changes.json",
         publish.Block("rules-changes", "", by="python -m experiments.rules_changes"),
         "The time ratios the statistics rules moved (`hts_jax/analysis/stats.py`), before them "
         "(`{before}`: arithmetic means over the blocks where both runs reached the target, shared "
-        "machines counted) and now (geometric means over the blocks where neither run shared the "
-        "machine, a miss counted at its run's end and the ratio marked a bound).",
+        "machines counted) and now (`{now}`: geometric means over the blocks where neither run "
+        "shared the machine, a miss counted at its run's end and the ratio marked a bound).",
         ("memory",), before_bounds=False),
     "pairs": Change(
-        "629a4ef", "results/pair_rule_changes.json",
+        "629a4ef", "fcf351d", "results/pair_rule_changes.json",
         publish.Block("pair-rule-changes", "",
                       by="python -m experiments.rules_changes --change=pairs"),
         "The time ratios the pair rule of 2026-11-29 moved (`stats.pair_shared`), before it "
         "(`{before}`: a block counted where neither run calibrated above 1.5x its host kind's "
-        "median) and now (where neither run was marked and the two runs' calibrations are within "
-        "1.5x of each other), on the same runs.", ("memory", "corrections")),
+        "median) and now (`{now}`: where neither run was marked and the two runs' calibrations "
+        "are within 1.5x of each other), on the same runs.", ("memory", "corrections")),
 }
 flags.DEFINE_enum("change", "rules", list(CHANGES), "Which change of the rules to list.")
 flags.DEFINE_string("before", None, "The commit before the change (default: the change's own).")
+flags.DEFINE_string("now", None, "The commit that applied the change (default: the change's "
+                    f"own); {WORKTREE!r}: the working tree's JSON.")
 FLAGS = flags.FLAGS
 
 PAPER_GRIDS = ("gfootball", "minatar", "atari")  # results.json's `paired`: task, method, target
@@ -65,7 +74,7 @@ RECORD_GRIDS = {"memory": memory.GRID, "corrections": corrections.GRID}
 
 def _load(commit, grid):
   path = f"results/{grid}/results.json"
-  text = (open(provenance.ROOT + "/" + path).read() if commit is None else subprocess.run(
+  text = (open(provenance.ROOT + "/" + path).read() if commit == WORKTREE else subprocess.run(
       ["git", "show", f"{commit}:{path}"], cwd=provenance.ROOT, capture_output=True, text=True,
       check=True).stdout)
   return json.loads(text)
@@ -79,11 +88,11 @@ def _ratio(cell):
   return None if mean is None else (mean, cell.get("n", 0), cell.get("bound"))
 
 
-def changes(before, record_grids=tuple(RECORD_GRIDS)):
-  """Every time ratio whose value, block count or bound moved between `before` and now."""
+def changes(before, now=WORKTREE, record_grids=tuple(RECORD_GRIDS)):
+  """Every time ratio whose value, block count or bound moved between `before` and `now`."""
   rows = []
   for grid in PAPER_GRIDS + record_grids:
-    old, new = _load(before, grid), _load(None, grid)
+    old, new = _load(before, grid), _load(now, grid)
     if grid in PAPER_GRIDS:  # the method's time over the reference's (HTS's)
       ratio = "{method} / " + new["reference"]
       cells = [(task, m, t, c.get(m, {}).get(t), cell)
@@ -96,8 +105,8 @@ def changes(before, record_grids=tuple(RECORD_GRIDS)):
       cells = [(task, m, targets[task], old["table"].get(task, {}).get(m, {}).get("time_ratio"),
                 c.get("time_ratio")) for task, ms in new["table"].items() for m, c in ms.items()
                if isinstance(c, dict)]
-    for task, method, target, was, now in cells:
-      a, b = _ratio(was), _ratio(now)
+    for task, method, target, was, is_ in cells:
+      a, b = _ratio(was), _ratio(is_)
       if a != b and (a or b):
         rows.append({"grid": grid, "task": task, "ratio": ratio.format(method=method),
                      "target": target, "before": a, "now": b})
@@ -117,8 +126,8 @@ def render(out, change="rules"):
       lambda r: "-" if r is None else f"{r[0]:.2f}x (n={r[1]})")
   rows = [[r["grid"], r["task"], r["ratio"], r["target"], before(r["before"]),
            _cell(r["now"])] for r in out["rows"]]
-  return (c.text.format(before=out["before"]) + f" Source: `{c.path}`, {out['date']}, `"
-          + c.block.by + "`.\n\n"
+  return (c.text.format(before=out["before"], now=out["now"])
+          + f" Source: `{c.path}`, {out['date']}, `{c.block.by}`.\n\n"
           + (stats.markdown(["grid", "task", "time ratio", "target", "before", "now"], rows)
              if rows else "No ratio moved.\n"))
 
@@ -127,12 +136,13 @@ def main(argv):
   if len(argv) > 1:
     cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
   c = CHANGES[FLAGS.change]
-  before = FLAGS.before or c.before
+  before, now = FLAGS.before or c.before, FLAGS.now or c.now
   try:
-    rows = changes(before, c.record_grids)
+    rows = changes(before, now, c.record_grids)
   except subprocess.CalledProcessError as e:
-    cli.fail(f"git show {before}: {e.stderr.strip() or e} (a shallow clone lacks it)")
-  out = provenance.save(provenance.ROOT + "/" + c.path, {"before": before, "rows": rows})
+    cli.fail(f"git show {e.cmd[-1]}: {e.stderr.strip() or e} (a shallow clone lacks it)")
+  out = provenance.save(provenance.ROOT + "/" + c.path,
+                        {"before": before, "now": now, "rows": rows})
   if not c.block.write(publish.docs_path(), render(out, FLAGS.change)):
     print(f"warning: docs/results.md has no {c.block.begin!r} block", file=sys.stderr)
   print(render(out, FLAGS.change))

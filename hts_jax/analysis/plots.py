@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -212,7 +213,8 @@ def ratio_rows(path: str, rows: Sequence[Dict[str, Any]], *, title: str, xlabel:
   xs = [0.25, 4.0]
   for y, row in enumerate(rows):
     if row.get("note"):
-      ax.text(1.0, y, "  " + row["note"], va="center", fontsize=8, color="grey")
+      # wrapped to fit the half of the axis right of 1x
+      ax.text(1.05, y, textwrap.fill(row["note"], 48), va="center", fontsize=8, color="grey")
       continue
     for x, hollow in row["dots"]:
       ax.scatter([x], [y], s=28, facecolors="none" if hollow else row["color"],

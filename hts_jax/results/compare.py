@@ -40,22 +40,28 @@ def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
   apart); `left_out`: the rest. `every_block`: every block counts, for figures that depend on
   neither the host nor a shared machine (env steps)."""
   ref = {r["seed"]: r for r in here if r["method"] == reference}
-  pairs, seeds, could, left_out, shared = [], [], [], [], []
+  pairs, seeds = [], []
+  out: Dict[str, List[int]] = {"could": [], "shared": [], "left_out": []}
   for r in (r for r in here if r["method"] == method and r["seed"] in ref):
     base = ref[r["seed"]]
-    if not every_block:
-      kinds = {r["host"], base["host"]}
-      if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:  # the pair, one known kind
-        left_out.append(r["seed"])
-        continue
-    could.append(r["seed"])
-    if not every_block and stats.pair_shared(r, base):
-      shared.append(r["seed"])
+    why = None if every_block else _left_out(r, base)
+    if why != "left_out":
+      out["could"].append(r["seed"])
+    if why:
+      out[why].append(r["seed"])
       continue
     pairs.append((time(r), time(base)) if over_reference else (time(base), time(r)))
     seeds.append(r["seed"])
-  return {**stats.ratio(pairs), "blocks": seeds, "could": could, "shared": shared,
-          "left_out": left_out}
+  return {**stats.ratio(pairs), "blocks": seeds, **out}
+
+
+def _left_out(r: Dict[str, Any], base: Dict[str, Any]) -> Optional[str]:
+  """Why a block's two runs are not paired: 'left_out' (not one known host kind), 'shared'
+  (`stats.pair_shared`); None: they count."""
+  kinds = {r["host"], base["host"]}
+  if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:
+    return "left_out"
+  return "shared" if stats.pair_shared(r, base) else None
 
 
 def paired_ratios(runs: List[Dict[str, Any]], spec: Spec) -> Dict[str, Any]:
