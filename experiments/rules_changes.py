@@ -88,7 +88,7 @@ def _ratio(cell):
   return None if mean is None else (mean, cell.get("n", 0), cell.get("bound"))
 
 
-def changes(before, now=WORKTREE, record_grids=tuple(RECORD_GRIDS)):
+def changes(before, now, record_grids=tuple(RECORD_GRIDS)):
   """Every time ratio whose value, block count or bound moved between `before` and `now`."""
   rows = []
   for grid in PAPER_GRIDS + record_grids:
@@ -105,8 +105,8 @@ def changes(before, now=WORKTREE, record_grids=tuple(RECORD_GRIDS)):
       cells = [(task, m, targets[task], old["table"].get(task, {}).get(m, {}).get("time_ratio"),
                 c.get("time_ratio")) for task, ms in new["table"].items() for m, c in ms.items()
                if isinstance(c, dict)]
-    for task, method, target, was, is_ in cells:
-      a, b = _ratio(was), _ratio(is_)
+    for task, method, target, old_cell, new_cell in cells:
+      a, b = _ratio(old_cell), _ratio(new_cell)
       if a != b and (a or b):
         rows.append({"grid": grid, "task": task, "ratio": ratio.format(method=method),
                      "target": target, "before": a, "now": b})

@@ -97,11 +97,9 @@ def test_a_rules_change_rerun_writes_the_same_rows():
   import subprocess  # pylint: disable=import-outside-toplevel
   from experiments import rules_changes  # pylint: disable=import-outside-toplevel
   for change in rules_changes.CHANGES.values():
-    if any(subprocess.run(["git", "-C", ROOT, "cat-file", "-e", f"{c}^{{commit}}"],
-                          capture_output=True, check=False).returncode
-           for c in (change.before, change.now)):
+    try:  # what the script itself reports as a shallow clone
+      rows = rules_changes.changes(change.before, change.now, change.record_grids)
+    except subprocess.CalledProcessError:
       pytest.skip(f"this clone lacks {change.before} or {change.now}")
     with open(os.path.join(ROOT, change.path)) as f:
-      committed = json.load(f)["rows"]
-    rows = rules_changes.changes(change.before, change.now, change.record_grids)
-    assert json.loads(json.dumps(rows)) == committed, change.path
+      assert json.loads(json.dumps(rows)) == json.load(f)["rows"], change.path
