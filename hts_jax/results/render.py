@@ -13,6 +13,12 @@ from hts_jax.results import compare, provenance, publish
 from hts_jax.results.record import Grid, Table
 
 
+# Where the rule behind a table's "k of n runs flagged shared" is written out in full (once, not
+# under every table): stats.py's docstring, and docs/results.md's statistics rules.
+SHARED_RULE = ("results.json's `shared`; the statistics rules, `hts_jax/analysis/stats.py`, "
+               "say which figures leave them out")
+
+
 def aggregates_line(g: Grid, out: Dict[str, Any]) -> str:
   """The aggregates across tasks as one line (empty where there are none)."""
   return compare.aggregates_line(out.get("aggregates"), lambda m: g.method(m).header)
@@ -39,10 +45,7 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
     body = stats.markdown(headers, rows)
   shared = [r for r in out["runs"] if r.get("shared")]
   source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; "
-            f"{len(shared)} of {len(out['runs'])} runs flagged shared (results.json's "
-            f"`shared`: marked, or calibrated above {stats.CALIBRATION_SHARED}x their host "
-            "kind's median; left out of unpaired figures; a paired ratio leaves out a block whose "
-            f"runs were marked or calibrated more than {stats.CALIBRATION_SHARED}x apart).")
+            f"{len(shared)} of {len(out['runs'])} runs flagged shared ({SHARED_RULE}).")
   tail = " ".join(x for x in (aggregates_line(g, out) if t.aggregates else "",
                                t.tail(out) if t.tail else "") if x)
   after = t.after(out) if t.after else ""
