@@ -294,4 +294,6 @@ GRID = Grid(
         "committed ratio of this or the other paper grids moved.",
         "2026-11-29: Tables 4/5 (actor counts) re-run with `hts_ppo` (`none`), the presets' "
         "correction; `hts_ppo_behaviour`'s runs of them are in git history (5539ee9).",
-        render.PAIRED_CALIBRATION))
+        render.PAIRED_CALIBRATION, "2026-11-29: the throughput benchmark re-run with `hts_ppo` "
+        "(`none`) beside `sync_ppo`, `impala` and `hts_ppo_behaviour` in one sitting, nothing else "
+        "running; the 2026-11-26 benchmark of the three is in git history (6d87b90)."))
