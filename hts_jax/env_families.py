@@ -27,6 +27,8 @@ class EnvFamily:
   video_fps: Optional[float] = None
   needs_display: bool = False  # its renderer needs an X display (videos start Xvfb)
   envpool: bool = False  # --envpool runs it through envpool (`runtime.envpool_group`)
+  # What --network=auto runs; None: by the observation's shape (`networks.default_network_for`).
+  network: Optional[str] = None
 
   @property
   def usage(self) -> str:
@@ -45,8 +47,10 @@ FAMILIES: Tuple[EnvFamily, ...] = (
     # A step is 10 physics frames of 10 ms; the released evaluation samples.
     EnvFamily("gfootball:", "<scenario>", "hts_jax.envs.gfootball", sampled_evaluation=True,
               video_fps=10.0, needs_display=True),
-    # MinAtar stands in for Atari: Atari's protocol.
-    EnvFamily("minatar:", "<Game>", "hts_jax.envs.minatar", sampled_evaluation=True),
+    # MinAtar stands in for Atari: Atari's protocol. Its 10x10 grid takes MinAtar's own network
+    # (Young & Tian 2019), not the Nature CNN's.
+    EnvFamily("minatar:", "<Game>", "hts_jax.envs.minatar", sampled_evaluation=True,
+              network="minatar"),
 )
 
 

@@ -236,10 +236,8 @@ def make_network(kind: str, head: "Head | int", normalize_obs: bool = False, cor
   return MLP(head, normalize_obs=normalize_obs)
 
 
-def default_network_for(obs_shape: Sequence[int], env: str = "") -> str:
-  """'minatar' for `minatar:` envs, 'cnn' for image-like observations `[H, W, C]`, 'mlp' for
-  vectors."""
-  if env.startswith("minatar:"):
-    return "minatar"
+def default_network_for(obs_shape: Sequence[int]) -> str:
+  """'cnn' for image-like observations `[H, W, C]`, 'mlp' for vectors: `--network=auto` where the
+  env's family names no network of its own (`env_families.EnvFamily.network`)."""
   return "cnn" if len(obs_shape) == 3 and min(obs_shape[:2]) >= 36 else "mlp"
 

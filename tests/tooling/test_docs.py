@@ -258,3 +258,13 @@ def test_readme_stays_a_front_page():
              if len(re.findall(r"(?<![A-Za-z])\d[\d,.]*", cell)) > 2]
   assert crowded == []
   assert text.index("<!-- headline:begin") < text.index("## The grids behind it")
+
+
+def test_the_shared_rule_in_docs_states_the_code_s_threshold():
+  """docs/results.md writes the statistics rules' shared-machine threshold out once (every table's
+  source line points there); it must say the factor that `stats.CALIBRATION_SHARED` holds."""
+  from hts_jax.analysis import stats
+  with open(os.path.join(DOCS, "results.md")) as f:
+    section = f.read().split("## Runs flagged shared", 1)[1].split("\n## ", 1)[0]
+  factors = re.findall(r"(\d+(?:\.\d+)?)x", section)
+  assert factors and set(factors) == {f"{stats.CALIBRATION_SHARED:g}"}, factors

@@ -53,6 +53,7 @@ def test_every_env_family_is_whole(family):
   assert greedy == (not family.sampled_evaluation)
   assert f"`{family.prefix}" in _read("docs", "environments.md")
   assert any(str(p.get("env", "")).startswith(family.prefix) for p in PRESETS.values())
+  assert family.network in (None, *config.NETWORK_KINDS)  # --network=auto's pick, if it names one
   if family.envpool:  # --envpool accepts it
     config.RunConfig.make(env=family.prefix + "Pong", envpool=True)
   else:
