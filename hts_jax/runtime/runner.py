@@ -66,8 +66,9 @@ class Runner:
     videos = config.evaluation.video_every or config.evaluation.video_final
     if videos and config.distributed.process_id == 0:
       video.check_recordable(r.env, r.env_kwargs)  # process 0 records
-    kind, family = r.network, env_families.family_of(r.env)
+    kind = r.network
     if kind == "auto":
+      family = env_families.family_of(r.env)
       kind = (family and family.network) or networks.default_network_for(info.obs_shape)
     head = heads.for_env(info)
     network = networks.make_network(kind, head, config.learner.normalize_obs, r.core, r.core_size)
