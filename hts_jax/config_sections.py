@@ -192,8 +192,9 @@ class Outputs:
   """Learner updates between checkpoints (0: only on SIGINT/SIGTERM)."""
   host_calibration: bool = resumable(True)
   """Time a fixed CPU workload (a CNN and an MLP gradient step, a matmul, a Python loop; about a
-  second) at start-up into summary.json's host block, so SPS from different hosts can be
-  compared (the rest of the host block is always recorded)."""
+  second) at start-up and again at the end into summary.json's host block, so SPS from different
+  hosts can be compared and a host that slowed inside the run shows (the rest of the host block is
+  always recorded)."""
   resume_unverified: bool = resumable(False)
   """With --resume: restore a checkpoint that has no digest to check it against (written before
   checkpoints had one, or with its digest/ and files.json deleted), with a warning. Without it such

@@ -114,12 +114,17 @@ def format_tables(rows: List[Dict[str, Any]]) -> str:
 
 
 def format_hosts(runs) -> str:
-  """One line per run: its directory, seed, host kind, calibration time and SPS."""
+  """One line per run: its directory, seed, host kind, calibration time (at the start, and at
+  the end where the run recorded it), CPU steal share and SPS."""
   lines = ["Hosts (summary.json's host block; calibration: a fixed CPU workload's time)"]
   for r in runs:
-    cal = (r.summary.get("host") or {}).get("calibration", {}).get("total_ms")
+    block = r.summary.get("host") or {}
+    cal, end = ((block.get(k) or {}).get("total_ms") for k in ("calibration", "calibration_end"))
     lines.append(f"  {r.path}: seed {r.seed}, {r.host}"
                  + (f", calibration {cal:,.0f} ms" if cal is not None else "")
+                 + (f" ({end:,.0f} ms at the end)" if end is not None else "")
+                 + (f", {block['cpu_steal_share']:.0%} CPU steal"
+                    if block.get("cpu_steal_share") is not None else "")
                  + f", {r.summary.get('sps', 0):,.0f} SPS")
   return "\n".join(lines) + "\n"
 

@@ -34,10 +34,13 @@ def block_order(block: str, methods: Sequence[str]) -> List[str]:
 
 def run_host(summary: Dict[str, Any]) -> Dict[str, Any]:
   """A run's host for a grid's results.json: its kind (`metrics.host_kind`), its calibration
-  total and its load average at the start and the end (None where the run did not record them)."""
+  total at the start and the end, its CPU steal share, and its load average at the start and the
+  end (None where the run did not record them)."""
   host = summary.get("host") or {}
   return {"host": metrics.host_kind(host),
           "calibration_ms": (host.get("calibration") or {}).get("total_ms"),
+          "calibration_end_ms": (host.get("calibration_end") or {}).get("total_ms"),
+          "steal_share": host.get("cpu_steal_share"),
           "load": [host.get("load_start", [None])[0], host.get("load_end", [None])[0]]}
 
 

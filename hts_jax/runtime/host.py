@@ -6,8 +6,10 @@ differ between CPU models. So every run records its CPU model, the cores the pro
 affinity mask capped by its cgroup's CPU quota, as in a container), memory, the load average at its
 start and end, the library versions, and a calibration: the time of a fixed, seeded CPU workload run
 before anything of the run starts (`calibrate`), so SPS from different hosts can be compared or
-normalised. Reports group wall-time figures by `hts_jax.analysis.metrics.host_kind` (CPU model and
-usable cores).
+normalised, and again at its end. A host that slowed inside the run shows there, and in the run's
+CPU steal share (`cpu_times`: the time the hypervisor gave this VM's CPUs to other VMs, as vmstat's
+`st` column). Reports group wall-time figures by `hts_jax.analysis.metrics.host_kind` (CPU model
+and usable cores).
 """
 
 from __future__ import annotations
@@ -182,6 +184,30 @@ def accelerators() -> Dict[str, int]:
   return kinds
 
 
+def cpu_times(path: str = "/proc/stat") -> Optional[Dict[str, int]]:
+  """The machine's CPU time since boot in clock ticks, all CPUs together: `steal` (time the
+  hypervisor ran another VM on this VM's CPUs) and `total` (user, nice, system, idle, iowait,
+  irq, softirq and steal); None where /proc/stat is unreadable or has no steal field."""
+  try:
+    with open(path) as f:
+      fields = f.readline().split()
+    if fields[0] != "cpu" or len(fields) < 9:
+      return None
+    ticks = [int(v) for v in fields[1:9]]  # guest time is already inside user time
+  except (OSError, ValueError, IndexError):
+    return None
+  return {"steal": ticks[7], "total": sum(ticks)}
+
+
+def steal_share(start: Optional[Dict[str, int]],
+                end: Optional[Dict[str, int]]) -> Optional[float]:
+  """The share of the CPU time between two `cpu_times` readings that was stolen (0: the VM had
+  its CPUs to itself; 0.5: half of it ran another VM); None without both readings."""
+  if not start or not end or end["total"] <= start["total"]:
+    return None
+  return round((end["steal"] - start["steal"]) / (end["total"] - start["total"]), 4)
+
+
 def start_record(calibration: bool = True) -> Dict[str, Any]:
   """The host block at start-up (before the run spawns or compiles anything: the calibration
   should have the machine to itself)."""
@@ -191,7 +217,7 @@ def start_record(calibration: bool = True) -> Dict[str, Any]:
       "logical_cpus": os.cpu_count(), "memory_gib": round(_memory_gib(), 2),
       "hostname": platform.node(), "platform": platform.platform(),
       "python": platform.python_version(), "load_start": list(os.getloadavg()),
-      "versions": versions(), "accelerators": accelerators()}
+      "versions": versions(), "accelerators": accelerators(), "cpu_times_start": cpu_times()}
   if calibration:
     record["calibration"] = calibrate()
   return record
@@ -199,9 +225,16 @@ def start_record(calibration: bool = True) -> Dict[str, Any]:
 
 def finish_record(record: Dict[str, Any],
                   earlier: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-  """The block with the load average at the end of the run; a resumed run's block also lists the
-  host records of its `earlier` sessions (its wall time sums theirs)."""
-  out = dict(record, load_end=list(os.getloadavg()))
+  """The block with the load average at the end of the run, `cpu_steal_share` (the CPU time
+  stolen by other VMs since the record's start, `steal_share`) and, where the run calibrated at
+  start-up, `calibration_end`: the same workload timed again once the run has stopped stepping.
+  Both show a host that slowed inside the run; the statistics rules read only the start's
+  calibration. A resumed run's block also lists the host records of its `earlier` sessions (its
+  wall time sums theirs)."""
+  out = dict(record, load_end=list(os.getloadavg()),
+             cpu_steal_share=steal_share(record.get("cpu_times_start"), cpu_times()))
+  if "calibration" in record:
+    out["calibration_end"] = calibrate()
   if earlier:
     out["earlier_sessions"] = [dict(e) for e in earlier]
   return out

@@ -60,11 +60,15 @@ def test_report_shows_hosts_and_refuses_to_mix_them(tmp_path):
   epyc = {"cpu_model": "AMD EPYC", "usable_cores": 2, "calibration": {"total_ms": 812.0}}
   xeon = {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2}
   a = write_run_summary(str(tmp_path / "a"), seed=0, returns=[0, 100], host=epyc)
-  b = write_run_summary(str(tmp_path / "b"), seed=1, returns=[0, 100], host=epyc)
+  b = write_run_summary(str(tmp_path / "b"), seed=1, returns=[0, 100],
+                        host=dict(epyc, calibration_end={"total_ms": 1200.0},
+                                  cpu_steal_share=0.45))
   c = write_run_summary(str(tmp_path / "c"), seed=2, returns=[0, 100], host=xeon)
   p = _cli("experiments.report", a, b)
   assert p.returncode == 0, p.stderr
   assert f"{a}: seed 0, AMD EPYC x2, calibration 812 ms, 1,000 SPS" in p.stdout
+  assert (f"{b}: seed 1, AMD EPYC x2, calibration 812 ms (1,200 ms at the end), 45% CPU steal, "
+          "1,000 SPS") in p.stdout
   assert "mix" not in p.stdout
   p = _cli("experiments.report", a, b, c)
   assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1

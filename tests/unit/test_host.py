@@ -55,3 +55,45 @@ def test_a_run_over_machines_of_two_kinds_is_mixed():
   assert metrics.host_kind(dict(amd, other_processes=[dict(amd)])) == "AMD EPYC x2"
   assert metrics.host_kind(dict(amd, other_processes=[dict(amd, cpu_model="Intel Xeon")])) == \
       "mixed (AMD EPYC x2; Intel Xeon x2)"
+
+
+def test_the_end_record_calibrates_again_only_where_the_start_did(monkeypatch):
+  """`calibration_end`: the start's workload timed again at the end (a host that slowed inside
+  the run shows there), only for a run that calibrated at start-up (`--host_calibration`); a
+  grid's results.json carries both totals."""
+  from hts_jax.results import provenance
+  monkeypatch.setattr(host, "calibrate", lambda: {"total_ms": 90.0})
+  monkeypatch.setattr(host, "cpu_times", lambda: {"steal": 150, "total": 1100})
+  start = {"cpu_model": "Intel Xeon", "usable_cores": 2, "calibration": {"total_ms": 60.0},
+           "cpu_times_start": {"steal": 100, "total": 1000}}
+  end = host.finish_record(start)
+  assert end["calibration"] == {"total_ms": 60.0} and end["calibration_end"] == {"total_ms": 90.0}
+  assert end["cpu_steal_share"] == 0.5  # 50 of the run's 100 ticks ran another VM
+  assert "calibration_end" not in host.finish_record({"cpu_model": "Intel Xeon"})
+  assert host.finish_record({"cpu_model": "Intel Xeon"})["cpu_steal_share"] is None
+  assert "calibration_end" not in start  # the start record is left as it was
+  row = provenance.run_host({"host": end})
+  assert (row["calibration_ms"], row["calibration_end_ms"], row["steal_share"]) == (60.0, 90.0, 0.5)
+  assert provenance.run_host({"host": {}})["calibration_end_ms"] is None
+
+
+@pytest.mark.parametrize("line,times", [
+    ("cpu  100 5 50 800 10 1 2 32 7 0", {"steal": 32, "total": 1000}),  # guest (7) is in user
+    ("cpu  100 5 50 800 10 1 2", None),  # a kernel without the steal field
+    ("intr 12 3", None),
+    ("cpu  a b c d e f g h", None),
+])
+def test_cpu_times_reads_proc_stat_s_first_line(tmp_path, line, times):
+  stat = tmp_path / "stat"
+  stat.write_text(line + "\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+  assert host.cpu_times(str(stat)) == times
+  assert host.cpu_times(str(tmp_path / "missing")) is None
+
+
+def test_the_steal_share_is_the_stolen_part_of_the_cpu_time_between_two_readings():
+  assert host.steal_share({"steal": 10, "total": 1000}, {"steal": 10, "total": 3000}) == 0.0
+  assert host.steal_share({"steal": 10, "total": 1000}, {"steal": 510, "total": 2000}) == 0.5
+  assert host.steal_share(None, {"steal": 1, "total": 2}) is None
+  assert host.steal_share({"steal": 1, "total": 2}, {"steal": 1, "total": 2}) is None  # no time
+  here = host.cpu_times()  # this machine's /proc/stat (Linux: CI and the dev machines)
+  assert here is None or (0 <= here["steal"] <= here["total"])
