@@ -116,15 +116,15 @@ def format_tables(rows: List[Dict[str, Any]]) -> str:
 def format_hosts(runs) -> str:
   """One line per run: its directory, seed, host kind, calibration time (at the start, and at
   the end where the run recorded it), CPU steal share and SPS."""
+  from hts_jax.results import provenance  # pylint: disable=import-outside-toplevel
   lines = ["Hosts (summary.json's host block; calibration: a fixed CPU workload's time)"]
   for r in runs:
-    block = r.summary.get("host") or {}
-    cal, end = ((block.get(k) or {}).get("total_ms") for k in ("calibration", "calibration_end"))
+    h = provenance.run_host(r.summary)  # the grids' reading of the same block
+    cal, end, steal = h["calibration_ms"], h["calibration_end_ms"], h["steal_share"]
     lines.append(f"  {r.path}: seed {r.seed}, {r.host}"
                  + (f", calibration {cal:,.0f} ms" if cal is not None else "")
                  + (f" ({end:,.0f} ms at the end)" if end is not None else "")
-                 + (f", {block['cpu_steal_share']:.0%} CPU steal"
-                    if block.get("cpu_steal_share") is not None else "")
+                 + (f", {steal:.0%} CPU steal" if steal is not None else "")
                  + f", {r.summary.get('sps', 0):,.0f} SPS")
   return "\n".join(lines) + "\n"
 
