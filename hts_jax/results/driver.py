@@ -123,6 +123,9 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
                                                      if m in FLAGS.methods],
                               lambda t, m, k: make(t, m, 0, k), repeats, steps)
   elif not FLAGS.report_only:
+    for line in grid.other_host_kinds(runs, FLAGS.results,
+                                      [m.name for m in g.methods if m.default]):
+      print(line, flush=True)
     failed = grid.run_all_marked(runs, FLAGS.results, FLAGS.shared_machine,
                                  dry_run=FLAGS.dry_run)
     for logdir, values in identity:

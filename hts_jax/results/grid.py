@@ -8,6 +8,7 @@ later sitting runs only what is missing.
 """
 
 import dataclasses
+import glob
 import json
 import os
 import shutil
@@ -77,6 +78,39 @@ def paired_blocks(tasks: Sequence[Optional[str]], methods: Sequence[str], seeds:
       for method in provenance.block_order(block, methods):
         out.append(Run(task, method, seed, make(task, method, seed)))
   return out
+
+
+def other_host_kinds(runs: Sequence[Run], results: str, partners: Sequence[str],
+                     here: Optional[str] = None) -> List[str]:
+  """A line for each run not finished yet whose block has a finished run of one of `partners`
+  (the methods it pairs with) on another host kind than `here` (default: this host's): a paired
+  ratio needs its two runs on one kind (`compare.paired`), so a sitting on the other kind learns
+  it before the run's hours, not after."""
+  def summary(path: str) -> Optional[Dict[str, Any]]:  # quiet: `run_all` names a bad one
+    try:
+      with open(path) as f:
+        out = json.load(f)
+    except (OSError, ValueError):
+      return None
+    return out if isinstance(out, dict) else None
+  todo = [r for r in runs if summary(os.path.join(r.logdir(results), "summary.json")) is None]
+  if not todo:
+    return []
+  here = here or metrics.host_kind(host.start_record(calibration=False))
+  lines = []
+  for r in todo:
+    apart = []
+    for path in sorted(glob.glob(os.path.join(run_dir(results, r.task, "*", r.seed),
+                                              "summary.json"))):
+      method = os.path.basename(os.path.dirname(os.path.dirname(path)))
+      done = summary(path) if method != r.method and method in partners else None
+      kind = metrics.host_kind((done or {}).get("host"))
+      if done and kind != here:
+        apart.append(f"{method} ran on {kind}")
+    if apart:
+      lines.append(f"warning: {r.block}: {'; '.join(apart)}, this host is {here}: {r.method}'s "
+                   "times here will not pair with them (paired ratios need one host kind)")
+  return lines
 
 
 def run_all(runs: Sequence[Run], results: str, *, dry_run: bool = False) -> List[str]:

@@ -144,15 +144,20 @@ def _neither(m: Dict[str, Any], cell: Dict[str, Any]) -> bool:
 
 
 def _spread(m: Dict[str, Any], key: str = "time") -> str:
+  """'1.02x [0.88, 1.18] (n=2 of 3)': of 3 blocks with both runs, 2 count (the rest ran on two
+  host kinds, or were marked or calibrated apart: `compare.paired`)."""
   cell = m[key]
+  apart = len(cell.get("left_out") or ())
   if cell.get("mean") is None:
     shared = len(cell.get("shared") or ())
     return (f"no block counts yet ({shared} marked or calibrated apart)" if shared
-            else "no paired block yet")
+            else "no paired block yet" + (f" ({apart} on two host kinds)" if apart else ""))
+  total = len(cell.get("could") or ()) + apart
+  n = f"n={cell['n']}" + (f" of {total}" if total > cell["n"] else "")
   if _neither(m, cell):
-    return f"neither reached it (n={cell['n']})"
+    return f"neither reached it ({n})"
   lo_hi = f" [{cell['lo']:.2f}, {cell['hi']:.2f}]" if cell["n"] > 1 else ""
-  return f"{_x(cell, False)}{lo_hi} (n={cell['n']})"
+  return f"{_x(cell, False)}{lo_hi} ({n})"
 
 
 def _name(task: str) -> str:

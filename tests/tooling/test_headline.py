@@ -47,6 +47,10 @@ def test_the_three_paired_ratios_by_golden_values():
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
   assert headline._spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
       "no block counts yet (1 marked or calibrated apart)")
+  # Of the 4 blocks with both runs, 3 count (block 3 shared the machine); IMPALA's one block ran
+  # on two host kinds.
+  assert headline._spread(row["methods"]["sync_ppo"]) == "≥1.88x [0.50, 6.67] (n=3 of 4)"
+  assert headline._spread(row["methods"]["impala"]) == "no paired block yet (1 on two host kinds)"
   # Time: 2, 0.5 and sync's whole run (400k steps at 100 SPS = 66.7 min) over 10: a lower bound.
   assert sync["time"]["ratios"] == pytest.approx([2.0, 0.5, 400_000 / 100 / 60 / 10])
   assert sync["time"]["bound"] == "lower"

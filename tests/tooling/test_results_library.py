@@ -69,6 +69,25 @@ def test_the_dry_run_estimates_the_hours_left_from_finished_runs_on_this_host_ki
   assert grid.estimate(done, str(tmp_path), "AMD x2") == "nothing to run: every run has finished"
 
 
+def test_a_run_whose_block_finished_on_another_host_kind_is_named_before_it_runs(tmp_path):
+  """Run to score's block 2: its HTS run ran on an Intel host, its sync run an hour later on an
+  AMD one, and the block's times did not pair. The driver now says so before the run starts."""
+  intel, amd = {"cpu_model": "Intel", "usable_cores": 2}, {"cpu_model": "AMD", "usable_cores": 2}
+  for method, seed, host in (("hts", 2, intel), ("kept", 2, amd), ("hts", 1, amd)):
+    d = grid.run_dir(str(tmp_path), "t", method, seed)
+    os.makedirs(d)
+    with open(os.path.join(d, "summary.json"), "w") as f:
+      json.dump({"seed": seed, "host": host}, f)
+  runs = grid.paired_blocks(["t"], ["hts", "sync"], [1, 2], lambda t, m, s: {})
+  # Block 1's partner ran here; "kept" is no partner; the finished runs themselves are not named.
+  assert grid.other_host_kinds(runs, str(tmp_path), ["hts", "sync"], here="AMD x2") == [
+      "warning: t/seed2: hts ran on Intel x2, this host is AMD x2: sync's times here will not "
+      "pair with them (paired ratios need one host kind)"]
+  assert grid.other_host_kinds(runs, str(tmp_path), ["hts", "sync"], here="Intel x2") == [
+      "warning: t/seed1: hts ran on AMD x2, this host is Intel x2: sync's times here will not "
+      "pair with them (paired ratios need one host kind)"]
+
+
 def test_a_failed_run_raises_its_last_error_line_and_keeps_its_stderr(tmp_path):
   logdir = tmp_path / "bad"
   with pytest.raises(launch.RunFailed, match=r"^exit 2: error: .*--algo"):
