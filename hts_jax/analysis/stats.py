@@ -23,6 +23,12 @@
   more than CALIBRATION_SHARED x. A pair's ratio cancels its host's speed, so the kind's median
   (`shared`) flags only figures that are not paired: a host that calibrates at twice its kind's
   median when quiet had every run flagged.
+- **CPU steal** (from 2026-12-02): a run whose CPU steal share (summary.json's `cpu_steal_share`:
+  the time the hypervisor gave its CPUs to other VMs) is above STEAL_SHARED shared its host with
+  another VM, whatever its calibration said at the start: `shared` flags it and `pair_shared`
+  leaves its block out. Steal comes and goes inside a run (a 2-core Intel Xeon host: 7-37% under
+  load, 0% idle), so one calibration at the start cannot see it. Runs before 2026-12-01 recorded
+  no share; a resumed run's share covers its last session.
 - **Provenance** (`provenance_commit`): the commit that holds the last run used, read from git;
   runs not committed yet give none.
 - **Across tasks** (Agarwal et al., NeurIPS 2021): the IQM over tasks x seeds and the probability
@@ -43,6 +49,7 @@ import numpy as np
 
 MIN_N_INTERVAL = 6
 CALIBRATION_SHARED = 1.5  # x the host kind's median calibration time
+STEAL_SHARED = 0.05  # of a run's CPU time given to other VMs (`host.steal_share`)
 
 
 def spread(values: Sequence[float], resamples: int = 10_000, seed: int = 0) -> Dict[str, Any]:
@@ -138,13 +145,25 @@ def ratio_cell(r: Optional[Dict[str, Any]]) -> str:
   return f"{mark}{r['mean']:.2f}x{spread} (n={r['n']})"
 
 
+def stolen(host: Dict[str, Any]) -> Optional[str]:
+  """Why a run's record (`steal_share`) says another VM took its CPUs, or None: its CPU steal
+  share is above STEAL_SHARED (a run that recorded none is not judged by it)."""
+  share = host.get("steal_share")
+  if share is not None and share > STEAL_SHARED:
+    return f"CPU steal {share:.0%} > {STEAL_SHARED:.0%}"
+  return None
+
+
 def shared(host: Dict[str, Any], kind_hosts: Sequence[Dict[str, Any]],
            marked: bool = False) -> Optional[str]:
   """Why a run counts as having shared the machine, or None. `host`: its record in results.json
-  (`calibration_ms`); `kind_hosts`: every run's of its host kind. Shared when it was marked, or its
-  calibration is above CALIBRATION_SHARED times the kind's median."""
+  (`calibration_ms`, `steal_share`); `kind_hosts`: every run's of its host kind. Shared when it
+  was marked, its CPU steal share is above STEAL_SHARED (`stolen`), or its calibration is above
+  CALIBRATION_SHARED times the kind's median."""
   if marked:
     return "marked"
+  if stolen(host):
+    return stolen(host)
   cal = [h["calibration_ms"] for h in kind_hosts if h.get("calibration_ms")]
   if host.get("calibration_ms") and cal and host["calibration_ms"] > (
       CALIBRATION_SHARED * statistics.median(cal)):
@@ -155,10 +174,13 @@ def shared(host: Dict[str, Any], kind_hosts: Sequence[Dict[str, Any]],
 
 def pair_shared(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
   """Why a paired block (runs `a` and `b`: their records, with `marked` and `calibration_ms`)
-  is left out of a paired ratio, or None: either run marked by its driver, or the two runs'
-  calibrations more than CALIBRATION_SHARED x apart (a run without one is judged by its mark)."""
+  is left out of a paired ratio, or None: either run marked by its driver, either run's CPU
+  steal share above STEAL_SHARED (`stolen`), or the two runs' calibrations more than
+  CALIBRATION_SHARED x apart (a run without one is judged by its mark)."""
   if a.get("marked") or b.get("marked"):
     return "marked"
+  if stolen(a) or stolen(b):
+    return stolen(a) or stolen(b)
   ca, cb = a.get("calibration_ms"), b.get("calibration_ms")
   if ca and cb and max(ca, cb) > CALIBRATION_SHARED * min(ca, cb):
     return f"calibrations {ca:.0f} and {cb:.0f} ms, more than {CALIBRATION_SHARED}x apart"

@@ -131,4 +131,4 @@ GRID = Grid(
     changes=(
         render.STATS_RULES,
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed.",
-        render.CENSORED_MEANS, render.PAIRED_CALIBRATION))
+        render.CENSORED_MEANS, render.PAIRED_CALIBRATION, render.STOLEN_CPU))

@@ -294,5 +294,6 @@ GRID = Grid(
     seed_major=True,
     fixed="2026-11-27, committed before any run of this study (issue 50). It picks, by data, the "
     "policy-lag correction HTS-PPO runs by default; a change goes under \"Changes\" and the "
-    "affected task is run again for every method", changes=CHANGES + (render.PAIRED_CALIBRATION,))
+    "affected task is run again for every method", changes=CHANGES + (render.PAIRED_CALIBRATION,
+                                                           render.STOLEN_CPU))
 

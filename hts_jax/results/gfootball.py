@@ -296,4 +296,5 @@ GRID = Grid(
         "correction; `hts_ppo_behaviour`'s runs of them are in git history (5539ee9).",
         render.PAIRED_CALIBRATION, "2026-11-29: the throughput benchmark re-run with `hts_ppo` "
         "(`none`) beside `sync_ppo`, `impala` and `hts_ppo_behaviour` in one sitting, nothing else "
-        "running; the 2026-11-26 benchmark of the three is in git history (6d87b90)."))
+        "running; the 2026-11-26 benchmark of the three is in git history (6d87b90).",
+        render.STOLEN_CPU))

@@ -15,7 +15,7 @@ import shutil
 import statistics
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
-from hts_jax.analysis import metrics
+from hts_jax.analysis import metrics, stats
 from hts_jax.results import launch, provenance
 from hts_jax.runtime import host
 
@@ -80,20 +80,45 @@ def paired_blocks(tasks: Sequence[Optional[str]], methods: Sequence[str], seeds:
   return out
 
 
+def _summary(path: str) -> Optional[Dict[str, Any]]:  # quiet: `run_all` names a bad one
+  try:
+    with open(path) as f:
+      out = json.load(f)
+  except (OSError, ValueError):
+    return None
+  return out if isinstance(out, dict) else None
+
+
+def to_do(runs: Sequence[Run], results: str) -> List[Run]:
+  """The runs of `runs` with no summary.json under `results` yet."""
+  return [r for r in runs if _summary(os.path.join(r.logdir(results), "summary.json")) is None]
+
+
+def steal_check(runs: Sequence[Run], results: str, seconds: float,
+                probe: Callable[[float], Optional[float]] = host.steal_probe) -> List[str]:
+  """A line with the CPU steal share that `probe` measures under load for `seconds` (nothing when
+  no run is to do or `seconds` is 0): a `warning:` above `stats.STEAL_SHARED`, whose runs the
+  statistics rules flag shared and leave out of the paired ratios, so a sitting learns it before
+  the run's hours."""
+  if seconds <= 0 or not to_do(runs, results):
+    return []
+  share = probe(seconds)
+  if share is None:
+    return []
+  if share > stats.STEAL_SHARED:
+    return [f"warning: {share:.0%} of this host's CPU time under load went to other VMs "
+            f"(steal, {seconds:g} s probe), above the {stats.STEAL_SHARED:.0%} at which a run "
+            "counts as shared: its times will not count in paired ratios"]
+  return [f"CPU steal under load: {share:.1%} ({seconds:g} s probe)"]
+
+
 def other_host_kinds(runs: Sequence[Run], results: str, partners: Sequence[str],
                      here: Optional[str] = None) -> List[str]:
   """A line for each run not finished yet whose block has a finished run of one of `partners`
   (the methods it pairs with) on another host kind than `here` (default: this host's): a paired
   ratio needs its two runs on one kind (`compare.paired`), so a sitting on the other kind learns
   it before the run's hours, not after."""
-  def summary(path: str) -> Optional[Dict[str, Any]]:  # quiet: `run_all` names a bad one
-    try:
-      with open(path) as f:
-        out = json.load(f)
-    except (OSError, ValueError):
-      return None
-    return out if isinstance(out, dict) else None
-  todo = [r for r in runs if summary(os.path.join(r.logdir(results), "summary.json")) is None]
+  todo = to_do(runs, results)
   if not todo:
     return []
   here = here or metrics.host_kind(host.start_record(calibration=False))
@@ -103,7 +128,7 @@ def other_host_kinds(runs: Sequence[Run], results: str, partners: Sequence[str],
     for path in sorted(glob.glob(os.path.join(run_dir(results, r.task, "*", r.seed),
                                               "summary.json"))):
       method = os.path.basename(os.path.dirname(os.path.dirname(path)))
-      done = summary(path) if method != r.method and method in partners else None
+      done = _summary(path) if method != r.method and method in partners else None
       kind = metrics.host_kind((done or {}).get("host"))
       if done and kind != here:
         apart.append(f"{method} ran on {kind}")

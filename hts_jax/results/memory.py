@@ -68,7 +68,7 @@ GRID = Grid(
     changes=("2026-11-27: the report follows the statistics rules (issue 52): [min, max] "
              "labelled so, env steps to 475 as a censored median instead of a mean over the "
              "seeds that reached it, time ratios against `sync_lstm`; no run or value changed.",
-             render.PAIRED_CALIBRATION))
+             render.PAIRED_CALIBRATION, render.STOLEN_CPU))
 
 
 def _plot(results: str, runs: List[Dict[str, Any]]) -> None:

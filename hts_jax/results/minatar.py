@@ -178,4 +178,4 @@ GRID = Grid(
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed; "
         "`--noa1` is gone: Table A1's methods run in their games' blocks unless `--methods` "
         "leaves them out.", render.CENSORED_MEANS,
-        render.PAIRED_CALIBRATION))
+        render.PAIRED_CALIBRATION, render.STOLEN_CPU))

@@ -153,7 +153,8 @@ GRID = Grid(
              "`hts_jax/analysis/stats.py`); the column called 'last 10 evaluations' is named for "
              "what it is, the mean of all 10 evaluations; across tasks, the IQM of the final "
              "metric normalised by sync PPO's median and the probability of improvement over "
-             "sync PPO; no run or value changed.", render.PAIRED_CALIBRATION),
+             "sync PPO; no run or value changed.", render.PAIRED_CALIBRATION,
+             render.STOLEN_CPU),
     run_extra=_run_extra, cell_extra=_cell_extra, aggregate="final_metric")
 
 

@@ -144,6 +144,19 @@ PAIRED_CALIBRATION = (
     "kind's median when quiet (an AMD EPYC at 126 ms) had every run flagged. No run redone.")
 
 
+
+# The Changes entry of every grid with paired ratios: a run whose CPUs other VMs took.
+STOLEN_CPU = (
+    "2026-12-02, before the runs it first applies to (Pong's remaining runs): a run whose CPU steal "
+    "share is above 5% (summary.json's `cpu_steal_share`: the time the hypervisor gave its CPUs "
+    "to other VMs) shared the machine: `stats.shared` flags it and `stats.pair_shared` leaves "
+    "its block out of the paired ratios. One calibration at the start cannot see steal that "
+    "comes and goes: a 2-core Intel Xeon host lost 7-37% of its CPU time under load (0% idle) "
+    "and ran HTS-A2C on Pong at 250-300 SPS against 817 on AMD EPYC; that run was stopped at "
+    "149k steps and not kept. Runs record the share since 2026-12-01 (the committed two: 0.0% "
+    "and 0.1%); no run redone, no committed figure moved. The grid driver measures the share "
+    "under load before its runs (`--steal_probe_s`) and warns above 5%.")
+
 def protocol_markdown(g: Grid) -> str:
   """PROTOCOL.md, rendered from the record."""
   lines = [f"# {g.title}: protocol", "",

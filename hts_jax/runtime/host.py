@@ -18,6 +18,8 @@ import importlib.metadata
 import math
 import os
 import platform
+import subprocess
+import sys
 import time
 from typing import Any, Dict, Optional, Sequence
 
@@ -206,6 +208,20 @@ def steal_share(start: Optional[Dict[str, int]],
   if not start or not end or end["total"] <= start["total"]:
     return None
   return round((end["steal"] - start["steal"]) / (end["total"] - start["total"]), 4)
+
+
+def steal_probe(seconds: float, workers: Optional[int] = None) -> Optional[float]:
+  """The CPU steal share while `workers` (default: the usable cores) pure-Python busy loops load
+  the machine for `seconds`: steal shows only under load (a host whose other VMs take 7-37% of
+  its CPUs when busy reads 0% idle). None where /proc/stat has no steal field."""
+  loop = (f"import time\nend = time.monotonic() + {float(seconds)!r}\n"
+          "while time.monotonic() < end: pass")
+  start = cpu_times()
+  procs = [subprocess.Popen([sys.executable, "-c", loop])
+           for _ in range(workers or usable_cores())]
+  for p in procs:
+    p.wait()
+  return steal_share(start, cpu_times())
 
 
 def start_record(calibration: bool = True) -> Dict[str, Any]:

@@ -49,7 +49,8 @@ def test_every_method_is_a_valid_launcher_config_at_the_protocols_budget():
 def test_blocks_add_table_a1s_corrections_on_its_games_only():
   """Table A1's methods run in Breakout's and Seaquest's blocks only (`Method.tasks`)."""
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "minatar", "--dry_run",
-                         "--games=Breakout,SpaceInvaders", "--seeds=0", "--results=/nonexistent"],
+                         "--games=Breakout,SpaceInvaders", "--seeds=0", "--results=/nonexistent",
+                         "--steal_probe_s=0"],
                         cwd=ROOT, capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr
   runs = [line for line in proc.stdout.splitlines() if line.startswith("$ python")]
@@ -120,7 +121,8 @@ def test_a_tiny_real_grid_runs_every_method_and_reports(tmp_path):
   """One real block on Breakout (every method, Table A1's too) through the launcher at a tiny
   budget, then the report; a second call runs nothing."""
   cmd = [sys.executable, "-m", "experiments.reproduce", "minatar", f"--results={tmp_path}",
-         "--games=Breakout", "--seeds=0", "--steps=4000", "--noreadme", "--resamples=100"]
+         "--games=Breakout", "--seeds=0", "--steps=4000", "--noreadme", "--resamples=100",
+         "--steal_probe_s=0"]
   first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
   assert first.returncode == 0, first.stderr[-2000:]
   assert first.stdout.count("$ python") == 5

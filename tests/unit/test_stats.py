@@ -74,6 +74,19 @@ def test_a_pair_is_left_out_when_marked_or_calibrated_apart():
   assert stats.pair_shared({}, quiet) is None  # no calibration (older runs): the mark decides
 
 
+def test_a_run_whose_cpus_other_vms_took_shared_the_machine():
+  quiet = {"calibration_ms": 65.0, "steal_share": 0.001}  # stop 67's runs: 0.0% and 0.1%
+  stolen = dict(quiet, steal_share=0.23)  # a 2-core Intel Xeon host under load: 7-37%
+  kind = [quiet, dict(quiet, calibration_ms=62.0), stolen]
+  assert stats.shared(quiet, kind) is None
+  assert stats.shared(stolen, kind) == "CPU steal 23% > 5%"  # calibrated like the others
+  assert stats.shared(dict(quiet, steal_share=0.05), kind) is None  # exactly the threshold
+  assert stats.shared(dict(quiet, steal_share=None), kind) is None  # older runs recorded none
+  assert stats.pair_shared(quiet, stolen) == stats.pair_shared(stolen, quiet) == (
+      "CPU steal 23% > 5%")
+  assert stats.pair_shared(quiet, dict(quiet, calibration_ms=70.0)) is None
+
+
 def test_the_provenance_commit_holds_the_last_run_used(tmp_path):
   def git(*args):
     return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
