@@ -39,9 +39,10 @@ def define_flags(g: Grid) -> None:
   flags.DEFINE_bool("dry_run", False, "Print the runs still to do and the hours they would take.")
   flags.DEFINE_bool("readme", True, "Write README's block (the protocol's grid only, unless given "
                     "on the command line).")
-  flags.DEFINE_float("steal_probe_s", 10.0, "Seconds of load before the runs (also with "
-                     "--dry_run) to measure the host's CPU steal share; a warning above "
-                     f"{stats.STEAL_SHARED:.0%}, whose runs count as shared (0: no probe).")
+  flags.DEFINE_float("host_probe_s", 10.0, "Seconds of load before the runs (also with "
+                     "--dry_run) to measure the host's CPU steal share, then one calibration "
+                     "against this host kind's finished runs; a warning where its runs would "
+                     "count as shared (0: neither).")
   flags.DEFINE_string("shared_machine", "", "What else ran on the machine during the runs made "
                       "now (recorded beside each: their times are left out of ratios).")
   for o in g.options:
@@ -128,7 +129,7 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   elif not FLAGS.report_only:
     for line in grid.other_host_kinds(runs, FLAGS.results,
                                       [m.name for m in g.methods if m.default]) + (
-        grid.steal_check(runs, FLAGS.results, FLAGS.steal_probe_s)):
+        grid.host_check(runs, FLAGS.results, FLAGS.host_probe_s)):
       print(line, flush=True)
     failed = grid.run_all_marked(runs, FLAGS.results, FLAGS.shared_machine,
                                  dry_run=FLAGS.dry_run)

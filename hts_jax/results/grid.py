@@ -94,22 +94,43 @@ def to_do(runs: Sequence[Run], results: str) -> List[Run]:
   return [r for r in runs if _summary(os.path.join(r.logdir(results), "summary.json")) is None]
 
 
-def steal_check(runs: Sequence[Run], results: str, seconds: float,
-                probe: Callable[[float], Optional[float]] = host.steal_probe) -> List[str]:
-  """A line with the CPU steal share that `probe` measures under load for `seconds` (nothing when
-  no run is to do or `seconds` is 0): a `warning:` above `stats.STEAL_SHARED`, whose runs the
-  statistics rules flag shared and leave out of the paired ratios, so a sitting learns it before
-  the run's hours."""
+def host_check(runs: Sequence[Run], results: str, seconds: float,
+               probe: Callable[[float], Optional[float]] = host.steal_probe,
+               calibrate: Callable[[], Dict[str, float]] = host.calibrate,
+               here: Optional[str] = None) -> List[str]:
+  """Two lines on this host (`here`, default: its kind) before the runs, nothing when no run is
+  to do or `seconds` is 0, so a sitting learns them before the run's hours:
+  - the CPU steal share that `probe` measures under load for `seconds`, a `warning:` above
+    `stats.STEAL_SHARED` (such runs count as shared and leave the paired ratios);
+  - its calibration's total against the median of the finished runs of its kind under `results`,
+    a `warning:` above `stats.CALIBRATION_SHARED` times it (a host that slowed without steal
+    showing: noisy neighbours; its runs count as shared wherever they are not paired)."""
   if seconds <= 0 or not to_do(runs, results):
     return []
+  lines = []
   share = probe(seconds)
-  if share is None:
-    return []
-  if share > stats.STEAL_SHARED:
-    return [f"warning: {share:.0%} of this host's CPU time under load went to other VMs "
-            f"(steal, {seconds:g} s probe), above the {stats.STEAL_SHARED:.0%} at which a run "
-            "counts as shared: its times will not count in paired ratios"]
-  return [f"CPU steal under load: {share:.1%} ({seconds:g} s probe)"]
+  if share is not None and share > stats.STEAL_SHARED:
+    lines.append(f"warning: {share:.0%} of this host's CPU time under load went to other VMs "
+                 f"(steal, {seconds:g} s probe), above the {stats.STEAL_SHARED:.0%} at which a "
+                 "run counts as shared: its times will not count in paired ratios")
+  elif share is not None:
+    lines.append(f"CPU steal under load: {share:.1%} ({seconds:g} s probe)")
+  here = here or metrics.host_kind(host.start_record(calibration=False))
+  kind = [s["host"]["calibration"]["total_ms"] for s in map(_summary, sorted(glob.glob(
+      os.path.join(results, "runs", "**", "summary.json"), recursive=True)))
+          if s and metrics.host_kind(s.get("host")) == here
+          and ((s.get("host") or {}).get("calibration") or {}).get("total_ms")]
+  ms = calibrate()["total_ms"]
+  if not kind:
+    return lines + [f"calibration: {ms:.0f} ms (no finished run of {here} here to compare)"]
+  median = statistics.median(kind)
+  if ms > stats.CALIBRATION_SHARED * median:
+    return lines + [f"warning: this host calibrates at {ms:.0f} ms, {ms / median:.1f}x the "
+                    f"{median:.0f} ms median of {len(kind)} finished run(s) of {here} here: "
+                    f"above {stats.CALIBRATION_SHARED:g}x, its runs count as shared wherever "
+                    "they are not paired"]
+  return lines + [f"calibration: {ms:.0f} ms ({median:.0f} ms: the median of {len(kind)} "
+                  f"finished run(s) of {here} here)"]
 
 
 def other_host_kinds(runs: Sequence[Run], results: str, partners: Sequence[str],

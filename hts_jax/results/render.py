@@ -155,7 +155,8 @@ STOLEN_CPU = (
     "and ran HTS-A2C on Pong at 250-300 SPS against 817 on AMD EPYC; that run was stopped at "
     "149k steps and not kept. Runs record the share since 2026-12-01 (the committed two: 0.0% "
     "and 0.1%); no run redone, no committed figure moved. The grid driver measures the share "
-    "under load before its runs (`--steal_probe_s`) and warns above 5%.")
+    "under load before its runs, and a calibration against its host kind's finished runs "
+    "(`--host_probe_s`), and warns where its runs would count as shared.")
 
 def protocol_markdown(g: Grid) -> str:
   """PROTOCOL.md, rendered from the record."""

@@ -138,7 +138,7 @@ def test_blocks_run_seed_by_seed_across_tasks():
   import sys  # pylint: disable=import-outside-toplevel
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "corrections", "--dry_run",
                          "--tasks=Hopper-v5,Walker2d-v5", "--methods=none,sync_ppo",
-                         "--seeds=0,1", "--results=/nonexistent", "--steal_probe_s=0"], cwd=ROOT,
+                         "--seeds=0,1", "--results=/nonexistent", "--host_probe_s=0"], cwd=ROOT,
                         capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr
   runs = [(l.split("--env=")[1].split()[0], l.split("--seed=")[1].split()[0])

@@ -324,7 +324,7 @@ def test_a_tiny_real_grid_resumes(tmp_path):
          "--scenarios=academy_empty_goal_close", "--methods=hts_ppo,impala", "--seeds=0",
          "--steps=academy_empty_goal_close=2048", "--num_envs=4", "--num_executors=2",
          "--impala_actors=2", "--extra=eval_episodes=2", "--noreadme", "--resamples=100",
-         "--steal_probe_s=0"]
+         "--host_probe_s=0"]
   first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
   assert first.returncode == 0, first.stderr[-2000:]
   assert first.stdout.count("$ python") == 2

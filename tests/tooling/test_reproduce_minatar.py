@@ -50,7 +50,7 @@ def test_blocks_add_table_a1s_corrections_on_its_games_only():
   """Table A1's methods run in Breakout's and Seaquest's blocks only (`Method.tasks`)."""
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "minatar", "--dry_run",
                          "--games=Breakout,SpaceInvaders", "--seeds=0", "--results=/nonexistent",
-                         "--steal_probe_s=0"],
+                         "--host_probe_s=0"],
                         cwd=ROOT, capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr
   runs = [line for line in proc.stdout.splitlines() if line.startswith("$ python")]
@@ -122,7 +122,7 @@ def test_a_tiny_real_grid_runs_every_method_and_reports(tmp_path):
   budget, then the report; a second call runs nothing."""
   cmd = [sys.executable, "-m", "experiments.reproduce", "minatar", f"--results={tmp_path}",
          "--games=Breakout", "--seeds=0", "--steps=4000", "--noreadme", "--resamples=100",
-         "--steal_probe_s=0"]
+         "--host_probe_s=0"]
   first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
   assert first.returncode == 0, first.stderr[-2000:]
   assert first.stdout.count("$ python") == 5

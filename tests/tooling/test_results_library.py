@@ -89,31 +89,44 @@ def test_a_run_whose_block_finished_on_another_host_kind_is_named_before_it_runs
       "pair with them (paired ratios need one host kind)"]
 
 
-def test_the_host_s_cpu_steal_is_measured_under_load_before_the_runs(tmp_path):
+def test_the_host_s_steal_and_calibration_are_measured_before_the_runs(tmp_path):
   """An Intel host lost 7-37% of its CPU time to other VMs under load (0% idle) and ran Pong's
-  HTS-A2C at 250-300 SPS against 817 on AMD: the driver now probes it before the runs, and warns
-  above the threshold at which the statistics rules count a run as shared."""
+  HTS-A2C at 250-300 SPS against 817 on AMD; stopped, it read 0.1% steal and calibrated at 130 ms
+  (its kind's quiet runs: 62-88). The driver now measures both before the runs and warns where
+  the statistics rules would count its runs as shared."""
   runs = grid.paired_blocks(["t"], ["a"], [0], lambda t, m, s: {})
+  for method, seed, cpu, ms in (("b", 0, "Intel", 60.0), ("b", 1, "Intel", 70.0),
+                                ("b", 2, "Intel", 80.0), ("b", 3, "AMD", 300.0)):
+    d = grid.run_dir(str(tmp_path), "t", method, seed)
+    os.makedirs(d)
+    with open(os.path.join(d, "summary.json"), "w") as f:
+      json.dump({"seed": seed, "host": {"cpu_model": cpu, "usable_cores": 2,
+                                        "calibration": {"total_ms": ms}}}, f)
   probed = []
-  def probe(seconds):
-    probed.append(seconds)
-    return share
-  share = 0.23
-  assert grid.steal_check(runs, str(tmp_path), 10, probe) == [
+  def check(share, ms, here="Intel x2", seconds=10):
+    def probe(s):
+      probed.append(s)
+      return share
+    return grid.host_check(runs, str(tmp_path), seconds, probe, lambda: {"total_ms": ms}, here)
+  assert check(0.23, 130.0) == [
       "warning: 23% of this host's CPU time under load went to other VMs (steal, 10 s probe), "
-      "above the 5% at which a run counts as shared: its times will not count in paired ratios"]
-  share = 0.004
-  assert grid.steal_check(runs, str(tmp_path), 10, probe) == [
-      "CPU steal under load: 0.4% (10 s probe)"]
-  share = None  # no steal field in /proc/stat
-  assert grid.steal_check(runs, str(tmp_path), 10, probe) == []
-  assert probed == [10, 10, 10]
-  assert grid.steal_check(runs, str(tmp_path), 0, probe) == []  # --steal_probe_s=0
+      "above the 5% at which a run counts as shared: its times will not count in paired ratios",
+      "warning: this host calibrates at 130 ms, 1.9x the 70 ms median of 3 finished run(s) of "
+      "Intel x2 here: above 1.5x, its runs count as shared wherever they are not paired"]
+  assert check(0.004, 64.0) == [  # the AMD run is another kind's
+      "CPU steal under load: 0.4% (10 s probe)",
+      "calibration: 64 ms (70 ms: the median of 3 finished run(s) of Intel x2 here)"]
+  assert check(None, 105.0) == [  # no steal field in /proc/stat; exactly 1.5x is not above
+      "calibration: 105 ms (70 ms: the median of 3 finished run(s) of Intel x2 here)"]
+  assert check(0.0, 90.0, here="ARM x2")[1] == (
+      "calibration: 90 ms (no finished run of ARM x2 here to compare)")
+  assert probed == [10, 10, 10, 10]
+  assert check(0.5, 500.0, seconds=0) == [] and len(probed) == 4  # --host_probe_s=0
   d = grid.run_dir(str(tmp_path), "t", "a", 0)
   os.makedirs(d)
   with open(os.path.join(d, "summary.json"), "w") as f:
     json.dump({"seed": 0}, f)
-  assert grid.steal_check(runs, str(tmp_path), 10, probe) == [] and len(probed) == 3  # all done
+  assert check(0.5, 500.0) == [] and len(probed) == 4  # every run has finished
   real = host.steal_probe(0.2, workers=1)  # the real probe: a share, or None without the field
   assert real is None or 0.0 <= real <= 1.0
 
@@ -139,7 +152,7 @@ def test_a_summary_that_does_not_parse_is_named_in_one_line_and_its_run_redone(t
     f.write('{"env_steps": 4096, "sps": 1')  # truncated
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "memory",
                          "--methods=sync_ff", "--seeds=0", "--steps=0", f"--results={tmp_path}",
-                         "--noreadme", "--steal_probe_s=0"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                         "--noreadme", "--host_probe_s=0"], cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert "Traceback" not in proc.stderr, proc.stderr
   path = os.path.join(logdir, "summary.json")
   assert [l.strip() for l in proc.stdout.splitlines()[:2]] == [
@@ -166,7 +179,7 @@ def test_ctrl_c_ends_hts_reproduce_in_one_line(tmp_path):
   KeyboardInterrupt traceback. Now one line, exit 130, and no training process is left."""
   proc = subprocess.Popen([sys.executable, "-m", "experiments.reproduce", "memory",
                            "--methods=sync_ff", "--seeds=0", "--steps=100000",
-                           f"--results={tmp_path}", "--noreadme", "--steal_probe_s=0"], cwd=ROOT,
+                           f"--results={tmp_path}", "--noreadme", "--host_probe_s=0"], cwd=ROOT,
                           text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
   deadline = time.monotonic() + 120
