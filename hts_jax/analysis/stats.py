@@ -162,8 +162,9 @@ def shared(host: Dict[str, Any], kind_hosts: Sequence[Dict[str, Any]],
   CALIBRATION_SHARED times the kind's median."""
   if marked:
     return "marked"
-  if stolen(host):
-    return stolen(host)
+  why = stolen(host)
+  if why:
+    return why
   cal = [h["calibration_ms"] for h in kind_hosts if h.get("calibration_ms")]
   if host.get("calibration_ms") and cal and host["calibration_ms"] > (
       CALIBRATION_SHARED * statistics.median(cal)):
@@ -179,8 +180,9 @@ def pair_shared(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
   CALIBRATION_SHARED x apart (a run without one is judged by its mark)."""
   if a.get("marked") or b.get("marked"):
     return "marked"
-  if stolen(a) or stolen(b):
-    return stolen(a) or stolen(b)
+  why = stolen(a) or stolen(b)
+  if why:
+    return why
   ca, cb = a.get("calibration_ms"), b.get("calibration_ms")
   if ca and cb and max(ca, cb) > CALIBRATION_SHARED * min(ca, cb):
     return f"calibrations {ca:.0f} and {cb:.0f} ms, more than {CALIBRATION_SHARED}x apart"

@@ -127,9 +127,8 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
                                                      if m in FLAGS.methods],
                               lambda t, m, k: make(t, m, 0, k), repeats, steps)
   elif not FLAGS.report_only:
-    for line in grid.other_host_kinds(runs, FLAGS.results,
-                                      [m.name for m in g.methods if m.default]) + (
-        grid.host_check(runs, FLAGS.results, FLAGS.host_probe_s)):
+    for line in grid.before_runs(runs, FLAGS.results, [m.name for m in g.methods if m.default],
+                                 FLAGS.host_probe_s):
       print(line, flush=True)
     failed = grid.run_all_marked(runs, FLAGS.results, FLAGS.shared_machine,
                                  dry_run=FLAGS.dry_run)

@@ -109,22 +109,21 @@ def host_check(runs: Sequence[Run], results: str, seconds: float,
     return []
   lines = []
   share = probe(seconds)
-  if share is not None and share > stats.STEAL_SHARED:
+  if stats.stolen({"steal_share": share}):
     lines.append(f"warning: {share:.0%} of this host's CPU time under load went to other VMs "
                  f"(steal, {seconds:g} s probe), above the {stats.STEAL_SHARED:.0%} at which a "
                  "run counts as shared: its times will not count in paired ratios")
   elif share is not None:
     lines.append(f"CPU steal under load: {share:.1%} ({seconds:g} s probe)")
   here = here or metrics.host_kind(host.start_record(calibration=False))
-  kind = [s["host"]["calibration"]["total_ms"] for s in map(_summary, sorted(glob.glob(
-      os.path.join(results, "runs", "**", "summary.json"), recursive=True)))
-          if s and metrics.host_kind(s.get("host")) == here
-          and ((s.get("host") or {}).get("calibration") or {}).get("total_ms")]
+  kind = [h for h in (provenance.run_host(s) for s in map(_summary, sorted(glob.glob(
+      os.path.join(results, "runs", "**", "summary.json"), recursive=True))) if s)
+          if h["host"] == here and h["calibration_ms"]]  # the grids' reading of each run's host
   ms = calibrate()["total_ms"]
   if not kind:
     return lines + [f"calibration: {ms:.0f} ms (no finished run of {here} here to compare)"]
-  median = statistics.median(kind)
-  if ms > stats.CALIBRATION_SHARED * median:
+  median = statistics.median(h["calibration_ms"] for h in kind)
+  if stats.shared({"calibration_ms": ms}, kind):  # the rule that would flag its runs
     return lines + [f"warning: this host calibrates at {ms:.0f} ms, {ms / median:.1f}x the "
                     f"{median:.0f} ms median of {len(kind)} finished run(s) of {here} here: "
                     f"above {stats.CALIBRATION_SHARED:g}x, its runs count as shared wherever "
@@ -157,6 +156,17 @@ def other_host_kinds(runs: Sequence[Run], results: str, partners: Sequence[str],
       lines.append(f"warning: {r.block}: {'; '.join(apart)}, this host is {here}: {r.method}'s "
                    "times here will not pair with them (paired ratios need one host kind)")
   return lines
+
+
+def before_runs(runs: Sequence[Run], results: str, partners: Sequence[str],
+                seconds: float) -> List[str]:
+  """What a sitting should know before the runs still to do of `runs` (nothing when none is):
+  `other_host_kinds`' lines, then `host_check`'s, on this host's kind, read once."""
+  if not to_do(runs, results):
+    return []
+  here = metrics.host_kind(host.start_record(calibration=False))
+  return (other_host_kinds(runs, results, partners, here)
+          + host_check(runs, results, seconds, here=here))
 
 
 def run_all(runs: Sequence[Run], results: str, *, dry_run: bool = False) -> List[str]:

@@ -144,7 +144,6 @@ PAIRED_CALIBRATION = (
     "kind's median when quiet (an AMD EPYC at 126 ms) had every run flagged. No run redone.")
 
 
-
 # The Changes entry of every grid with paired ratios: a run whose CPUs other VMs took.
 STOLEN_CPU = (
     "2026-12-02, before the runs it first applies to (Pong's remaining runs): a run whose CPU steal "
@@ -157,6 +156,7 @@ STOLEN_CPU = (
     "and 0.1%); no run redone, no committed figure moved. The grid driver measures the share "
     "under load before its runs, and a calibration against its host kind's finished runs "
     "(`--host_probe_s`), and warns where its runs would count as shared.")
+
 
 def protocol_markdown(g: Grid) -> str:
   """PROTOCOL.md, rendered from the record."""

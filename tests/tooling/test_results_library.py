@@ -152,7 +152,8 @@ def test_a_summary_that_does_not_parse_is_named_in_one_line_and_its_run_redone(t
     f.write('{"env_steps": 4096, "sps": 1')  # truncated
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "memory",
                          "--methods=sync_ff", "--seeds=0", "--steps=0", f"--results={tmp_path}",
-                         "--noreadme", "--host_probe_s=0"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                         "--noreadme", "--host_probe_s=0"], cwd=ROOT, capture_output=True,
+                        text=True, timeout=300)
   assert "Traceback" not in proc.stderr, proc.stderr
   path = os.path.join(logdir, "summary.json")
   assert [l.strip() for l in proc.stdout.splitlines()[:2]] == [
