@@ -209,7 +209,8 @@ def shared_note(logdir: str) -> str:
 def estimate(runs: Sequence[Run], results: str, kind: str) -> str:
   """How long the runs not finished yet would take on host kind `kind`: each its budget over
   the median whole-run SPS (evaluations included) of the finished runs of its task and method
-  on that kind, else of its method; runs with neither are counted apart."""
+  on that kind, else of its method; runs with neither are counted apart (and where every run is,
+  the line gives no hours rather than 0.0)."""
   done: Dict[tuple, List[float]] = {}
   for f in finished_runs(results, tasks=any(r.task for r in runs)):
     if metrics.host_kind(f.summary.get("host")) == kind and f.summary.get("sps"):
@@ -225,6 +226,9 @@ def estimate(runs: Sequence[Run], results: str, kind: str) -> str:
       unknown += 1
   if not todo:
     return "nothing to run: every run has finished"
+  if unknown == len(todo):
+    return (f"{len(todo)} of {len(runs)} runs to do on {kind}: no finished run of their tasks "
+            "or methods there to go by for an estimate")
   line = (f"{len(todo)} of {len(runs)} runs to do: about {hours:.1f} h on {kind} (each run's "
           "budget over the whole-run SPS of the finished runs of its task and method there, "
           "else of its method)")

@@ -66,6 +66,10 @@ def test_the_dry_run_estimates_the_hours_left_from_finished_runs_on_this_host_ki
       "9 of 12 runs to do: about 7.0 h on AMD x2 (each run's budget over the whole-run SPS of "
       "the finished runs of its task and method there, else of its method); 4 with no finished "
       "run to go by")
+  unknown = [r for r in runs if r.method == "c"]
+  assert grid.estimate(unknown, str(tmp_path), "AMD x2") == (
+      "4 of 4 runs to do on AMD x2: no finished run of their tasks or methods there to go by "
+      "for an estimate")
   done = [r for r in runs if (r.task, r.method) == ("t", "b")]
   assert grid.estimate(done, str(tmp_path), "AMD x2") == "nothing to run: every run has finished"
 
