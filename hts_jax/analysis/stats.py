@@ -28,7 +28,8 @@
   another VM, whatever its calibration said at the start: `shared` flags it and `pair_shared`
   leaves its block out. Steal comes and goes inside a run (a 2-core Intel Xeon host: 7-37% under
   load, 0% idle), so one calibration at the start cannot see it. Runs before 2026-12-01 recorded
-  no share; a resumed run's share covers its last session.
+  no share; a resumed run's covers its sessions up to the checkpoints it kept (from 2026-12-03;
+  before, its last session only: no committed run was resumed).
 - **Provenance** (`provenance_commit`): the commit that holds the last run used, read from git;
   runs not committed yet give none.
 - **Across tasks** (Agarwal et al., NeurIPS 2021): the IQM over tasks x seeds and the probability

@@ -12,7 +12,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics
-from hts_jax.runtime.host import cpu_model
+from hts_jax.runtime.cpu import cpu_model
 
 # The checkout's root (hts_jax/results/ is two levels below it): where git says the commit, and
 # where a clone's `python -m experiments.<script>` runs.

@@ -127,6 +127,7 @@ class Controller(Session):
     self.stop_clock()
     book = self.book_totals()
     book.wall_time_s = self.wall()
+    book.hosts[-1] = host.saved_record(book.hosts[-1])  # this session's steal up to here
     saved = {"segment": segment, "learned": learned, "book": book.to_json(),
              "config": json.loads(json.dumps(cfg.to_dict()))}
     self._notify("on_checkpoint", Snapshot(updates, self.parts.learner.state, storage,

@@ -2,11 +2,11 @@
 
 Wall times are only comparable on one host: 2-core machines of this project's kind have given ~3x
 different SPS for the same config (AMD EPYC vs Intel Xeon), and float reductions make `param_sha256`
-differ between CPU models. So every run records its CPU model, the cores the process may use (its
-affinity mask capped by its cgroup's CPU quota, as in a container), memory, the load average at its
-start and end, the library versions, and a calibration: the time of a fixed, seeded CPU workload run
-before anything of the run starts (`calibrate`), so SPS from different hosts can be compared or
-normalised, and again at its end. A host that slowed inside the run shows there, and in the run's
+differ between CPU models. So every run records its CPU model and identity, the cores the process
+may use (its affinity mask capped by its cgroup's CPU quota, as in a container) and memory (`cpu`),
+the load average at its start and end, the library versions, and a calibration: the time of a
+fixed, seeded CPU workload run before anything of the run starts (`calibrate`), so SPS from
+different hosts can be compared or normalised, and again at its end. A host that slowed inside the run shows there, and in the run's
 CPU steal share (`cpu_times`: the time the hypervisor gave this VM's CPUs to other VMs, as vmstat's
 `st` column). Reports group wall-time figures by `hts_jax.analysis.metrics.host_kind` (CPU model
 and usable cores).
@@ -15,7 +15,6 @@ and usable cores).
 from __future__ import annotations
 
 import importlib.metadata
-import math
 import os
 import platform
 import subprocess
@@ -25,72 +24,13 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
+from hts_jax.runtime import cpu
+
 # Libraries whose versions a result depends on; the env packages are recorded where installed.
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "gymnasium", "ale-py", "envpool",
             "gfootball", "mujoco", "minatar")
 # Each calibration part is timed `REPEATS` times after one warm-up; the median is reported.
 REPEATS = 5
-
-
-def cpu_model() -> str:
-  """The CPU's model name from /proc/cpuinfo (platform.processor() elsewhere)."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or platform.machine()
-
-
-def _memory_gib() -> float:
-  try:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-  except (ValueError, OSError, AttributeError):
-    return float("nan")
-
-
-def cpu_quota_cores(root: str = "/sys/fs/cgroup") -> Optional[float]:
-  """The CPU time the process's cgroup may use, in cores (its quota over its period), or None
-  where no quota is set: cgroup v2's `cpu.max` ("200000 100000"; "max ..." is no quota), else
-  v1's `cpu/cpu.cfs_quota_us` over `cpu/cpu.cfs_period_us` (-1 is no quota). A container started
-  with `--cpus=4` on a 64-core host has 64 cores in its affinity mask and 4 in its quota."""
-  pairs = ((os.path.join(root, "cpu.max"), None),
-           (os.path.join(root, "cpu", "cpu.cfs_quota_us"),
-            os.path.join(root, "cpu", "cpu.cfs_period_us")))
-  for quota_path, period_path in pairs:
-    try:
-      with open(quota_path) as f:
-        fields = f.read().split()
-      if period_path is not None:
-        with open(period_path) as f:
-          fields.append(f.read().strip())
-      quota, period = fields[0], float(fields[1])
-    except (OSError, IndexError, ValueError):
-      continue
-    if quota in ("max", "-1") or period <= 0:
-      return None
-    try:
-      return float(quota) / period
-    except ValueError:
-      return None
-  return None
-
-
-def usable_cores(root: str = "/sys/fs/cgroup") -> int:
-  """The cores the process can keep busy: its affinity mask, capped by its cgroup's CPU quota
-  (rounded up: a quota of 1.5 cores keeps 2 busy part of the time)."""
-  return _capped(cpu_quota_cores(root))
-
-
-def _capped(quota: Optional[float]) -> int:
-  """The affinity mask's cores, capped by `quota` (cores; None: no quota)."""
-  try:
-    cores = len(os.sched_getaffinity(0))
-  except AttributeError:
-    cores = os.cpu_count() or 1
-  return cores if quota is None else min(cores, max(1, math.ceil(quota)))
 
 
 def versions() -> Dict[str, str]:
@@ -218,7 +158,7 @@ def steal_probe(seconds: float, workers: Optional[int] = None) -> Optional[float
           "while time.monotonic() < end: pass")
   start = cpu_times()
   procs = [subprocess.Popen([sys.executable, "-c", loop])
-           for _ in range(workers or usable_cores())]
+           for _ in range(workers or cpu.usable_cores())]
   for p in procs:
     p.wait()
   return steal_share(start, cpu_times())
@@ -227,10 +167,11 @@ def steal_probe(seconds: float, workers: Optional[int] = None) -> Optional[float
 def start_record(calibration: bool = True) -> Dict[str, Any]:
   """The host block at start-up (before the run spawns or compiles anything: the calibration
   should have the machine to itself)."""
-  quota = cpu_quota_cores()
+  quota = cpu.cpu_quota_cores()
   record: Dict[str, Any] = {
-      "cpu_model": cpu_model(), "usable_cores": _capped(quota), "cpu_quota_cores": quota,
-      "logical_cpus": os.cpu_count(), "memory_gib": round(_memory_gib(), 2),
+      "cpu_model": cpu.cpu_model(), "cpu_identity": cpu.cpu_identity(),
+      "usable_cores": cpu.capped(quota), "cpu_quota_cores": quota,
+      "logical_cpus": os.cpu_count(), "memory_gib": round(cpu.memory_gib(), 2),
       "hostname": platform.node(), "platform": platform.platform(),
       "python": platform.python_version(), "load_start": list(os.getloadavg()),
       "versions": versions(), "accelerators": accelerators(), "cpu_times_start": cpu_times()}
@@ -239,18 +180,45 @@ def start_record(calibration: bool = True) -> Dict[str, Any]:
   return record
 
 
+def saved_record(record: Dict[str, Any]) -> Dict[str, Any]:
+  """A session's record as a checkpoint keeps it: with `cpu_times_saved`, the machine's CPU times
+  when the checkpoint's work was done, so a resumed run can count that session's steal (from its
+  start to the checkpoint it resumed from: the work it kept)."""
+  return dict(record, cpu_times_saved=cpu_times())
+
+
 def finish_record(record: Dict[str, Any],
                   earlier: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-  """The block with the load average at the end of the run, `cpu_steal_share` (the CPU time
-  stolen by other VMs since the record's start, `steal_share`) and, where the run calibrated at
-  start-up, `calibration_end`: the same workload timed again once the run has stopped stepping.
-  Both show a host that slowed inside the run; the statistics rules read only the start's
-  calibration. A resumed run's block also lists the host records of its `earlier` sessions (its
-  wall time sums theirs)."""
+  """The block with the load average at the end of the run, `cpu_steal_share` and, where the run
+  calibrated at start-up, `calibration_end`: the same workload timed again once the run has
+  stopped stepping. Both show a host that slowed inside the run; the statistics rules read only
+  the start's calibration. A resumed run's block also lists the host records of its `earlier`
+  sessions (its wall time sums theirs), each with its own `cpu_steal_share` from its start to
+  its last checkpoint (`saved_record`). `cpu_steal_share` is the whole run's: the CPU time stolen
+  by other VMs over the CPU time of every session that has both readings (`steal_share`; an
+  earlier session checkpointed before 2026-12-03 has no `cpu_times_saved` and is not counted)."""
+  end = cpu_times()
   out = dict(record, load_end=list(os.getloadavg()),
-             cpu_steal_share=steal_share(record.get("cpu_times_start"), cpu_times()))
+             cpu_steal_share=steal_share(record.get("cpu_times_start"), end))
   if "calibration" in record:
     out["calibration_end"] = calibrate()
   if earlier:
-    out["earlier_sessions"] = [dict(e) for e in earlier]
+    sessions = [dict(e, cpu_steal_share=steal_share(e.get("cpu_times_start"),
+                                                    e.get("cpu_times_saved")))
+                for e in earlier]
+    out["earlier_sessions"] = sessions
+    spans = [(e.get("cpu_times_start"), e.get("cpu_times_saved")) for e in sessions]
+    out["cpu_steal_share"] = whole_steal_share([*spans, (record.get("cpu_times_start"), end)])
   return out
+
+
+def whole_steal_share(spans: Sequence[tuple]) -> Optional[float]:
+  """The stolen share of the CPU time of several (start, end) `cpu_times` spans together (each
+  span on its own machine: ticks are only subtracted within one), over the spans that have both
+  readings and some time; None where none has."""
+  stolen = total = 0
+  for start, end in spans:
+    if start and end and end["total"] > start["total"]:
+      stolen += end["steal"] - start["steal"]
+      total += end["total"] - start["total"]
+  return round(stolen / total, 4) if total else None

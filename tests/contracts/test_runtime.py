@@ -91,6 +91,8 @@ def test_lagged_ppo_corrections_are_deterministic_for_any_actor_count_and_resume
   assert first["cpu_model"] == resumed["host"]["cpu_model"] and "calibration" in first
   assert resumed["host"]["calibration_end"]["total_ms"] > 0  # timed again at this session's end
   assert "cpu_times_start" in first and 0 <= (resumed["host"]["cpu_steal_share"] or 0) <= 1
+  # The first session's steal counts up to the checkpoint this one resumed from.
+  assert first["cpu_times_saved"]["total"] >= first["cpu_times_start"]["total"]
   assert metrics.host_kind(resumed["host"]) == metrics.host_kind(first)
   assert metrics.host_kind(dict(resumed["host"], cpu_model="other")).startswith("mixed (")
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from hts_jax.analysis import metrics
-from hts_jax.runtime import host
+from hts_jax.runtime import cpu, host
 
 
 def _cgroup(tmp_path, v2=None, v1=None):
@@ -30,22 +30,22 @@ def _cgroup(tmp_path, v2=None, v1=None):
     ("garbage", None, None),        # unreadable: no quota rather than an error
 ])
 def test_cpu_quota_cores_reads_cgroup_v2_and_v1(tmp_path, v2, v1, cores):
-  assert host.cpu_quota_cores(_cgroup(tmp_path, v2, v1)) == cores
+  assert cpu.cpu_quota_cores(_cgroup(tmp_path, v2, v1)) == cores
 
 
 def test_usable_cores_is_the_affinity_mask_capped_by_the_quota(tmp_path):
   affinity = len(os.sched_getaffinity(0))
-  assert host.usable_cores(_cgroup(tmp_path)) == affinity  # no quota
+  assert cpu.usable_cores(_cgroup(tmp_path)) == affinity  # no quota
   quota = tmp_path / "quota"
   quota.mkdir()
   # 0.5 cores keeps one core busy part of the time: 1, never 0.
-  assert host.usable_cores(_cgroup(quota, v2="50000 100000")) == 1
+  assert cpu.usable_cores(_cgroup(quota, v2="50000 100000")) == 1
   big = tmp_path / "big"
   big.mkdir()
-  assert host.usable_cores(_cgroup(big, v2=f"{(affinity + 8) * 100000} 100000")) == affinity
+  assert cpu.usable_cores(_cgroup(big, v2=f"{(affinity + 8) * 100000} 100000")) == affinity
   odd = tmp_path / "odd"
   odd.mkdir()
-  assert host.usable_cores(_cgroup(odd, v2="150000 100000")) == min(affinity, math.ceil(1.5))
+  assert cpu.usable_cores(_cgroup(odd, v2="150000 100000")) == min(affinity, math.ceil(1.5))
 
 
 def test_a_run_over_machines_of_two_kinds_is_mixed():
@@ -97,3 +97,33 @@ def test_the_steal_share_is_the_stolen_part_of_the_cpu_time_between_two_readings
   assert host.steal_share({"steal": 1, "total": 2}, {"steal": 1, "total": 2}) is None  # no time
   here = host.cpu_times()  # this machine's /proc/stat (Linux: CI and the dev machines)
   assert here is None or (0 <= here["steal"] <= here["total"])
+
+
+def test_a_resumed_run_s_steal_share_counts_every_session_up_to_its_checkpoint(monkeypatch):
+  """A resumed run's `cpu_steal_share` is its sessions' together, each from its start to the
+  checkpoint the next resumed from (`saved_record`), weighted by their CPU time; each earlier
+  session keeps its own share. A session checkpointed without the reading is left out."""
+  monkeypatch.setattr(host, "cpu_times", lambda: {"steal": 1000, "total": 5000})
+  first = host.saved_record({"cpu_model": "Intel Xeon", "cpu_times_start": {"steal": 0,
+                                                                           "total": 1000}})
+  assert first["cpu_times_saved"] == {"steal": 1000, "total": 5000}  # 25% of 4000 ticks stolen
+  monkeypatch.setattr(host, "cpu_times", lambda: {"steal": 20, "total": 3000})
+  last = {"cpu_model": "Intel Xeon", "cpu_times_start": {"steal": 20, "total": 2000}}  # rebooted
+  end = host.finish_record(last, [first, {"cpu_model": "Intel Xeon"}])
+  assert [e["cpu_steal_share"] for e in end["earlier_sessions"]] == [0.25, None]
+  assert end["cpu_steal_share"] == 0.2  # (1000 + 0) stolen of (4000 + 1000) ticks
+  assert host.finish_record(last)["cpu_steal_share"] == 0.0  # its own session only
+  assert host.whole_steal_share([(None, None), ({"steal": 1, "total": 2}, None)]) is None
+
+
+def test_the_cpu_identity_tells_cpus_of_one_model_name_apart(tmp_path):
+  info = tmp_path / "cpuinfo"
+  info.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"
+                  "model name\t: Intel(R) Xeon(R) Processor\nstepping\t: 8\n"
+                  "cache size\t: 107520 KB\nflags\t\t: fpu sse avx avx2 fma avx512f amx_tile\n\n"
+                  "processor\t: 1\nmodel\t\t: 85\n")
+  assert cpu.cpu_identity(str(info)) == {
+      "vendor": "GenuineIntel", "family": 6, "model": 143, "stepping": 8, "cache_kb": 107520,
+      "isa": ["avx", "avx2", "fma", "avx512f", "amx_tile"]}
+  assert cpu.cpu_identity(str(tmp_path / "missing")) == {}
+  assert host.start_record(calibration=False)["cpu_identity"] == cpu.cpu_identity()
