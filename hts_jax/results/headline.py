@@ -44,7 +44,7 @@ JSON, FIGURE = "results/headline.json", "results/headline.png"
 def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
               labels: Dict[str, str]) -> List[Dict[str, Any]]:
   """A grid's results.json -> a row per task: its top target, HTS's seeds, and per other method
-  the three paired ratios (`compare.paired`'s cells: per block `ratios` over `blocks`) and the
+  its seeds, the three paired ratios (`compare.paired`'s cells: per block `ratios` over `blocks`) and the
   blocks where a run missed the target (`censored`)."""
   rows = []
   for task, s in report["summary"].items():
@@ -67,7 +67,8 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
       time = (report["paired"].get(task, {}).get(other, {}).get(target)
               or dict(stats.ratio([]), blocks=[]))
       row["methods"][other] = {
-          "label": labels[other], "time": time, "throughput": through, "steps": steps,
+          "label": labels[other], "seeds": sorted(r["seed"] for r in runs if r["method"] == other),
+          "time": time, "throughput": through, "steps": steps,
           "censored": [b for b in steps["blocks"] if (hts, b) in missed or (other, b) in missed],
           "neither": [b for b in steps["blocks"] if (hts, b) in missed and (other, b) in missed]}
     rows.append(row)
@@ -221,13 +222,13 @@ def bottom_line(out: Dict[str, Any]) -> List[str]:
 
 def table(out: Dict[str, Any]) -> str:
   """A row per task and compared method; at most two numbers a cell."""
-  rows = [[f"{_name(t['task'])} ({t['target']}; {len(t['hts_seeds'])} of {t['planned_seeds']})",
-           f"{m['label']} / {t['label']}",
+  rows = [[f"{_name(t['task'])} ({t['target']}; {t['planned_seeds']})",
+           f"{m['label']} ({len(m['seeds'])}) / {t['label']} ({len(t['hts_seeds'])})",
            "neither reached it" if _neither(m, m["time"]) else _x(m["time"]),
            _x(m["throughput"], False),
            "neither reached it" if _neither(m, m["steps"]) else _x(m["steps"], False)]
           for t in out["tasks"] for m in t["methods"].values()]
-  return stats.markdown(["task (target; HTS's seeds of the protocol's)", "compared",
+  return stats.markdown(["task (target; the protocol's seeds)", "compared (seeds run)",
                          "time to target",
                          "throughput", "sample efficiency"], rows)
 

@@ -44,6 +44,11 @@ def test_the_three_paired_ratios_by_golden_values():
                             {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO", "impala": "IMPALA"})
   assert (row["target"], row["hts_seeds"], row["planned_seeds"]) == ("0.8", [0, 1, 2, 3], 3)
   sync = row["methods"]["sync_ppo"]
+  # Each method's seeds are its own: IMPALA ran one.
+  assert (sync["seeds"], row["methods"]["impala"]["seeds"]) == ([0, 1, 2, 3], [2])
+  first, second = headline.table({"tasks": [row]}).splitlines()[2:4]
+  assert "| Empty goal close (0.8; 3) " in first and "| sync PPO (4) / HTS-PPO (4) " in first
+  assert "| IMPALA (1) / HTS-PPO (4) " in second
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
   assert headline._spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
       "no block counts yet (1 marked or calibrated apart)")
