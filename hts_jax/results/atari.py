@@ -30,11 +30,16 @@ BOTH = " / ".join(TARGETS)
 
 
 def _partial(out: Dict[str, Any]) -> str:
-  """A label for games with fewer finished seeds than the protocol's, or ''."""
+  """A label for games where a method has fewer finished seeds than the protocol's, or ''; each
+  method's count where they differ."""
   parts = []
   for game, s in out["summary"].items():
-    seeds = max(len(r["seeds"]) for r in s["methods"].values())
-    if seeds < len(SEEDS):
+    counts = {m: len(r["seeds"]) for m, r in s["methods"].items()}
+    seeds = min(counts.values())
+    if seeds < len(SEEDS) and len(set(counts.values())) > 1:
+      parts.append(f"{game} has " + ", ".join(f"{n} of `{m}`" for m, n in counts.items())
+                   + f" of the protocol's {len(SEEDS)} seeds so far")
+    elif seeds < len(SEEDS):
       parts.append(f"{game} has {seeds} of the protocol's {len(SEEDS)} seeds so far"
                    + (" (one run per method: no interval, one block's time ratio)"
                       if seeds == 1 else ""))

@@ -112,6 +112,11 @@ def test_a_game_with_one_seed_is_labelled_as_such(tmp_path):
     _fake(tmp_path, "hts_a2c", seed, [0.0] * 12, 30)
   _report(tmp_path, docs=True)
   assert "Partial" not in readme.read_text() + (tmp_path / "tables.md").read_text()
+  # A method behind the other: each one's count.
+  os.remove(os.path.join(grid.run_dir(str(tmp_path), "Pong", "a2c", 2), "summary.json"))
+  _report(tmp_path, docs=True)
+  assert ("**Partial:** Pong has 3 of `hts_a2c`, 2 of `a2c` of the protocol's 3 seeds so far."
+          in readme.read_text())
 
 
 def test_bad_options_are_one_line_errors():
