@@ -36,10 +36,12 @@ def _partial(out: Dict[str, Any]) -> str:
   for game, s in out["summary"].items():
     counts = {m: len(r["seeds"]) for m, r in s["methods"].items()}
     seeds = min(counts.values())
-    if seeds < len(SEEDS) and len(set(counts.values())) > 1:
+    if seeds >= len(SEEDS):
+      continue
+    if len(set(counts.values())) > 1:
       parts.append(f"{game} has " + ", ".join(f"{n} of `{m}`" for m, n in counts.items())
                    + f" of the protocol's {len(SEEDS)} seeds so far")
-    elif seeds < len(SEEDS):
+    else:
       parts.append(f"{game} has {seeds} of the protocol's {len(SEEDS)} seeds so far"
                    + (" (one run per method: no interval, one block's time ratio)"
                       if seeds == 1 else ""))

@@ -44,11 +44,12 @@ JSON, FIGURE = "results/headline.json", "results/headline.png"
 def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
               labels: Dict[str, str]) -> List[Dict[str, Any]]:
   """A grid's results.json -> a row per task: its top target, HTS's seeds, and per other method
-  its seeds, the three paired ratios (`compare.paired`'s cells: per block `ratios` over `blocks`) and the
-  blocks where a run missed the target (`censored`)."""
+  its seeds, the three paired ratios (`compare.paired`'s cells: per block `ratios` over
+  `blocks`) and the blocks where a run missed the target (`censored`)."""
   rows = []
   for task, s in report["summary"].items():
     runs = [r for r in report["runs"] if r["scenario"] == task]
+    seeds = lambda method, runs=runs: sorted(r["seed"] for r in runs if r["method"] == method)
     targets = list(s["targets"])
     reached = [t for t in targets if any(r["required"][t]["minutes"] is not None for r in runs
                                          if r["method"] in (hts, *SYNC))]
@@ -56,7 +57,7 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
     planned = report["protocol"]["settings"]["tasks"].get(task, {}).get("seeds", ())
     row = {"task": task, "target": target, "budget": s["budget"], "label": labels[hts],
            "planned_seeds": len(planned),
-           "hts_seeds": sorted(r["seed"] for r in runs if r["method"] == hts), "methods": {}}
+           "hts_seeds": seeds(hts), "methods": {}}
     missed = {(r["method"], r["seed"]) for r in runs if r["required"][target]["minutes"] is None}
     for other in others:
       # Env steps depend on neither the host nor a shared machine: every block counts.
@@ -67,8 +68,7 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
       time = (report["paired"].get(task, {}).get(other, {}).get(target)
               or dict(stats.ratio([]), blocks=[]))
       row["methods"][other] = {
-          "label": labels[other], "seeds": sorted(r["seed"] for r in runs if r["method"] == other),
-          "time": time, "throughput": through, "steps": steps,
+          "label": labels[other], "seeds": seeds(other), "time": time, "throughput": through, "steps": steps,
           "censored": [b for b in steps["blocks"] if (hts, b) in missed or (other, b) in missed],
           "neither": [b for b in steps["blocks"] if (hts, b) in missed and (other, b) in missed]}
     rows.append(row)

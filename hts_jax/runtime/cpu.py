@@ -11,16 +11,25 @@ import platform
 from typing import Any, Dict, Optional
 
 
+def _first_processor(path: str = "/proc/cpuinfo") -> Optional[Dict[str, str]]:
+  """/proc/cpuinfo's fields for its first processor; None where it is unreadable."""
+  fields: Dict[str, str] = {}
+  try:
+    with open(path) as f:
+      for line in f:
+        if not line.strip():
+          break  # the first processor only
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+  except OSError:
+    return None
+  return fields
+
+
 def cpu_model() -> str:
   """The CPU's model name from /proc/cpuinfo (platform.processor() elsewhere)."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or platform.machine()
+  return ((_first_processor() or {}).get("model name")
+          or platform.processor() or platform.machine())
 
 
 # ISA extensions XLA's CPU code generation uses (vector width, int8/bf16 dot products, matrix
@@ -34,15 +43,8 @@ def cpu_identity(path: str = "/proc/cpuinfo") -> Dict[str, Any]:
   where /proc/cpuinfo is unreadable. Recorded, not part of the host kind: a 2-core "Intel(R)
   Xeon(R) Processor" host has calibrated at 63-93 ms and at 109-136 ms, and the runs before
   2026-12-03 recorded no more than the name."""
-  fields: Dict[str, str] = {}
-  try:
-    with open(path) as f:
-      for line in f:
-        if not line.strip():
-          break  # the first processor only
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip()
-  except OSError:
+  fields = _first_processor(path)
+  if fields is None:
     return {}
   out: Dict[str, Any] = {}
   if "vendor_id" in fields:

@@ -6,8 +6,8 @@ differ between CPU models. So every run records its CPU model and identity, the 
 may use (its affinity mask capped by its cgroup's CPU quota, as in a container) and memory (`cpu`),
 the load average at its start and end, the library versions, and a calibration: the time of a
 fixed, seeded CPU workload run before anything of the run starts (`calibrate`), so SPS from
-different hosts can be compared or normalised, and again at its end. A host that slowed inside the run shows there, and in the run's
-CPU steal share (`cpu_times`: the time the hypervisor gave this VM's CPUs to other VMs, as vmstat's
+different hosts can be compared or normalised, and again at its end. A host that slowed inside
+the run shows there, and in the run's CPU steal share (`cpu_times`: the time the hypervisor gave this VM's CPUs to other VMs, as vmstat's
 `st` column). Reports group wall-time figures by `hts_jax.analysis.metrics.host_kind` (CPU model
 and usable cores).
 """
@@ -145,9 +145,19 @@ def steal_share(start: Optional[Dict[str, int]],
                 end: Optional[Dict[str, int]]) -> Optional[float]:
   """The share of the CPU time between two `cpu_times` readings that was stolen (0: the VM had
   its CPUs to itself; 0.5: half of it ran another VM); None without both readings."""
-  if not start or not end or end["total"] <= start["total"]:
-    return None
-  return round((end["steal"] - start["steal"]) / (end["total"] - start["total"]), 4)
+  return whole_steal_share([(start, end)])
+
+
+def whole_steal_share(spans: Sequence[tuple]) -> Optional[float]:
+  """The stolen share of the CPU time of several (start, end) `cpu_times` spans together (each
+  span on its own machine: ticks are only subtracted within one), over the spans that have both
+  readings and some time; None where none has."""
+  stolen = total = 0
+  for start, end in spans:
+    if start and end and end["total"] > start["total"]:
+      stolen += end["steal"] - start["steal"]
+      total += end["total"] - start["total"]
+  return round(stolen / total, 4) if total else None
 
 
 def steal_probe(seconds: float, workers: Optional[int] = None) -> Optional[float]:
@@ -197,28 +207,13 @@ def finish_record(record: Dict[str, Any],
   its last checkpoint (`saved_record`). `cpu_steal_share` is the whole run's: the CPU time stolen
   by other VMs over the CPU time of every session that has both readings (`steal_share`; an
   earlier session checkpointed before 2026-12-03 has no `cpu_times_saved` and is not counted)."""
-  end = cpu_times()
-  out = dict(record, load_end=list(os.getloadavg()),
-             cpu_steal_share=steal_share(record.get("cpu_times_start"), end))
+  spans = [(e.get("cpu_times_start"), e.get("cpu_times_saved")) for e in earlier]
+  spans.append((record.get("cpu_times_start"), cpu_times()))
+  out = dict(record, load_end=list(os.getloadavg()), cpu_steal_share=whole_steal_share(spans))
   if "calibration" in record:
     out["calibration_end"] = calibrate()
   if earlier:
-    sessions = [dict(e, cpu_steal_share=steal_share(e.get("cpu_times_start"),
-                                                    e.get("cpu_times_saved")))
-                for e in earlier]
-    out["earlier_sessions"] = sessions
-    spans = [(e.get("cpu_times_start"), e.get("cpu_times_saved")) for e in sessions]
-    out["cpu_steal_share"] = whole_steal_share([*spans, (record.get("cpu_times_start"), end)])
+    out["earlier_sessions"] = [dict(e, cpu_steal_share=steal_share(*span))
+                               for e, span in zip(earlier, spans)]
   return out
 
-
-def whole_steal_share(spans: Sequence[tuple]) -> Optional[float]:
-  """The stolen share of the CPU time of several (start, end) `cpu_times` spans together (each
-  span on its own machine: ticks are only subtracted within one), over the spans that have both
-  readings and some time; None where none has."""
-  stolen = total = 0
-  for start, end in spans:
-    if start and end and end["total"] > start["total"]:
-      stolen += end["steal"] - start["steal"]
-      total += end["total"] - start["total"]
-  return round(stolen / total, 4) if total else None
