@@ -28,7 +28,8 @@ from hts_jax.config_sections import (WANDB_MODES, Devices, Distributed, Evaluati
 from hts_jax.learner_config import (ALGOS, CONV_KINDS, CORES, CORRECTIONS, GOSSIP,  # noqa: F401
                                     MINIBATCHES, NETWORK_KINDS, NETWORKS, OPTIMIZERS, REDUCTIONS,
                                     ConfigError, LearnerConfig, check, check_choices, flag_name)
-from hts_jax.mode_options import MODES, RULES, AsyncOptions, GalaOptions, SyncOptions
+from hts_jax.mode_options import (MODES, RULES, AsyncOptions, GalaOptions, HtsOptions,
+                                  SyncOptions)
 
 # The str fields that take one of a few values, by flag name (the launcher's flags are enums).
 CHOICES = {**learner_config.CHOICES, "mode": MODES}
@@ -56,6 +57,8 @@ class RunConfig:
   """The learner's and actors' local devices."""
   distributed: Distributed = dataclasses.field(default_factory=Distributed)
   """Multi-process runs."""
+  hts: HtsOptions = dataclasses.field(default_factory=HtsOptions)
+  """--mode=hts's options."""
   sync: SyncOptions = dataclasses.field(default_factory=SyncOptions)
   """--mode=sync's options."""
   asynchronous: AsyncOptions = dataclasses.field(default_factory=AsyncOptions)
@@ -96,6 +99,9 @@ class RunConfig:
     for name in ("alternating_groups", "lagged_acting"):
       check(not getattr(self.sync, name) or self.mode == "sync",
             f"--{name} is an option of --mode=sync")
+    check(self.hts.policy_lag == 1 or self.mode == "hts",
+          "--policy_lag is an option of --mode=hts (--mode=sync acts with the params it learns "
+          "at, lag 0; --lagged_acting gives it HTS's lag 1)")
     check(self.learner.acting_extrapolation == 0 or self.mode == "hts",
           "--acting_extrapolation is an option of --mode=hts (the executors act one update "
           "behind only there)")

@@ -1,7 +1,7 @@
-"""What the JAX-free config knows of each mode (`RULES`): the section of `RunConfig` holding its own
-options (`SyncOptions`, `AsyncOptions`, `GalaOptions`, each validating itself and checking what it
-needs of the rest of the config), the learner correction it forces, the correction name its
-summary reports and its update size where an update is not one segment. No JAX import (see
+"""What the JAX-free config knows of each mode (`RULES`): the section of `RunConfig` holding its
+own options (`HtsOptions`, `SyncOptions`, `AsyncOptions`, `GalaOptions`, each validating itself
+and checking what it needs of the rest of the config), the learner correction it forces, the
+policy lag its schedule sets, the correction name its summary reports and its update size where an update is not one segment. No JAX import (see
 `config.py`); the mode's loop and compiled steps are the `Mode` its entry's `runtime` names.
 A new mode is its module plus its entry here (CONTRIBUTING.md)."""
 
@@ -12,6 +12,38 @@ from typing import Callable, ClassVar, Dict, Optional
 
 from hts_jax.algorithm_registry import ALGORITHMS, CORRECTIONS
 from hts_jax.learner_config import check, check_choices
+
+
+@dataclasses.dataclass(frozen=True)
+class HtsOptions:
+  """--mode=hts's options."""
+  policy_lag: int = 1
+  """--mode=hts: 1 (the paper's): the learner trains on one storage while the executors fill the
+  other (concurrent learning), so each segment is collected one update behind the params that
+  learn from it (the delayed gradient, or --correction). 0: at each alpha barrier the learner
+  updates on the segment just collected while the executors wait, and the next segment acts with
+  the new params: sync's run bit for bit (its param_sha256, evaluations and returns) at HTS's
+  asynchronous rollout speed (batch synchronization alone). `hts-plan` says which is sooner
+  (docs/modes.md)."""
+
+  def __post_init__(self):
+    check(self.policy_lag in (0, 1), f"policy_lag must be 0 or 1, got {self.policy_lag}")
+
+  @property
+  def forces_correction(self) -> Optional[str]:
+    """Lag 0 learns as sync does (the plain update at the params that acted), whatever
+    --correction says; lag 1 runs --correction."""
+    return "none" if self.policy_lag == 0 else None
+
+  @property
+  def scheduled_lag(self) -> int:
+    return self.policy_lag
+
+  def check_run(self, cfg, n: int, where: str) -> None:
+    del n, where
+    check(self.policy_lag == 1 or cfg.learner.acting_extrapolation == 0,
+          "--acting_extrapolation predicts the params one update ahead for a lagged rollout: "
+          "--policy_lag=0 acts with the params that learn from the segment already")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +58,10 @@ class SyncOptions:
   schedule through the sync loop, learned at θ_j as HTS's `--correction=none` learns it: a
   control that separates HTS's one-update lag from its runtime (the same bits as `--mode=hts
   --correction=none` at the same actor_batch)."""
+
+  @property
+  def scheduled_lag(self) -> int:
+    return int(self.lagged_acting)
 
   def check_run(self, cfg, n: int, where: str) -> None:
     check(not self.lagged_acting or cfg.learner.correction in ("none", "delayed"),
@@ -133,18 +169,38 @@ class ModeRules:
   sgd_steps_per_update: Optional[int] = None
   multi_process: bool = True
 
+  def forced_correction(self, cfg) -> Optional[str]:
+    """The learner correction this mode runs for `cfg` whatever --correction says: the mode's
+    (`forces_correction`), or its options' (`HtsOptions.forces_correction`: --policy_lag=0's);
+    None: --correction applies."""
+    if self.forces_correction is not None or self.options is None:
+      return self.forces_correction
+    return getattr(getattr(cfg, self.options), "forces_correction", None)
+
+  def scheduled_lag(self, cfg) -> Optional[int]:
+    """The policy lag this mode's schedule sets for `cfg` (`--policy_lag`; sync's 0, or 1 with
+    --lagged_acting); None where the lag is what the timing makes it (async, gala)."""
+    return getattr(getattr(cfg, self.options), "scheduled_lag", None) if self.options else None
+
+  def reported_correction(self, cfg) -> str:
+    """The correction summary.json names."""
+    return self.reports or self.forced_correction(cfg) or cfg.learner.correction
+
   def check_run(self, cfg, n: int, where: str) -> None:
     if not self.multi_process:
       check(cfg.distributed.num_processes == 1, "--num_processes > 1 runs " + " or ".join(
           f"--mode={m}" for m, rules in RULES.items() if rules.multi_process))
-    if self.forces_correction is not None:
+    forced = self.forced_correction(cfg)
+    if forced is not None:
       # The default (unset), the correction the mode applies anyway, or one that is that update at
       # lag 0 (its record says so; a preset made for HTS may name it); any other is refused.
-      allowed = tuple(dict.fromkeys(("delayed", self.forces_correction) + tuple(
+      allowed = tuple(dict.fromkeys(("delayed", forced) + tuple(
           c.name for c in CORRECTIONS.values() if c.lag_free_at_lag_0)))
+      why = ("applies to --policy_lag=1 only (lag 0 has no policy lag to correct)"
+             if self.forces_correction is None else "applies to --mode=hts only (this mode has "
+             "no policy lag to correct, or corrects it with V-trace)")
       check(cfg.learner.correction in allowed,
-            f"--correction={cfg.learner.correction} applies to --mode=hts only (this mode has "
-            f"no policy lag to correct, or corrects it with V-trace): use one of {allowed}")
+            f"--correction={cfg.learner.correction} {why}: use one of {allowed}")
     if self.options is not None:
       getattr(cfg, self.options).check_run(cfg, n, where)
 
@@ -152,7 +208,7 @@ class ModeRules:
 _ENVPOOL_ACTORS = "with --envpool, each drives one envpool instance over num_envs / num_actors envs"
 _AGENT_ACTORS = "must be 1 (each agent acts for its own envs in lockstep)"
 RULES: Dict[str, ModeRules] = {
-    "hts": ModeRules("hts_jax.runtime.loops.hts:MODE",
+    "hts": ModeRules("hts_jax.runtime.loops.hts:MODE", options="hts",
                      actors="actor threads sharing one state buffer, each packing whichever "
                      f"blocks are ready into fixed-shape policy calls; {_ENVPOOL_ACTORS}"),
     "sync": ModeRules("hts_jax.runtime.loops.sync:MODE", options="sync", forces_correction="none",

@@ -109,11 +109,16 @@ def main(argv):
     logdir.remove_partial_checkpoints(cfg.outputs.logdir)
     cli.fail_now("interrupted (second SIGINT): stopped without a new checkpoint", 130)
   final = summary["eval"][-1]["mean_return"] if summary["eval"] else float("nan")
+  setting = ("" if summary.get("policy_lag_setting") is None
+             else f" (--policy_lag={summary['policy_lag_setting']})" if cfg.mode == "hts"
+             else f" (set: {summary['policy_lag_setting']})")
   print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s "
         f"({summary['sps']:,.0f} sps), {summary['updates']} updates, final eval return "
-        f"{final:.1f}, policy lag {summary['policy_lag']['histogram']}, "
-        f"param_sha256 {summary['param_sha256'][:16]}..., "
+        f"{final:.1f}, policy lag {summary['policy_lag']['histogram']}{setting}, learner busy "
+        f"{summary['learner_busy_share']:.0%}, param_sha256 {summary['param_sha256'][:16]}..., "
         f"summary: {cfg.outputs.logdir}/summary.json")
+  if summary.get("lag_note"):
+    print(f"note: {summary['lag_note']}")
 
 
 def run():

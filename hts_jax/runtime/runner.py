@@ -74,8 +74,9 @@ class Runner:
     network = networks.make_network(kind, head, config.learner.normalize_obs, r.core, r.core_size)
     shape = Shape.of(config, info, networks.state_size(network))
     lcfg = config.learner
-    if mode.rules.forces_correction is not None:
-      lcfg = dataclasses.replace(lcfg, correction=mode.rules.forces_correction)
+    forced = mode.rules.forced_correction(config)
+    if forced is not None:
+      lcfg = dataclasses.replace(lcfg, correction=forced)
     model = Model(network, kind, head, learner.make_optimizer(lcfg))
     key = jax.random.PRNGKey(seeding.learner_seed(r.seed))
     init_key, state_key = jax.random.split(key)

@@ -30,7 +30,7 @@ def test_every_config_field_is_a_flag_with_its_default_and_docstring():
   from hts_jax.cli import common as cli  # pylint: disable=import-outside-toplevel
   sections = [t for t in typing.get_type_hints(config.RunConfig).values()
               if dataclasses.is_dataclass(t)]
-  assert len(sections) == 10  # rollout ... testing, the learner
+  assert len(sections) == 11  # rollout ... testing, the learner
   for cls in (config.RunConfig, *sections):
     docs = cli.field_docs(cls)
     for field in dataclasses.fields(cls):

@@ -12,6 +12,12 @@ Segment k is collected by θ_{max(k-1, 0)} and learned with the delayed gradient
 applied to θ_k (with `--acting_extrapolation` β, collected by θ_{k-1} + β(θ_{k-1} − θ_{k-2}), a
 prediction of θ_k; docs/modes.md).
 
+`--policy_lag=0` keeps the rollout (asynchronous executors and actors, the alpha barrier) and
+drops the overlap: at each barrier the learner updates on the segment just collected while the
+executors wait, and segment k is collected by θ_k, as in sync. With the keys and the batch-invariant
+policy rows above it is `--mode=sync`'s run bit for bit (batch synchronization without concurrent
+learning; docs/modes.md).
+
 Determinism: env ids are global; env seeds and action keys derive from (seed, env_id, step);
 transitions are written at [t, row] (row = env_id * agents + agent); actor calls have one fixed
 shape with every row's bits independent of its neighbours; the learner consumes whole storages;
@@ -62,17 +68,21 @@ def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
 
 def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   cfg, learner, sup, barrier = parts.config, parts.learner, ctl.supervisor, ctl.barrier
+  lag_0 = cfg.hts.policy_lag == 0
   params = ParamsBox(learner.version, _acting(parts))
   if cfg.rollout.envpool:
     start_envpool_groups(parts, ctl, params)
   else:
     ctl.spawn_executors()
     start_actors(parts, ctl, params)
-  ctl.start_learner()
+  # At lag 0 the loop books the learner's idle time itself: the rollouts it waits through.
+  ctl.start_learner(count_idle=not lag_0)
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   barrier.wait_started()
   barrier.go(first)
   ctl.start_clock()  # the clock starts when every executor has created its envs
+  if lag_0:
+    return _run_lag_0(parts, ctl, params)
   pending = ctl.restored_unlearned
   if pending:
     learner.submit(first - 1, ctl.storages.learning(first - 1))
@@ -100,6 +110,28 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
       break
   steps = (last + 1) * per_seg
   ctl.record_update(learner.result(sup.check), recent, steps)
+  return ctl.finish(steps)
+
+
+def _run_lag_0(parts: Parts, ctl: Controller, params: ParamsBox) -> Dict[str, Any]:
+  """`--policy_lag=0` from the first GO on: sync's schedule (`loops/sync.py`: collect, update
+  while the executors wait, publish, boundary) over HTS's rollout."""
+  cfg, learner, barrier = parts.config, parts.learner, ctl.barrier
+  first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
+  steps = first * per_seg
+  t_seg = time.perf_counter()
+  for seg in range(first, n_seg):
+    # The learner waits for the whole rollout; then the executors wait for the update.
+    recent = ctl.record_rollout(barrier.wait_done(seg), time.perf_counter() - t_seg,
+                                learner_waited=True)
+    steps = (seg + 1) * per_seg
+    ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check),
+                      recent, steps)
+    params.publish(learner.version, _acting(parts))  # θ_{seg+1} collects segment seg + 1
+    if ctl.boundary(seg, steps, learner.state.params, learned=True) or seg + 1 == n_seg:
+      break
+    t_seg = time.perf_counter()
+    barrier.go(seg + 1)
   return ctl.finish(steps)
 
 

@@ -82,6 +82,27 @@ def idle(book: Book) -> Dict[str, float]:
           "actors": book.actor_idle, "learner": book.learner_idle}
 
 
+def learner_busy_share(book: Book, wall: float) -> float:
+  """The share of the run's wall time the learner spent updating: what HTS's concurrent learning
+  (`--policy_lag=1`) can hide behind the rollout at most."""
+  return book.learn_s / wall if wall > 0 else 0.0
+
+
+# Below this learner busy share an HTS run's overlap saved too little wall time to be worth its
+# one-update lag: its done line and summary.json say that --policy_lag=0 was an option.
+LAG_0_NOTE_SHARE = 0.10
+
+
+def lag_0_note(config, busy_share: float) -> Optional[str]:
+  """For an HTS run at lag 1 whose learner was busy less than LAG_0_NOTE_SHARE of its wall time:
+  that --policy_lag=0 would have learned exactly as sync at nearly the same speed; else None."""
+  if config.mode != "hts" or config.hts.policy_lag != 1 or busy_share >= LAG_0_NOTE_SHARE:
+    return None
+  return (f"the learner was busy {busy_share:.0%} of the run, all the overlap of learning with "
+          "the rollout could save: --policy_lag=0 would have learned exactly as --mode=sync "
+          "(the same bits) at nearly this speed (hts-plan predicts both)")
+
+
 def efficiency(book: Book, env_steps: int, num_agents: int = 1) -> Dict[str, Any]:
   """summary.json's `efficiency`: `Book.efficiency` with ready envs (not rows) per actor call."""
   eff = book.efficiency(env_steps)
@@ -119,11 +140,14 @@ def summary(config, book: Book, env_steps: int, updates: int, wall: float, param
       "sps": env_steps / wall, "mode": config.mode, "algo": config.learner.algo,
       **{k: getattr(config.rollout, k)
          for k in ("env", "alpha", "num_actors", "num_executors", "num_envs", "seed")},
-      "correction": RULES[config.mode].reports or config.learner.correction,
+      "correction": RULES[config.mode].reported_correction(config),
       "network": network_kind,
       "param_sha256": params_sha,
       "episode_returns": book.returns,
       "policy_lag": reporting.lag_summary(book.lags),
+      "policy_lag_setting": RULES[config.mode].scheduled_lag(config),
+      "learner_busy_share": learner_busy_share(book, wall),
+      "lag_note": lag_0_note(config, learner_busy_share(book, wall)),
       "idle": idle(book),
       "efficiency": efficiency(book, env_steps, num_agents),
       "timing": {"rollout_s": book.rollout_s, "learn_s": book.learn_s,
