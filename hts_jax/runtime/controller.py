@@ -41,11 +41,13 @@ class Controller(Session):
 
   # ------------------------------------------------------------ updates and boundaries
   def record_update(self, result: LearnResult, recent_returns, env_steps: int,
-                    extra: Optional[Dict[str, Any]] = None) -> None:
-    """Books one learner update and tells the observers (metrics.csv's row, the tracker)."""
+                    extra: Optional[Dict[str, Any]] = None, cpu_s: float = 0.0) -> None:
+    """Books one learner update and tells the observers (metrics.csv's row, the tracker);
+    `cpu_s`: the CPU seconds the run used during it, where no rollout overlapped."""
     book, wall = self.book, self.wall()
     book.lags.append(result.lag)
     book.learn_s += result.compute_s
+    book.learn_cpu_s += cpu_s
     row = {"env_steps": env_steps, "updates": self.parts.learner.version, "wall_time_s": wall,
            "sps": env_steps / wall, "segment": result.segment, "lag": result.lag,
            "learn_s": result.compute_s, "train_return": reporting.mean_or_none(recent_returns)}

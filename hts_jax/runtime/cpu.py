@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 import os
 import platform
-from typing import Any, Dict, Optional
+import time
+from typing import Any, Dict, Optional, Sequence
 
 
 def _first_processor(path: str = "/proc/cpuinfo") -> Optional[Dict[str, str]]:
@@ -59,6 +60,22 @@ def cpu_identity(path: str = "/proc/cpuinfo") -> Dict[str, Any]:
     have = set(fields["flags"].split())
     out["isa"] = [f for f in ISA_FLAGS if f in have]
   return out
+
+
+def tree_cpu_s(pids: Sequence[int]) -> float:
+  """CPU seconds (user + system) this process (all its threads: actors, learner, XLA, envpool's
+  pool) and the processes `pids` (executors) have used so far; a process that is gone counts 0.
+  Read from /proc (Linux): the planner's stage costs (`analysis.planner`)."""
+  total = time.process_time()
+  tick = os.sysconf("SC_CLK_TCK")
+  for pid in pids:
+    try:
+      with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+      total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    except (OSError, IndexError, ValueError):
+      continue
+  return total
 
 
 def memory_gib() -> float:

@@ -12,6 +12,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
+from hts_jax.runtime import cpu
 from hts_jax.runtime import logdir as logdir_lib
 from hts_jax.runtime.actor import ActorStats
 from hts_jax.runtime.barrier import AlphaBarrier
@@ -183,12 +184,18 @@ class Session:
 
   # ------------------------------------------------------------ what the loops collected
   def record_rollout(self, reports: Sequence[Done], rollout_s: float = 0.0,
-                     learner_waited: bool = False) -> List[float]:
+                     learner_waited: bool = False, cpu_s: float = 0.0) -> List[float]:
     """Books the executors' reports of a collected segment and the seconds its rollout took
-    (`learner_waited`: the learner idled through them, as in sync); returns the episode returns
-    the reports finished."""
+    (`learner_waited`: the learner idled through them, as in sync; `cpu_s`: the CPU seconds the
+    run used meanwhile, where no update overlapped); returns the episode returns the reports
+    finished."""
     finished = self.book.record_done(reports)
     self.book.rollout_s += rollout_s
+    self.book.rollout_cpu_s += cpu_s
     if learner_waited:
       self.book.learner_idle += rollout_s
     return finished
+
+  def cpu_s(self) -> float:
+    """CPU seconds the run's processes (this one, its executors) have used so far."""
+    return cpu.tree_cpu_s([p.pid for p in self.supervisor.procs if p.pid is not None])

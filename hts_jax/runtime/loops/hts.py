@@ -119,18 +119,20 @@ def _run_lag_0(parts: Parts, ctl: Controller, params: ParamsBox) -> Dict[str, An
   cfg, learner, barrier = parts.config, parts.learner, ctl.barrier
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   steps = first * per_seg
-  t_seg = time.perf_counter()
+  t_seg, cpu_0 = time.perf_counter(), ctl.cpu_s()
   for seg in range(first, n_seg):
     # The learner waits for the whole rollout; then the executors wait for the update.
-    recent = ctl.record_rollout(barrier.wait_done(seg), time.perf_counter() - t_seg,
-                                learner_waited=True)
+    reports = barrier.wait_done(seg)
+    cpu_1 = ctl.cpu_s()
+    recent = ctl.record_rollout(reports, time.perf_counter() - t_seg, learner_waited=True,
+                                cpu_s=cpu_1 - cpu_0)
     steps = (seg + 1) * per_seg
-    ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check),
-                      recent, steps)
+    result = learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check)
+    ctl.record_update(result, recent, steps, cpu_s=ctl.cpu_s() - cpu_1)
     params.publish(learner.version, _acting(parts))  # θ_{seg+1} collects segment seg + 1
     if ctl.boundary(seg, steps, learner.state.params, learned=True) or seg + 1 == n_seg:
       break
-    t_seg = time.perf_counter()
+    t_seg, cpu_0 = time.perf_counter(), ctl.cpu_s()
     barrier.go(seg + 1)
   return ctl.finish(steps)
 

@@ -123,15 +123,17 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   ctl.start_clock()
   steps = first * per_seg
   for seg in range(first, n_seg):
-    t_roll = time.perf_counter()
+    t_roll, cpu_0 = time.perf_counter(), ctl.cpu_s()
     reports = rollout(seg)
     # The learner waits for the whole rollout.
-    recent = ctl.record_rollout(reports, time.perf_counter() - t_roll, learner_waited=True)
+    cpu_1 = ctl.cpu_s()
+    recent = ctl.record_rollout(reports, time.perf_counter() - t_roll, learner_waited=True,
+                                cpu_s=cpu_1 - cpu_0)
     # Learning, while the envs wait (lag 0: the params that acted are the ones updated; with
     # --lagged_acting the next segment acts with the params before this update, as HTS's does).
     steps = (seg + 1) * per_seg
-    ctl.record_update(learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check),
-                      recent, steps)
+    result = learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check)
+    ctl.record_update(result, recent, steps, cpu_s=ctl.cpu_s() - cpu_1)
     if ctl.boundary(seg, steps, _published(parts)[1], learned=True):
       break
   return ctl.finish(steps)

@@ -34,6 +34,10 @@ class Book:
   ready_rows: int = 0       # rows of actor policy calls that carried a ready observation
   computed_rows: int = 0    # rows actor policy calls computed (calls x the fixed shape)
   main_cpu_s: float = 0.0   # CPU seconds of the main process (actors, learner, controller)
+  # CPU seconds of the run's processes (main and executors) during rollouts and updates that
+  # do not overlap (sync, HTS at lag 0): the planner's stage costs (`analysis.planner`).
+  rollout_cpu_s: float = 0.0
+  learn_cpu_s: float = 0.0
   # The host record of every session of the run (a resumed run's earlier ones first): a wall
   # time summed over sessions on different hosts mixes them (`analysis.metrics.host_kind`).
   hosts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
@@ -152,7 +156,8 @@ def summary(config, book: Book, env_steps: int, updates: int, wall: float, param
       "efficiency": efficiency(book, env_steps, num_agents),
       "timing": {"rollout_s": book.rollout_s, "learn_s": book.learn_s,
                  "env_busy_s": book.env_busy_s, "actor_calls": book.actor_calls,
-                 "compile_s": compile_s, "main_cpu_s": book.main_cpu_s},
+                 "compile_s": compile_s, "main_cpu_s": book.main_cpu_s,
+                 "rollout_cpu_s": book.rollout_cpu_s, "learn_cpu_s": book.learn_cpu_s},
       "resumed_from_update": resumed_from,
       "config": config.to_dict(),
   }
