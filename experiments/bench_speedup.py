@@ -9,6 +9,8 @@ Every setting runs the three modes side by side (same env, network, A2C losses, 
 one executor process per env; sleeping envs use no CPU, so 32 executors fit on 2 cores):
   hts    alpha = --hts_alpha (default 160): alpha / 5 A2C updates per segment, learning overlapped,
          one actor thread (on 2 cores a second one only adds GIL contention)
+  hts_lag0  the same at --policy_lag=0: the update between segments, nothing overlapped (batch
+         synchronization alone: sync's learning with HTS's rollout)
   sync   alpha = 5: all envs step in lockstep, one update every 5 steps, learning in between
   async  IMPALA: 5-step unrolls, one actor per 4 envs, V-trace learner
 Three grids, each row one setting:
@@ -16,9 +18,9 @@ Three grids, each row one setting:
                var_ratio x mean^2; var_ratio 1 is exactly the exponential (paper Fig. 4 left)
   exponential  16 envs, exponential step times of growing mean (variance = mean^2)
   envs         1..32 envs at the highest variance (paper Fig. 4 right)
-Row fields: grid, num_envs, dist, step_time_mean_s, step_time_var, sps_hts, sps_sync, sps_async,
-speedup (= sps_hts / sps_sync), measured_over_predicted, and predicted_speedup: Eq. 7's ratio of
-lockstep (alpha = 1) to alpha-step collection time for that distribution (c = 0; no credit for
+Row fields: grid, num_envs, dist, step_time_mean_s, step_time_var, sps_hts, sps_hts_lag0,
+sps_sync, sps_async, speedup (= sps_hts / sps_sync), speedup_lag0 (= sps_hts_lag0 / sps_sync),
+measured_over_predicted, and predicted_speedup: Eq. 7's ratio of lockstep (alpha = 1) to alpha-step collection time for that distribution (c = 0; no credit for
 overlapping learning).
 For exponential steps Eq. 7 bounds the rollout gain at 16 envs by H_16 = 3.38 (alpha -> inf);
 overlapping a learner as slow as the rollout adds at most 1 more.
@@ -70,23 +72,27 @@ def _steps(mode, num_envs, mean_s, var_ratio):
   """Env steps for about FLAGS.seconds of this mode, from Eq. 7's collection rate."""
   from hts_jax.analysis import runtime_model  # pylint: disable=import-outside-toplevel
   k = 1.0 / var_ratio
-  alpha = {"hts": FLAGS.hts_alpha, "sync": 1, "async": _SYNC_ALPHA}[mode]
+  hts = mode.startswith("hts")
+  alpha = FLAGS.hts_alpha if hts else {"sync": 1, "async": _SYNC_ALPHA}[mode]
   per_state = runtime_model.expected_runtime(1, num_envs, alpha, k / mean_s, step_shape=k)
-  chunk = (FLAGS.hts_alpha if mode == "hts" else _SYNC_ALPHA) * num_envs
+  chunk = (FLAGS.hts_alpha if hts else _SYNC_ALPHA) * num_envs
   return max(6 * chunk, int(FLAGS.seconds / per_state) // chunk * chunk)
 
 
 def _run(mode, num_envs, mean_s, var_ratio):
-  alpha = FLAGS.hts_alpha if mode == "hts" else _SYNC_ALPHA
+  hts = mode.startswith("hts")
+  alpha = FLAGS.hts_alpha if hts else _SYNC_ALPHA
   actors = max(1, num_envs // 4) if mode == "async" else 1
-  return launch.in_process(env="vstep", env_kwargs=_kwargs(mean_s, var_ratio), mode=mode, alpha=alpha,
+  lag = {"policy_lag": 0} if mode == "hts_lag0" else {}
+  return launch.in_process(env="vstep", env_kwargs=_kwargs(mean_s, var_ratio),
+                           mode="hts" if hts else mode, alpha=alpha, **lag,
                        num_envs=num_envs, num_executors=num_envs, num_actors=actors,
                        total_steps=_steps(mode, num_envs, mean_s, var_ratio), seed=0,
                        learner={"algo": "a2c", "unroll_length": 5})["sps"]
 
 
 def _row(grid, num_envs, mean_s, var_ratio):
-  runs = {"hts": [], "sync": [], "async": []}
+  runs = {"hts": [], "hts_lag0": [], "sync": [], "async": []}
   for _ in range(FLAGS.repeats):  # interleaved, so that a noisy stretch hits every mode
     for m in runs:
       runs[m].append(_run(m, num_envs, mean_s, var_ratio))
@@ -94,8 +100,10 @@ def _row(grid, num_envs, mean_s, var_ratio):
   row = {"grid": grid, "num_envs": num_envs, "dist": _kwargs(mean_s, var_ratio)["dist"],
          "step_time_mean_s": mean_s, "step_time_var": var_ratio * mean_s ** 2,
          "var_over_mean2": var_ratio, "hts_alpha": FLAGS.hts_alpha,
-         "sps_hts": round(sps["hts"], 1), "sps_sync": round(sps["sync"], 1),
-         "sps_async": round(sps["async"], 1), "speedup": round(sps["hts"] / sps["sync"], 2),
+         "sps_hts": round(sps["hts"], 1), "sps_hts_lag0": round(sps["hts_lag0"], 1),
+         "sps_sync": round(sps["sync"], 1), "sps_async": round(sps["async"], 1),
+         "speedup": round(sps["hts"] / sps["sync"], 2),
+         "speedup_lag0": round(sps["hts_lag0"] / sps["sync"], 2),
          "predicted_speedup": round(_predicted(num_envs, mean_s, var_ratio, FLAGS.hts_alpha), 2)}
   row["measured_over_predicted"] = round(row["speedup"] / row["predicted_speedup"], 3)
   if FLAGS.repeats > 1:
@@ -119,7 +127,7 @@ def _plot(rows, out):
       continue
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
     xs = [r[key] for r in sel]
-    for m, style in [("hts", "o-"), ("sync", "s-"), ("async", "^-")]:
+    for m, style in [("hts", "o-"), ("hts_lag0", "d-"), ("sync", "s-"), ("async", "^-")]:
       ax1.plot(xs, [r[f"sps_{m}"] for r in sel], style, label=m)
     ax2.plot(xs, [r["speedup"] for r in sel], "o-", color="k", label="measured")
     ax2.plot(xs, [r["predicted_speedup"] for r in sel], "--", color="gray",

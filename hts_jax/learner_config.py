@@ -92,6 +92,12 @@ class LearnerConfig:
   (weight prediction; SpecTrain, Chen et al. 2018); observation statistics stay theta_j's and
   evaluations use theta_j. 0: act with theta_j, HTS as the paper. The learner then also reports
   kl_next and kl_pred, the acting policy's KL to theta_{j+1} without and with the prediction."""
+  lag_diagnostics: bool = True
+  """PPO: report the lag's diagnostics every update (kl_lag, is_weight, is_ess, is_above_2,
+  is_capped: KL(mu || p) and the weights against theta_{j-1}), which costs one more forward pass
+  of theta_{j-1} over the segment where the correction does not take it anyway (none, delayed,
+  behaviour at lag 1; every sync and --policy_lag=0 update). Off: the update skips that pass and
+  those columns (the params are the same bits)."""
   clip_value_loss: bool = True
   """PPO: clip the value loss around the old values as Kostrikov's PPO (else plain 1/2 (V-R)^2)."""
   normalize_advantages: bool = True

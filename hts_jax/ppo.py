@@ -111,17 +111,23 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
     t_len, b = segment.rewards.shape
     core = core_input(segment, t_len + 1)
     sg = jax.lax.stop_gradient
-    # p = π_{θ_j} and μ = π_{θ_{j-1}} over the whole segment, once (no gradient); the recurrent
-    # core unrolls from the stored state for both (docs/recurrent.md).
+    # p = π_{θ_j} and μ = π_{θ_{j-1}} over the whole segment, once (no gradient), where the
+    # clip's centre, the weights or the lag diagnostics need them; the recurrent core unrolls
+    # from the stored state for both (docs/recurrent.md).
+    needed = {correction.centre}
+    if weights_fn is not None or config.lag_diagnostics:
+      needed |= {"current", "behaviour"}
     forward = {k: apply_tb(apply_fn, sg(p), segment.obs, core)
-               for k, p in (("current", current), ("behaviour", behaviour))}
+               for k, p in (("current", current), ("behaviour", behaviour)) if k in needed}
     centre = current if correction.centre == "current" else behaviour
     targets = ppo_targets(config, apply_fn, centre, segment, axis_name, head,
                           forward=forward[correction.centre])
-    out_p, out_mu = forward["current"][0][:-1], forward["behaviour"][0][:-1]
-    log_p, log_mu = (losses.log_prob(o, segment.actions, head) for o in (out_p, out_mu))
-    weights = (jnp.ones(segment.rewards.shape, jnp.float32) if weights_fn is None
-               else weights_fn(config, log_p, log_mu))
+    weights = jnp.ones(segment.rewards.shape, jnp.float32)
+    if len(forward) == 2:
+      out_p, out_mu = forward["current"][0][:-1], forward["behaviour"][0][:-1]
+      log_p, log_mu = (losses.log_prob(o, segment.actions, head) for o in (out_p, out_mu))
+      if weights_fn is not None:
+        weights = weights_fn(config, log_p, log_mu)
     per_step = PPOBatch(segment.obs[:-1], segment.actions, *targets, weights, segment.valid,
                         segment.core, None if core is None else core.resets[:-1])
     if config.minibatch == "envs":  # whole sequences of some envs
@@ -136,8 +142,9 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
       batches = jax.vmap(lambda s: jax.tree.map(lambda x: x[s, cols], per_step))(steps)
     end, opt_state, summed, metrics = run_steps(optimizer, loss_fn, start, opt_state, batches,
                                                 config.num_sgd_steps(t_len), axis_name, unroll)
-    metrics.update(lag_diagnostics(out_p, out_mu, log_p, log_mu, weights, cap, segment.valid,
-                                   head, axis_name))
+    if config.lag_diagnostics:
+      metrics.update(lag_diagnostics(out_p, out_mu, log_p, log_mu, weights, cap, segment.valid,
+                                     head, axis_name))
     return end, opt_state, summed, metrics
 
   return update

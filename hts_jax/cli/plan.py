@@ -1,5 +1,5 @@
-r"""Which policy lag reaches a score sooner: a probe of at most --probe_s seconds on your flags, then
-the SPS of sync, HTS at --policy_lag=0 (sync's run, bit for bit) and HTS at --policy_lag=1 (the
+r"""Which policy lag reaches a score sooner: a probe of at most --probe_s seconds on your flags,
+then the SPS of sync, HTS at --policy_lag=0 (sync's run, bit for bit) and HTS at --policy_lag=1 (the
 paper's), and a recommendation.
 
   hts-plan --preset=gfootball_ppo
@@ -33,7 +33,8 @@ flags.DEFINE_float("probe_s", 60.0, "Seconds of timed running the probe may take
 flags.DEFINE_bool("probe_lag_1", True, "Also run lag 1 in the probe, to show its measured SPS "
                   "beside the prediction.")
 flags.DEFINE_string("stages", None, "Plan from these stage times (a JSON file of "
-                    "hts_jax.analysis.planner.Stages' fields, as --json prints) instead of a probe.")
+                    "hts_jax.analysis.planner.Stages' fields, as --json prints) instead of a "
+                    "probe.")
 flags.DEFINE_float("plan_cores", None, "Plan for this many cores (default: the probe's).")
 flags.DEFINE_float("plan_learner_speedup", 1.0, "Plan for a learner this many times faster (an "
                    "accelerator).", lower_bound=1e-6)
@@ -88,7 +89,7 @@ def plan(cfg: hts_config.RunConfig) -> dict:
     out["probe"] = found
   env_speedup = 1.0
   if FLAGS.plan_step_times:
-    measured = stages.env_hts_s / stages.steps_per_segment * stages.executors
+    measured = stages.env_hts_s / stages.steps_per_segment  # seconds per env step
     env_speedup = measured / _step_times(FLAGS.plan_step_times)
   scaled = stages.scaled(FLAGS.plan_cores, FLAGS.plan_learner_speedup, env_speedup)
   segments = FLAGS.plan_segments or cfg.rollout.num_segments

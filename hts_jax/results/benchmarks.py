@@ -33,6 +33,9 @@ SAMPLER_CASES = {
     "atari16": "Breakout, Nature CNN, 16 envs, 4 executors, actor batch 4, alpha 5",
     "minatar16": "MinAtar Breakout, 16 envs, 2 executors, alpha 5",
     "gfootball_close": "GFootball close, MLP, 8 envs, 4 executors, PPO, alpha 128",
+    "gfootball_3v1": "GFootball 3 vs 1, MLP, 8 envs, 4 executors, PPO, alpha 128",
+    "walker2d": "Walker2d, MLP, 8 envs, 2 executors, PPO, alpha 256",
+    "memory": "CartPoleNoVel, LSTM 64, 8 envs, 2 executors, PPO, alpha 32",
 }
 
 
@@ -57,41 +60,63 @@ def render_speedup(data: Dict[str, Any]) -> str:
       f"The `vstep` env: {rows[0]['num_envs'] if rows else '?'} envs with one executor each, "
       f"a mean step of {mean_ms:g} ms, gamma-distributed (exponential at var/mean² = 1). HTS "
       f"syncs every {s['hts_alpha']} steps, sync every step; median of {s['repeats']} "
-      f"interleaved runs; the prediction is Eq. 7's, rollout only. "
+      f"interleaved runs; the prediction is Eq. 7's, rollout only"
+      + ("; HTS lag 0 (`--policy_lag=0`, no learning overlapped) is batch synchronization "
+         "alone" if rows and "sps_hts_lag0" in rows[0] else "") + ". "
       f"Source: {_source(data, 'speedup.json')}.",
       "",
   ]
+  lag_0 = all("sps_hts_lag0" in r for r in rows)  # HTS at --policy_lag=0 (since 2026-12-05)
   return "\n".join(lines) + "\n" + stats.markdown(
-      ["step-time var / mean²", "HTS SPS", "sync SPS", "HTS / sync", "Eq. 7 prediction"],
-      [[f"{r['var_over_mean2']:g}", _int(r["sps_hts"]), _int(r["sps_sync"]),
-        f"{r['speedup']:.2f}x", f"{r['predicted_speedup']:.2f}x"] for r in rows])
+      ["step-time var / mean²", "HTS SPS"] + (["HTS lag 0 SPS"] if lag_0 else [])
+      + ["sync SPS", "HTS / sync"] + (["HTS lag 0 / sync"] if lag_0 else [])
+      + ["Eq. 7 prediction"],
+      [[f"{r['var_over_mean2']:g}", _int(r["sps_hts"])]
+       + ([_int(r["sps_hts_lag0"])] if lag_0 else []) + [_int(r["sps_sync"]),
+                                                          f"{r['speedup']:.2f}x"]
+       + ([f"{r['speedup_lag0']:.2f}x"] if lag_0 else [])
+       + [f"{r['predicted_speedup']:.2f}x"] for r in rows])
 
 
 def render_sampler(data: Dict[str, Any]) -> str:
+  """The rollout benchmark: sync, HTS at --policy_lag=0 and at --policy_lag=1 side by side, HTS's
+  gain split into batch synchronization (lag 0 over sync) and concurrent learning (lag 1 over lag
+  0), what bounds each HTS run, and the planner's predictions where --plan ran."""
+  planned = any("plan" in r for r in data["rows"])
   lines = [
-      f"**The rollout hot path, HTS vs sync on the same envs** (A2C unless a case says PPO; "
-      f"only `--mode` differs; median of {data['repeats']} interleaved runs per mode; idle "
-      f"shares of the HTS run). On 2 CPU cores executors, actors and learner share the cores, "
-      f"so there is little idle capacity for HTS to reclaim. A learner that runs beside the "
-      f"executors (HTS) takes longer than one that runs alone (sync): the last column, the same "
-      f"updates in both. The envs' own SPS: the same executors, envs and storages with actions "
-      f"drawn inside the executors, no actor calls and no learner "
-      f"(`hts_jax/runtime/ceiling.py`). Source: {_source(data, 'sampler.json')}.",
+      f"**The rollout hot path: sync, HTS at `--policy_lag=0` and HTS at `--policy_lag=1` on the "
+      f"same envs** (A2C unless a case says PPO; only `--mode` and `--policy_lag` differ; median "
+      f"of {data['repeats']} interleaved runs each). HTS's gain over sync splits in two: *batch "
+      f"synchronization*, lag 0 over sync (the same run, bit for bit, so only the rollout "
+      f"differs), and *concurrent learning*, lag 1 over lag 0 (the learner beside the rollout, "
+      f"which costs the one-update lag). Learner busy: its share of the run's wall time. Bound: "
+      f"the largest of the executors' shares stepping envs and waiting for actor calls, and the "
+      f"learner's busy share. Envs' own SPS: the same executors, envs and storages with actions "
+      f"drawn inside the executors, no actor calls and no learner (`hts_jax/runtime/ceiling.py`)."
+      + (" Planned: `hts-plan`'s prediction from its probe (at most 60 s of running per case) "
+         "over the measured median, for sync / lag 0 / lag 1." if planned else "")
+      + f" Source: {_source(data, 'sampler.json')}.",
       "",
   ]
   rows = []
   for r in data["rows"]:
-    hts, sync = r["hts"], r["sync"]
-    learner_idle = hts["idle_s"].get("learner", 0.0) / max(hts["wall_time_s"], 1e-9)
-    own = "sps_ceiling" in r
-    rows.append([SAMPLER_CASES.get(r["case"], r["case"]), _int(r["sps_hts"]), _int(r["sps_sync"]),
-                 f"{r['hts_over_sync']:.2f}x", _int(r["sps_ceiling"]) if own else "-",
-                 f"{r['hts_of_ceiling']:.2f} / {r['sync_of_ceiling']:.2f}" if own else "-",
-                 f"{hts['efficiency']['mean_ready_envs_per_actor_call']:.1f}",
-                 f"{learner_idle:.0%}", f"{hts['learn_s']:.1f} / {sync['learn_s']:.1f}"])
+    lag_0, lag_1 = r["hts_lag0"], r["hts"]
+    busy = lambda run: run["shares"]["learner"]
+    row = [SAMPLER_CASES.get(r["case"], r["case"]), _int(r["sps_sync"]), _int(r["sps_hts_lag0"]),
+           _int(r["sps_hts"]), f"{r['lag0_over_sync']:.2f}x", f"{r['hts_over_lag0']:.2f}x",
+           f"{max(r['sps_hts'], r['sps_hts_lag0']) / r['sps_sync']:.2f}x",
+           f"{busy(lag_0):.0%} / {busy(lag_1):.0%}",
+           f"{lag_0['shares']['bound']} / {lag_1['shares']['bound']}".replace("_", " "),
+           _int(r["sps_ceiling"]) if "sps_ceiling" in r else "-"]
+    if planned:
+      p = r.get("plan", {}).get("predicted_over_measured")
+      row.append(" / ".join(f"{p[m]:.2f}" for m in ("sync", "lag_0", "lag_1")) if p else "-")
+    rows.append(row)
+  header = ["case", "sync SPS", "HTS lag 0 SPS", "HTS lag 1 SPS", "batch sync (lag 0 / sync)",
+            "concurrent learning (lag 1 / lag 0)", "faster lag / sync",
+            "learner busy, lag 0 / lag 1", "bound, lag 0 / lag 1", "envs' own SPS"]
   return "\n".join(lines) + "\n" + stats.markdown(
-      ["case", "HTS SPS", "sync SPS", "HTS / sync", "envs' own SPS", "HTS / sync of it",
-       "ready envs per actor call", "learner idle (HTS)", "learner busy s, HTS / sync"], rows)
+      header + (["planned / measured"] if planned else []), rows)
 
 
 def render_recurrent(data: Dict[str, Any]) -> str:

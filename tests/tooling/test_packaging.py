@@ -14,7 +14,8 @@ from tests.support import ROOT
 
 
 COMMANDS = {"hts-train": "hts_jax.cli.train:run", "hts-launch": "hts_jax.cli.launch:run",
-            "hts-report": "hts_jax.cli.report:run", "hts-reproduce": "hts_jax.cli.reproduce:run"}
+            "hts-report": "hts_jax.cli.report:run", "hts-reproduce": "hts_jax.cli.reproduce:run",
+            "hts-plan": "hts_jax.cli.plan:run"}
 CORE = {"jax", "flax", "optax", "chex", "rlax", "numpy", "gymnasium", "absl-py"}
 
 
@@ -52,7 +53,7 @@ def test_core_is_lean_and_every_dependency_is_pinned_in_requirements_txt():
 
 def test_console_commands_and_the_clone_shims_are_one_program():
   assert _project()["scripts"] == COMMANDS
-  for module in ("train", "launch", "report", "reproduce"):  # one process each: global flags
+  for module in ("train", "launch", "report", "reproduce", "plan"):  # one process each
     code = (f"import experiments.{module} as shim, hts_jax.cli.{module} as command; "
             "assert shim is command and callable(command.run)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -61,8 +62,9 @@ def test_console_commands_and_the_clone_shims_are_one_program():
 
 
 @pytest.mark.parametrize("module,flag,usage", [
-    ("train", "--preset", "Train with HTS-RL."), ("launch", "--num_processes", "Starts a multi-process"),
-    ("report", "--targets", "Paper-style tables")])
+    ("train", "--preset", "Train with HTS-RL."),
+    ("launch", "--num_processes", "Starts a multi-process"), ("report", "--targets", "Paper-style tables"),
+    ("plan", "--probe_s", "Which policy lag reaches a score sooner")])
 def test_helpshort_lists_the_commands_flags_under_its_usage(module, flag, usage):
   """absl lists the key flags of the file in sys.argv[0]: the shim's and the console script's
   must be the command module's (`common.run_main`)."""
