@@ -16,7 +16,9 @@ elsewhere by SPS, and lag 1's score is then not assured to be sync's.
 
 import json
 import math
+import os
 import sys
+from typing import Any, Dict, Optional
 
 from absl import flags
 from absl import logging
@@ -76,6 +78,32 @@ def _stages_file(path: str) -> planner.Stages:
                                  f"{str(e).splitlines()[0]}") from None
 
 
+def family_sample_cost(env: str, root: Optional[str] = None) -> Optional[Dict[str, Any]]:
+  """Lag 1's measured sample cost on `env`'s task, from the grids' headline
+  (results/headline.json): sync's env steps to the task's target over HTS's at lag 1 (with the
+  presets' correction; a bound where a run missed the target), over how many paired blocks;
+  None where no grid measured it."""
+  from hts_jax.results import provenance  # pylint: disable=import-outside-toplevel
+  path = os.path.join(root or provenance.ROOT, "results", "headline.json")
+  try:
+    with open(path) as f:
+      tasks = json.load(f)["tasks"]
+  except (OSError, ValueError, KeyError):
+    return None
+  name = env.split(":", 1)[-1]
+  for task in tasks:
+    if task["task"] != name:
+      continue
+    sync_key = next((k for k in task["methods"] if k in ("sync_ppo", "a2c")), None)
+    ratio = sync_key and task["methods"][sync_key]["steps"]
+    if not ratio or not ratio.get("mean"):
+      return None
+    return {"task": name, "target": task["target"], "grid": task["grid"],
+            "sync_over_hts_steps": ratio["mean"], "bound": ratio.get("bound"),
+            "blocks": ratio["n"]}
+  return None
+
+
 def plan(cfg: hts_config.RunConfig) -> dict:
   """The probe (or --stages), the scaled stages and the predictions, as one JSON-able dict."""
   from hts_jax.runtime import probe  # pylint: disable=import-outside-toplevel
@@ -98,7 +126,7 @@ def plan(cfg: hts_config.RunConfig) -> dict:
              predicted_sps=sps,
              learner_busy_share={m: scaled.learner_share(m, segments) for m in planner.MODES},
              bound={m: scaled.bound(m) for m in planner.MODES})
-  cost = probe.family_sample_cost(cfg.rollout.env)
+  cost = family_sample_cost(cfg.rollout.env)
   if cost is not None:
     out["sample_cost"] = cost
   ratio = None if cost is None else 1.0 / cost["sync_over_hts_steps"]

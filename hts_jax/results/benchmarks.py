@@ -43,7 +43,7 @@ def _source(data: Dict[str, Any], name: str) -> str:
   m = data["machine"]
   commit = data["commit"][:12] + ("+dirty" if data["commit"].endswith("+dirty") else "")
   return (f"`results/benchmarks/{name}`, {data['date']}, commit {commit}, {m['cores']} cores "
-          f"({m['cpu'] or m['platform']}); `{data['command']}`")
+          f"({m['cpu'] or m['platform']}). Command: `{data['command']}`")
 
 
 def _int(x: float) -> str:
@@ -93,8 +93,9 @@ def render_sampler(data: Dict[str, Any]) -> str:
       f"the largest of the executors' shares stepping envs and waiting for actor calls, and the "
       f"learner's busy share. Envs' own SPS: the same executors, envs and storages with actions "
       f"drawn inside the executors, no actor calls and no learner (`hts_jax/runtime/ceiling.py`)."
-      + (" Planned: `hts-plan`'s prediction from its probe (at most 60 s of running per case) "
-         "over the measured median, for sync / lag 0 / lag 1." if planned else "")
+      + (" Planner's miss: `hts-plan`'s prediction from its probe (at most 60 s of running per "
+         "case) against the measured median, the largest of its three (sync, lag 0, lag 1)."
+         if planned else "")
       + f" Source: {_source(data, 'sampler.json')}.",
       "",
   ]
@@ -108,15 +109,16 @@ def render_sampler(data: Dict[str, Any]) -> str:
            f"{busy(lag_0):.0%} / {busy(lag_1):.0%}",
            f"{lag_0['shares']['bound']} / {lag_1['shares']['bound']}".replace("_", " "),
            _int(r["sps_ceiling"]) if "sps_ceiling" in r else "-"]
-    if planned:
+    if planned:  # the largest miss of the three predictions
       p = r.get("plan", {}).get("predicted_over_measured")
-      row.append(" / ".join(f"{p[m]:.2f}" for m in ("sync", "lag_0", "lag_1")) if p else "-")
+      worst = p and max(p, key=lambda m: abs(p[m] - 1))
+      row.append(f"{p[worst] - 1:+.0%} ({worst.replace('_', ' ')})" if p else "-")
     rows.append(row)
   header = ["case", "sync SPS", "HTS lag 0 SPS", "HTS lag 1 SPS", "batch sync (lag 0 / sync)",
             "concurrent learning (lag 1 / lag 0)", "faster lag / sync",
             "learner busy, lag 0 / lag 1", "bound, lag 0 / lag 1", "envs' own SPS"]
   return "\n".join(lines) + "\n" + stats.markdown(
-      header + (["planned / measured"] if planned else []), rows)
+      header + (["planner's miss"] if planned else []), rows)
 
 
 def render_recurrent(data: Dict[str, Any]) -> str:

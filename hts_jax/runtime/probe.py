@@ -15,7 +15,7 @@ import dataclasses
 import sys
 import tempfile
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from hts_jax.analysis import planner
 from hts_jax.config import ConfigError, RunConfig
@@ -87,30 +87,3 @@ def probe(config: RunConfig, segments: int = 8, budget_s: float = 60.0,
                            "learner_busy_share": s["learner_busy_share"],
                            "param_sha256": s["param_sha256"]} for m, s in runs.items()},
           "timed_s": timed, "compile_s": compiled, "probe_s": time.perf_counter() - t0}
-
-
-def family_sample_cost(env: str, root: Optional[str] = None) -> Optional[Dict[str, Any]]:
-  """Lag 1's measured sample cost on `env`'s task, from the grids' headline
-  (results/headline.json): sync's env steps to the task's target over HTS's at lag 1 (with the
-  presets' correction), and sync's env steps to it; None where no grid measured it."""
-  import json  # pylint: disable=import-outside-toplevel
-  import os  # pylint: disable=import-outside-toplevel
-  from hts_jax.results import provenance  # pylint: disable=import-outside-toplevel
-  path = os.path.join(root or provenance.ROOT, "results", "headline.json")
-  try:
-    with open(path) as f:
-      tasks = json.load(f)["tasks"]
-  except (OSError, ValueError, KeyError):
-    return None
-  name = env.split(":", 1)[-1]
-  for task in tasks:
-    if task["task"] != name:
-      continue
-    sync_key = next((k for k in task["methods"] if k in ("sync_ppo", "a2c")), None)
-    ratio = sync_key and task["methods"][sync_key]["steps"]
-    if not ratio or not ratio.get("mean"):
-      return None
-    return {"task": name, "target": task["target"], "grid": task["grid"],
-            "sync_over_hts_steps": ratio["mean"], "bound": ratio.get("bound"),
-            "blocks": ratio["n"]}
-  return None

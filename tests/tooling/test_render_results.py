@@ -38,7 +38,7 @@ def test_speedup_rows_golden():
   cells = [[c.strip() for c in line.strip("|").split("|")] for line in out[-2:]]
   assert cells == [["0.1", "1,620", "1,000", "1.62x", "1.56x"],
                    ["10", "5,300", "1,000", "5.30x", "5.98x"]]  # variance grid only, sorted
-  assert "commit 0123456789ab+dirty, 2 cores (Linux); `python -m x --y`" in out[0]
+  assert "commit 0123456789ab+dirty, 2 cores (Linux). Command: `python -m x --y`" in out[0]
 
 
 def test_cleanrl_rows_golden():

@@ -64,6 +64,14 @@ def test_recommendation_weighs_lag_1s_sample_cost():
   assert times == pytest.approx({"sync": 10.0, "lag_0": 1000 / 120, "lag_1": 1200 / 130})
 
 
+def test_lag_1s_sample_cost_comes_from_the_grids_headline():
+  from hts_jax.cli import plan  # pylint: disable=import-outside-toplevel
+  close = plan.family_sample_cost("gfootball:academy_empty_goal_close")
+  assert close["grid"] == "gfootball" and close["target"] == "0.8" and close["blocks"] >= 3
+  assert 0.5 < close["sync_over_hts_steps"] < 2
+  assert plan.family_sample_cost("CartPole-v1") is None
+
+
 def _plan(*flags):
   return subprocess.run([sys.executable, "-m", "experiments.plan", *flags], cwd=ROOT,
                         capture_output=True, text=True, timeout=600)
