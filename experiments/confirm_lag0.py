@@ -40,6 +40,7 @@ def _config(run: str, logdir: str, schedule: str):
   learner = dict(saved.pop("learner"))
   learner["correction"] = "none"  # what both schedules run (they force it)
   saved.update(SCHEDULES[schedule], logdir=logdir, overwrite=True, lagged_acting=False)
+  saved = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}  # JSON's lists
   return RunConfig.make(learner=LearnerConfig(**learner), **saved)
 
 
