@@ -13,6 +13,8 @@ benchmark scripts' `--save` (`experiments.bench_cleanrl` for cleanrl.json):
 their own). tests/tooling/test_render_results.py fails when a rendered table is out of date with its JSON.
 """
 
+import glob
+import json
 import os
 import statistics
 import sys
@@ -121,6 +123,28 @@ def render_sampler(data: Dict[str, Any]) -> str:
       header + (["planner's miss"] if planned else []), rows)
 
 
+def render_confirmations(root: str = provenance.ROOT) -> str:
+  """`--policy_lag=0`'s confirmation runs (results/policy_lag/*/confirmation.json,
+  `experiments.confirm_lag0`): a grid run again as sync and as lag 0, back to back."""
+  rows = []
+  for path in sorted(glob.glob(os.path.join(root, "results", "policy_lag", "*",
+                                            "confirmation.json"))):
+    with open(path) as f:
+      c = json.load(f)
+    if "lag0_time_over_sync" in c:
+      rows.append([os.path.relpath(c["run"], "results"), f"{c['sync']['wall_time_s']:,.0f}",
+                   f"{c['lag0']['wall_time_s']:,.0f}", f"{c['lag0_time_over_sync']:.2f}x",
+                   "yes" if c["same_param_sha256"] and c["same_eval"] else "NO",
+                   c["sync"]["cpu_model"]])
+  if not rows:
+    return ""
+  return ("**`--policy_lag=0` is sync's run, sooner**: a grid run again as sync and as HTS at lag "
+          "0, back to back on one host (`results/policy_lag/`, `experiments/confirm_lag0.py`). "
+          "For an identical run the time to any target is in the ratio of the wall times.\n\n"
+          + stats.markdown(["run (the grid's config)", "sync s", "lag 0 s", "lag 0 / sync",
+                            "same hash and evaluations", "host"], rows))
+
+
 def render_recurrent(data: Dict[str, Any]) -> str:
   size = data["variants"]["lstm"]["core_size"]
   lines = [
@@ -178,6 +202,8 @@ def render_markdown(results: str = RESULTS) -> str:
     data = publish.read_json(results, name)
     if data is not None:
       parts.append(RENDERERS[name](data))
+    if name == "sampler.json" and render_confirmations():
+      parts.append(render_confirmations())
   if not parts:
     return "No benchmark JSON committed yet (see `hts_jax/results/benchmarks.py`).\n"
   return "\n".join(parts)
