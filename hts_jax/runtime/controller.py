@@ -57,6 +57,18 @@ class Controller(Session):
     figures = self.figures(env_steps) if self._figures_per_update else {}
     self._notify("on_update", UpdateEvent(env_steps, row, learner_metrics, figures))
 
+  def learn_serially(self, segment: int, reports, rollout_s: float, cpu_0: float,
+                     env_steps: int) -> None:
+    """A segment's rollout and then its update while the rollout waits (sync, HTS at
+    --policy_lag=0): books the rollout (the learner idled through it), runs the update on the
+    learner thread and books it, each with the run's CPU seconds (`cpu_0`: at the rollout's
+    start)."""
+    cpu_1 = self.cpu_s()
+    recent = self.record_rollout(reports, rollout_s, learner_waited=True, cpu_s=cpu_1 - cpu_0)
+    result = self.parts.learner.learn_now(segment, self.storages.learning(segment),
+                                          self.supervisor.check)
+    self.record_update(result, recent, env_steps, cpu_s=self.cpu_s() - cpu_1)
+
   def boundary(self, segment: int, env_steps: int, params, learned: bool = False) -> bool:
     """The decisions at the boundary after `segment` (`env_steps` collected; `params` the ones
     published now; `learned`: the update on `segment` is done), in their fixed order: stop,

@@ -123,12 +123,8 @@ def _run_lag_0(parts: Parts, ctl: Controller, params: ParamsBox) -> Dict[str, An
   for seg in range(first, n_seg):
     # The learner waits for the whole rollout; then the executors wait for the update.
     reports = barrier.wait_done(seg)
-    cpu_1 = ctl.cpu_s()
-    recent = ctl.record_rollout(reports, time.perf_counter() - t_seg, learner_waited=True,
-                                cpu_s=cpu_1 - cpu_0)
     steps = (seg + 1) * per_seg
-    result = learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check)
-    ctl.record_update(result, recent, steps, cpu_s=ctl.cpu_s() - cpu_1)
+    ctl.learn_serially(seg, reports, time.perf_counter() - t_seg, cpu_0, steps)
     params.publish(learner.version, _acting(parts))  # θ_{seg+1} collects segment seg + 1
     if ctl.boundary(seg, steps, learner.state.params, learned=True) or seg + 1 == n_seg:
       break

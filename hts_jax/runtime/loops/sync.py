@@ -115,7 +115,7 @@ def _envpool_rollout(parts: Parts, ctl: Controller) -> Rollout:
 
 
 def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
-  cfg, learner = parts.config, parts.learner
+  cfg = parts.config
   rollout = (_envpool_rollout if cfg.rollout.envpool else _executor_rollout)(parts, ctl)
   ctl.start_learner(count_idle=False)  # the rollout's time is the learner's idle time
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
@@ -125,15 +125,11 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   for seg in range(first, n_seg):
     t_roll, cpu_0 = time.perf_counter(), ctl.cpu_s()
     reports = rollout(seg)
-    # The learner waits for the whole rollout.
-    cpu_1 = ctl.cpu_s()
-    recent = ctl.record_rollout(reports, time.perf_counter() - t_roll, learner_waited=True,
-                                cpu_s=cpu_1 - cpu_0)
-    # Learning, while the envs wait (lag 0: the params that acted are the ones updated; with
-    # --lagged_acting the next segment acts with the params before this update, as HTS's does).
+    # The learner waits for the whole rollout, then learns while the envs wait (lag 0: the params
+    # that acted are the ones updated; with --lagged_acting the next segment acts with the params
+    # before this update, as HTS's does).
     steps = (seg + 1) * per_seg
-    result = learner.learn_now(seg, ctl.storages.learning(seg), ctl.supervisor.check)
-    ctl.record_update(result, recent, steps, cpu_s=ctl.cpu_s() - cpu_1)
+    ctl.learn_serially(seg, reports, time.perf_counter() - t_roll, cpu_0, steps)
     if ctl.boundary(seg, steps, _published(parts)[1], learned=True):
       break
   return ctl.finish(steps)
