@@ -58,11 +58,11 @@ def _acting(parts: Parts):
 
 def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
   """`num_actors` actor threads on the shared state buffer."""
-  sup, sb = ctl.supervisor, ctl.state_buffers[0]
-  for i in range(parts.config.rollout.num_actors):
+  sup, sb, n = ctl.supervisor, ctl.state_buffers[0], parts.config.rollout.num_actors
+  for i in range(n):
     batcher = BlockBatcher.from_parts(parts.acting, ctl.storages)
     sup.start_thread(actor_loop, f"actor-{i}", batcher, sb.reader, sb.writer,
-                     ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats())
+                     ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats(), n == 1)
   sup.on_shutdown(sb.writer.post_stop)
 
 
