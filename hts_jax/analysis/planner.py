@@ -27,6 +27,12 @@ learning overlaps U with the next rollout):
               promised 1.33x lag 0's SPS, lag 1 ran at 0.83x). Where they were not measured, T is
               max(R_h, U, (r_h + u) / C): the CPU both need over the cores.
 
+A run's first segment costs more than the others (the executors' and the actors' first steps, first
+touches of the storages): a_h, a_s, its seconds above the median segment in the probe's lag-0 and
+sync runs. The rollout means above leave it out (steady state), and a run of n segments pays it
+once: a_s / n more per segment in sync, a_h / n in HTS at either lag (on these 2 cores a CartPole
+run of 49 segments ran 10-17% below the probe's run of 477 segments).
+
 Past the probe's machine (`Stages.scaled`), to first order: a learner N times faster divides U,
 u and the slowdowns the learner and the rollout cause each other (R_h' - R_h, U' - U); env steps
 k times faster shrink each rollout's env-stepping share (e_h, e_s: the executors' stepping
@@ -38,7 +44,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, Optional
+import statistics
+from typing import Any, Dict, Optional, Sequence
 
 MODES = ("sync", "lag_0", "lag_1")
 
@@ -61,6 +68,8 @@ class Stages:
   rollout_sync_cpu_s: float = 0.0
   rollout_beside_s: float = 0.0
   update_beside_s: float = 0.0
+  start_hts_s: float = 0.0
+  start_sync_s: float = 0.0
 
   @property
   def measured_beside(self) -> bool:
@@ -76,17 +85,19 @@ class Stages:
   def segment_s(self, mode: str, segments: Optional[int] = None) -> float:
     """The mean wall seconds per segment of `mode` over `segments` segments (None: steady
     state, as segments grow)."""
-    if mode == "sync":
-      return self.rollout_sync_s + self.update_s + self.boundary_s
-    if mode == "lag_0":
-      return self.rollout_hts_s + self.update_s + self.boundary_s
-    if mode != "lag_1":
+    if mode not in MODES:
       raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    start = self.start_sync_s if mode == "sync" else self.start_hts_s
+    first = start / segments if segments else 0.0
+    if mode == "sync":
+      return self.rollout_sync_s + self.update_s + self.boundary_s + first
+    if mode == "lag_0":
+      return self.rollout_hts_s + self.update_s + self.boundary_s + first
     overlap = self.overlap_s()
     if segments is None:
       return overlap + self.boundary_s
     n = segments
-    return (self.rollout_hts_s + (n - 1) * overlap + self.update_s) / n + self.boundary_s
+    return (self.rollout_hts_s + (n - 1) * overlap + self.update_s) / n + self.boundary_s + first
 
   def sps(self, segments: Optional[int] = None) -> Dict[str, float]:
     """Predicted env steps per second of each schedule."""
@@ -143,26 +154,40 @@ class Stages:
     return dataclasses.asdict(self)
 
 
+def first_segment_excess_s(walls: Sequence[float]) -> float:
+  """A run's first segment's seconds above its median segment (0 if not above), from metrics.csv's
+  `wall_time_s` per update (the clock starts at 0 before the first segment)."""
+  steps = [b - a for a, b in zip([0.0, *walls], walls)]
+  if len(steps) < 3:
+    return 0.0
+  return max(steps[0] - statistics.median(steps[1:]), 0.0)
+
+
 def stages_of(lag_0: Dict[str, Any], sync: Dict[str, Any], cores: float,
               lag_1: Optional[Dict[str, Any]] = None) -> Stages:
   """The stage costs from a lag-0 HTS run's and a sync run's summary.json (the same flags; their
   rollouts and updates never overlap, so each is timed alone; U is both runs' mean: the same
   update, bit for bit), and from a lag-1 run's, if given, the rollout and the update beside each
-  other."""
+  other. A summary's `first_segment_excess_s` (the probe adds it from metrics.csv) is its run's
+  start, left out of the rollout means."""
   seg = lambda s: s["updates"] - (s.get("resumed_from_update") or 0)
   n0, ns = seg(lag_0), seg(sync)
   t0, ts = lag_0["timing"], sync["timing"]
+  start_h, start_s = (s.get("first_segment_excess_s", 0.0) for s in (lag_0, sync))
   update = (t0["learn_s"] + ts["learn_s"]) / (n0 + ns)
   update_cpu = (t0["learn_cpu_s"] + ts["learn_cpu_s"]) / (n0 + ns)
   boundary = (lag_0["wall_time_s"] - t0["rollout_s"] - t0["learn_s"]) / n0
   return Stages(steps_per_segment=lag_0["alpha"] * lag_0["num_envs"],
-                rollout_hts_s=t0["rollout_s"] / n0, rollout_sync_s=ts["rollout_s"] / ns,
+                rollout_hts_s=(t0["rollout_s"] - start_h) / n0,
+                rollout_sync_s=(ts["rollout_s"] - start_s) / ns,
                 update_s=update, rollout_cpu_s=t0["rollout_cpu_s"] / n0, update_cpu_s=update_cpu,
                 cores=cores, boundary_s=max(boundary, 0.0), env_hts_s=t0["env_busy_s"] / n0,
                 env_sync_s=ts["env_busy_s"] / ns, executors=lag_0["num_executors"],
                 rollout_sync_cpu_s=ts["rollout_cpu_s"] / ns,
-                rollout_beside_s=lag_1["timing"]["rollout_s"] / seg(lag_1) if lag_1 else 0.0,
-                update_beside_s=lag_1["timing"]["learn_s"] / seg(lag_1) if lag_1 else 0.0)
+                rollout_beside_s=((lag_1["timing"]["rollout_s"] - start_h) / seg(lag_1)
+                                  if lag_1 else 0.0),
+                update_beside_s=lag_1["timing"]["learn_s"] / seg(lag_1) if lag_1 else 0.0,
+                start_hts_s=start_h, start_sync_s=start_s)
 
 
 def time_to_target(sps: Dict[str, float], sync_steps: float,

@@ -11,7 +11,9 @@ apart) and evaluates nothing but one short episode at its end.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
+import os
 import sys
 import tempfile
 import time
@@ -31,8 +33,9 @@ MAX_SEGMENTS = 2000
 
 def run_for(config: RunConfig, segments: int, mode: str, policy_lag: int) -> Dict[str, Any]:
   """`config` as `mode` at `policy_lag` (sync: 1 stands for its own lag 0), run for `segments`
-  segments in a temporary logdir, its progress lines on stderr; its summary.json. Sync and lag 0
-  run the plain update (what they force); lag 1 the configured correction."""
+  segments in a temporary logdir, its progress lines on stderr; its summary.json, with its first
+  segment's excess (`planner.first_segment_excess_s`). Sync and lag 0 run the plain update (what
+  they force); lag 1 the configured correction."""
   from hts_jax.runtime import modes  # pylint: disable=import-outside-toplevel
   learner = config.learner
   if mode == "sync" or policy_lag == 0:
@@ -43,7 +46,11 @@ def run_for(config: RunConfig, segments: int, mode: str, policy_lag: int) -> Dic
                             "logdir": logdir,
                             "total_steps": segments * config.rollout.steps_per_segment})
     with contextlib.redirect_stdout(sys.stderr):
-      return modes.run(cfg)
+      out = modes.run(cfg)
+    with open(os.path.join(logdir, "metrics.csv"), newline="") as f:
+      walls = [float(row["wall_time_s"]) for row in csv.DictReader(f)]
+  out["first_segment_excess_s"] = planner.first_segment_excess_s(walls)
+  return out
 
 
 def check_probeable(config: RunConfig) -> None:

@@ -38,6 +38,29 @@ def test_the_three_schedules_by_golden_values():
     STAGES.segment_s("async")
 
 
+def test_a_runs_first_segment_is_paid_once():
+  """The first segment's excess over the median segment, from metrics.csv's clock; a run of n
+  segments pays it once (sync its own, both lags HTS's), steady state never; the probe's rollout
+  means leave it out."""
+  # Segments of 1 s after a first one of 1.5 s (and one slow one: the median is not moved by it).
+  assert planner.first_segment_excess_s([1.5, 2.5, 3.5, 5.5, 6.5]) == pytest.approx(0.5)
+  assert planner.first_segment_excess_s([0.5, 1.5, 2.5]) == 0.0  # a fast first one: none
+  assert planner.first_segment_excess_s([1.5, 2.5]) == 0.0  # too few to tell
+  started = planner.Stages(**dict(STAGES.to_json(), start_hts_s=0.4, start_sync_s=0.8))
+  assert started.segment_s("sync", 4) == pytest.approx(2.6 + 0.8 / 4)
+  assert started.segment_s("lag_0", 4) == pytest.approx(1.6 + 0.4 / 4)
+  assert started.segment_s("lag_1", 4) == pytest.approx(5.1 / 4 + 0.1 + 0.4 / 4)
+  assert started.sps() == STAGES.sps()
+  run = lambda rollout_s, excess: {"updates": 4, "alpha": 10, "num_envs": 100, "num_executors": 2,
+                                   "wall_time_s": rollout_s + 2.4, "first_segment_excess_s": excess,
+                                   "timing": {"rollout_s": rollout_s, "learn_s": 2.0,
+                                              "learn_cpu_s": 2.0, "rollout_cpu_s": 6.0,
+                                              "env_busy_s": 6.4}}
+  stages = planner.stages_of(run(4.4, 0.4), run(8.8, 0.8), cores=2)
+  assert stages.rollout_hts_s == pytest.approx(1.0) and stages.rollout_sync_s == pytest.approx(2.0)
+  assert stages.segment_s("lag_0", 4) * 4 == pytest.approx(4.4 + 2.0 + 0.4)  # the run, back
+
+
 def test_other_machines_to_first_order():
   """A learner 10x faster divides U and the slowdowns; envs 2x faster halve each executor's
   stepping share (0.8 s of each rollout); 4 cores halve the CPU-bound share of the rollout."""
