@@ -249,9 +249,27 @@ def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict
   if isinstance(saved.get("learner"), dict) and isinstance(current.get("learner"), dict):
     # Named by the learner field that differs (its flag's name), not by the whole section.
     out.update(_differing(saved["learner"], current["learner"], free))
+    if set(out) == {"lr_decay_updates"}:  # the one change: named by its flags
+      raise ConfigError(_lr_decay_change(*out["lr_decay_updates"], current))
   elif saved.get("learner") != current.get("learner"):
     out["learner"] = (saved.get("learner"), current.get("learner"))
   return out
+
+
+def _lr_decay_change(saved: int, now: int, current: Dict[str, Any]) -> str:
+  """The line refusing a resume whose --lr_decay horizon (`lr_decay_updates`, optimizer steps,
+  which no flag names) is not the checkpoint's, with the flags that keep it. The horizon is fixed
+  when a run starts; resumed past it, updates would train at learning rate 0."""
+  cfg = RunConfig.make(**{k: tuple(v) if isinstance(v, list) else v for k, v in current.items()})
+  env_steps = saved // (cfg.optimizer_steps // cfg.learner_updates) * cfg.steps_per_update
+  if not saved:
+    return "--resume: the checkpoint's run has a constant learning rate: leave --lr_decay out"
+  return (f"--resume: the checkpoint's --lr_decay ends at env step {env_steps:,} (its horizon: "
+          f"--lr_decay_steps, else --total_steps, as the run started), this command's "
+          f"{'nowhere (no --lr_decay)' if not now else 'elsewhere'}: pass --lr_decay "
+          f"--lr_decay_steps={env_steps} with --total_steps <= {env_steps} (past the horizon the "
+          "learning rate is 0); a run meant to go further starts with --lr_decay_steps set to "
+          "its longest length")
 
 
 def _resolved(cfg: Dict[str, Any]) -> Dict[str, Any]:

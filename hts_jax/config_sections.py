@@ -249,10 +249,9 @@ class Devices:
 class Distributed:
   """A multi-process run (`jax.distributed`): how many processes, which one this is."""
   num_processes: int = 1
-  """Processes of a multi-process run (`jax.distributed`; `hts-launch` starts
-  them on one machine): each runs the executors and actors of its slice of the global env ids
-  (num_envs / num_processes envs; num_executors and num_actors are per process), the learner
-  runs over every process's learner devices."""
+  """Processes of a multi-process run (`jax.distributed`; `hts-launch` starts them on one machine):
+  each runs the executors and actors of its slice of the global env ids (num_envs / num_processes
+  envs; num_executors and num_actors are per process); the learner runs over all their devices."""
   process_id: int = resumable(0)
   """This process's index in a multi-process run (0 writes the outputs and evaluates)."""
   coordinator_address: str = resumable("")
@@ -263,11 +262,20 @@ class Distributed:
   coordinator (a process of another job is refused in one line and cannot harm this one).
   hts-launch makes a random one; under SLURM pass $SLURM_JOB_ID. Empty: a digest of what the run
   computes, its logdir and num_processes (the same flags on every machine give the same)."""
+  join_timeout_s: float = resumable(120.0)
+  """Seconds a multi-process run's processes wait to join: then process 0 names the ids that never
+  asked its job check, another the check that never answered (one line, exit code 2)."""
 
   def __post_init__(self):
     check(self.num_processes >= 1, f"num_processes must be >= 1, got {self.num_processes}")
     check(0 <= self.process_id < self.num_processes,
           f"process_id must be in [0, num_processes={self.num_processes}), got {self.process_id}")
+    # In one process nothing joins: these would be ignored.
+    given = " and ".join(f"--{n}" for n in ("coordinator_address", "job_token") if getattr(self, n))
+    check(self.num_processes > 1 or not given, f"{given}: for a multi-process run, which joins "
+          "nothing without --num_processes > 1")
+    check_finite(type(self), vars(self))
+    check(self.join_timeout_s > 0, f"join_timeout_s must be > 0, got {self.join_timeout_s}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -139,8 +139,10 @@ class LearnerConfig:
     check(self.rmsprop_eps > 0, f"rmsprop_eps must be > 0, got {self.rmsprop_eps}")
     check(self.is_cap >= 1 and self.is_cap < float("inf"),
           f"is_cap must be >= 1 and finite, got {self.is_cap}")
-    check(0 <= self.acting_extrapolation < float("inf"),
-          f"acting_extrapolation must be >= 0 and finite, got {self.acting_extrapolation}")
+    # beta = 1 steps as far again as the last update (a linear prediction of theta_{j+1}); beyond
+    # it the acting params overshoot the prediction, and a huge beta overflows them to inf.
+    check(0 <= self.acting_extrapolation <= 1,
+          f"acting_extrapolation must be in [0, 1], got {self.acting_extrapolation}")
     algo = ALGORITHMS[self.algo]
     check(self.correction in algo.corrections,
           f"--correction={self.correction} does not apply to --algo={self.algo} "

@@ -196,13 +196,31 @@ class ModeRules:
       # lag 0 (its record says so; a preset made for HTS may name it); any other is refused.
       allowed = tuple(dict.fromkeys(("delayed", forced) + tuple(
           c.name for c in CORRECTIONS.values() if c.lag_free_at_lag_0)))
-      why = ("applies to --policy_lag=1 only (lag 0 has no policy lag to correct)"
-             if self.forces_correction is None else "applies to --mode=hts only (this mode has "
-             "no policy lag to correct, or corrects it with V-trace)")
       check(cfg.learner.correction in allowed,
-            f"--correction={cfg.learner.correction} {why}: use one of {allowed}")
+            f"--correction={cfg.learner.correction} {self._why_forced(cfg)}: use one of {allowed}")
     if self.options is not None:
       getattr(cfg, self.options).check_run(cfg, n, where)
+
+  def _why_forced(self, cfg) -> str:
+    if self.forces_correction is None:
+      return "applies to --policy_lag=1 only (lag 0 has no policy lag to correct)"
+    if self.scheduled_lag(cfg) == 1:  # --lagged_acting: lag 1, learned as --correction=none
+      return "applies to --mode=hts only (--lagged_acting learns as its --correction=none does)"
+    return ("applies to --mode=hts only (this mode has no policy lag to correct, or corrects it "
+            "with V-trace)")
+
+  def check_given_correction(self, cfg) -> None:
+    """A --correction given on the command line must change the run: `check_run` lets the
+    default ("delayed", which a config cannot tell from a given one) and a preset's lag-free
+    correction through, but one typed by the user that this mode replaces by its own is refused,
+    as an option of another mode is. A lag-free one runs as the forced update where the schedule
+    sets lag 0, so it is the same run and accepted."""
+    forced, given = self.forced_correction(cfg), cfg.learner.correction
+    if forced is None or given == forced:
+      return
+    check(CORRECTIONS[given].lag_free_at_lag_0 and self.scheduled_lag(cfg) == 0,
+          f"--correction={given} {self._why_forced(cfg)}: this run learns with "
+          f"--correction={forced}'s update; pass that or leave --correction out")
 
 
 _ENVPOOL_ACTORS = "with --envpool, each drives one envpool instance over num_envs / num_actors envs"

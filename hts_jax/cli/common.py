@@ -5,6 +5,7 @@ import ast
 import dataclasses
 import inspect
 import json
+import logging
 import os
 import sys
 import textwrap
@@ -17,6 +18,9 @@ from hts_jax.validation import check_finite
 
 # The DEFINE_* calls below define their caller's flags: `--help` lists them as the launcher's own.
 flags.disclaim_key_flags()
+# JAX logs at INFO each backend it probes and does not find ("Unable to initialize backend
+# 'tpu'"), which absl's handler prints under app.run: not news to users of any command here.
+logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
 
 
 def fail(message: str, code: int = 2):

@@ -177,7 +177,8 @@ def launch(num_processes: int, train_flags: List[str], grace_s: float = 5.0,
 
 def _run(num_processes, train_flags, grace_s, pin_cores, module, logs) -> int:
   address = f"127.0.0.1:{free_port()}"
-  if not any(f.startswith("--job_token=") for f in train_flags):  # this job's, no other's
+  # One process joins nothing: it is given neither an address nor a token (it would refuse them).
+  if num_processes > 1 and not any(f.startswith("--job_token=") for f in train_flags):
     train_flags = [*train_flags, f"--job_token={secrets.token_hex(16)}"]
   env = _env()
   launcher = os.getpid()
@@ -185,7 +186,7 @@ def _run(num_processes, train_flags, grace_s, pin_cores, module, logs) -> int:
   for i in range(num_processes):
     cmd = [sys.executable, "-m", module, *train_flags,
            f"--num_processes={num_processes}", f"--process_id={i}",
-           f"--coordinator_address={address}"]
+           *([f"--coordinator_address={address}"] if num_processes > 1 else [])]
 
     def start(core=i % os.cpu_count() if pin_cores else None):
       die_with_parent(launcher)  # a launcher killed with SIGKILL takes its processes along

@@ -65,17 +65,40 @@ def _value(name):
 
 def build_config() -> hts_config.RunConfig:
   """Reads the flags once into a validated RunConfig (raises ConfigError with one line)."""
+  # absl keeps the last of a repeated flag; a preset sets many values at once, so a second one
+  # silently replacing the first is refused.
+  hts_config.check(FLAGS["preset"].present <= 1,
+                   "--preset is given more than once; pass one (explicit flags win over it)")
   cfg = cli.config_from_flags(hts_config.RunConfig, _value, RENAMED, SKIPPED)
+  if FLAGS["correction"].present:  # a typed --correction the mode would not run
+    mode_options.RULES[cfg.mode].check_given_correction(cfg)
   if _value("lr_decay"):  # to 0 at the last optimizer step of the horizon, whatever the mode
     horizon = cfg
     if _value("lr_decay_steps"):
       horizon = dataclasses.replace(cfg, rollout=dataclasses.replace(
           cfg.rollout, total_steps=_value("lr_decay_steps")))
+    # Past the horizon the rate is 0: those updates would change nothing.
+    hts_config.check(horizon.optimizer_steps >= cfg.optimizer_steps,
+                     f"--lr_decay_steps={_value('lr_decay_steps')} ends the decay before "
+                     f"--total_steps={cfg.rollout.total_steps}: updates "
+                     f"{horizon.learner_updates + 1}-{cfg.learner_updates} would train at "
+                     f"learning rate 0; pass --lr_decay_steps >= {cfg.rollout.total_steps} or "
+                     "leave it out (the run's --total_steps)")
     cfg = dataclasses.replace(cfg, learner=dataclasses.replace(
         cfg.learner, lr_decay_updates=horizon.optimizer_steps))
   elif _value("lr_decay_steps"):
     raise hts_config.ConfigError("--lr_decay_steps needs --lr_decay (the horizon of a decay)")
   return cfg
+
+
+def _checkpoint_note(message: str, logdir: str) -> str:
+  """A failure's line as the run left it: the runtime says "the last checkpoint is kept", which
+  is only true once one was written (none with --checkpoint_every=0, or before the first)."""
+  from hts_jax.runtime.outputs import checkpoint  # pylint: disable=import-outside-toplevel
+  kept = "the last checkpoint is kept"
+  if kept not in message or checkpoint.steps(logdir):
+    return message
+  return message.replace(kept, "no checkpoint was written (nothing to --resume from)")
 
 
 def main(argv):
@@ -99,7 +122,7 @@ def main(argv):
   try:
     summary = runner.run()
   except modes.RunError as e:
-    fail(str(e), 1)
+    fail(_checkpoint_note(str(e), cfg.outputs.logdir), 1)
   except modes.Interrupted as e:
     fail(str(e), 128 + e.signum)
   except KeyboardInterrupt:

@@ -13,6 +13,7 @@ collectives run over gloo on CPU).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, List
 
 import jax
@@ -20,6 +21,7 @@ import numpy as np
 
 from hts_jax.config import resumable_fields
 from hts_jax.runtime import job_check
+from hts_jax.validation import ConfigError
 
 # Seconds without a heartbeat after which the coordination service declares a process dead and
 # stops the others (a killed process must not leave its peers waiting in a collective).
@@ -40,7 +42,8 @@ def initialize(config) -> None:
   jax.distributed.initialize(
       coordinator_address=config.distributed.coordinator_address or None,
       num_processes=config.distributed.num_processes, process_id=config.distributed.process_id,
-      initialization_timeout=120, heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S)
+      initialization_timeout=math.ceil(config.distributed.join_timeout_s),
+      heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S)
 
 
 def _check_job(config) -> None:
@@ -53,8 +56,18 @@ def _check_job(config) -> None:
   if d.process_id == 0:
     _checks.append(job_check.Check(d.coordinator_address, token, d.num_processes))
     _checks[-1].start()
+    # Every peer asks the check before it connects: one that has not asked by now is not coming,
+    # and is named here rather than left to the coordinator's native abort.
+    missing = _checks[-1].missing(d.join_timeout_s)
+    if missing:
+      raise ConfigError(
+          f"--num_processes={d.num_processes}: process_id {', '.join(map(str, missing))} never "
+          f"joined within {d.join_timeout_s:g} s (--join_timeout_s): start "
+          f"{'it' if len(missing) == 1 else 'each'} with --coordinator_address="
+          f"{d.coordinator_address}, the same flags and its --process_id; nothing was trained")
   else:
-    job_check.ask(d.coordinator_address, token, d.process_id, d.num_processes)
+    job_check.ask(d.coordinator_address, token, d.process_id, d.num_processes,
+                  d.join_timeout_s)
 
 
 def is_multiprocess() -> bool:

@@ -16,16 +16,23 @@ coordinator is there) stops in one line too.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import socket
 import threading
 import time
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 from hts_jax.validation import ConfigError
 
 CONNECT_EVERY_S = 0.2
+# A connection gets this long to send its one-line request and take the answer; a silent or
+# trickling one is closed then. Connections are served side by side, at most MAX_OPEN at once
+# (more are closed at once: the newcomer asks again), so idle connections cannot hold the check.
+DEADLINE_S = 5.0
+MAX_OPEN = 64
+MAX_REQUEST = 4096  # bytes: a request is a short JSON line
 
 
 def check_address(coordinator_address: str) -> Tuple[str, int]:
@@ -45,6 +52,31 @@ def default_token(config_dict: Dict[str, Any], free: frozenset) -> str:
   return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+def _listen(coordinator_address: str, host: str, port: int) -> socket.socket:
+  """A socket listening on the coordinator's interface only (`host`, which is process 0's
+  machine): the check is reachable where the coordinator is, not on every interface."""
+  try:
+    family, kind, proto, _, where = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+  except socket.gaierror as e:
+    raise ConfigError(f"--coordinator_address={coordinator_address}: host {host!r} cannot be "
+                      f"resolved ({e.strerror})") from None
+  sock = socket.socket(family, kind, proto)
+  try:
+    sock.bind(where)
+  except OSError as e:
+    sock.close()
+    if e.errno == errno.EADDRINUSE:
+      raise ConfigError(
+          f"--coordinator_address={coordinator_address}: port {port} beside it (the job check) "
+          f"is in use on this machine ({e.strerror}): another job's coordinator may be there; "
+          "choose another port") from None
+    raise ConfigError(f"--coordinator_address={coordinator_address}: the job check cannot listen "
+                      f"on {host}:{port} ({e.strerror}): process 0 runs on the coordinator's "
+                      "host") from None
+  sock.listen(MAX_OPEN)
+  return sock
+
+
 class Check(threading.Thread):
   """Process 0's side: answers each newcomer, for as long as the process lives (a daemon)."""
 
@@ -52,27 +84,32 @@ class Check(threading.Thread):
     super().__init__(daemon=True, name="job-check")
     self.token, self.num_processes, self.joined = token, num_processes, {0}
     host, port = check_address(coordinator_address)
-    self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-      self.sock.bind(("", port))
-    except OSError as e:
-      self.sock.close()
-      raise ConfigError(
-          f"--coordinator_address={coordinator_address}: port {port} beside it (the job check) "
-          f"is in use on this machine ({e.strerror}): another job's coordinator may be there; "
-          "choose another port") from None
-    self.sock.listen(16)
+    self.sock = _listen(coordinator_address, host, port)
     self.address = (host, port)
+    self._lock = threading.Condition()
+    self._open = 0
 
   def answer(self, request: Dict[str, Any]) -> Dict[str, Any]:
     if request.get("token") != self.token or request.get("num_processes") != self.num_processes:
       return {"ok": False, "why": "the coordinator there belongs to another job (another "
                                   "--job_token, or other flags)"}
     pid = request.get("process_id")
-    if pid in self.joined:
-      return {"ok": False, "why": f"process {pid} of the job there has already joined"}
-    self.joined.add(pid)
+    with self._lock:
+      if pid in self.joined:
+        return {"ok": False, "why": f"process {pid} of the job there has already joined"}
+      self.joined.add(pid)
+      self._lock.notify_all()
     return {"ok": True}
+
+  def missing(self, timeout_s: float) -> List[int]:
+    """Waits up to `timeout_s` for every process of the job to ask; the ids that did not."""
+    deadline = time.monotonic() + timeout_s
+    with self._lock:
+      while True:
+        left = [i for i in range(self.num_processes) if i not in self.joined]
+        if not left or time.monotonic() >= deadline:
+          return left
+        self._lock.wait(deadline - time.monotonic())
 
   def run(self) -> None:
     while True:
@@ -80,13 +117,35 @@ class Check(threading.Thread):
         conn, _ = self.sock.accept()
       except OSError:
         return
+      with self._lock:
+        if self._open >= MAX_OPEN:
+          conn.close()
+          continue
+        self._open += 1
+      threading.Thread(target=self._serve, args=(conn,), daemon=True, name="job-check-conn"
+                       ).start()
+
+  def _serve(self, conn: socket.socket) -> None:
+    """One connection, within DEADLINE_S from its accept, whatever pace its bytes come at."""
+    deadline = time.monotonic() + DEADLINE_S
+    try:
       with conn:
-        try:
-          conn.settimeout(5.0)
-          request = json.loads(conn.makefile("r").readline() or "{}")
+        data = b""
+        while b"\n" not in data and len(data) < MAX_REQUEST:
+          conn.settimeout(max(deadline - time.monotonic(), 1e-3))
+          chunk = conn.recv(MAX_REQUEST)
+          if not chunk or time.monotonic() > deadline:
+            return
+          data += chunk
+        request = json.loads(data.split(b"\n")[0] or b"{}")
+        if isinstance(request, dict):
+          conn.settimeout(max(deadline - time.monotonic(), 1e-3))
           conn.sendall((json.dumps(self.answer(request)) + "\n").encode())
-        except (OSError, ValueError):
-          pass  # a broken or foreign connection: no answer, nothing joined
+    except (OSError, ValueError):
+      pass  # a broken, slow or foreign connection: no answer, nothing joined
+    finally:
+      with self._lock:
+        self._open -= 1
 
 
 def ask(coordinator_address: str, token: str, process_id: int, num_processes: int,
@@ -99,7 +158,8 @@ def ask(coordinator_address: str, token: str, process_id: int, num_processes: in
   deadline = time.monotonic() + timeout_s
   while True:
     try:
-      with socket.create_connection(address, timeout=5.0) as conn:
+      wait_s = min(DEADLINE_S, max(deadline - time.monotonic(), CONNECT_EVERY_S))
+      with socket.create_connection(address, timeout=wait_s) as conn:
         conn.sendall(request.encode())
         reply = json.loads(conn.makefile("r").readline() or "{}")
       break
@@ -107,8 +167,8 @@ def ask(coordinator_address: str, token: str, process_id: int, num_processes: in
       if time.monotonic() > deadline:
         raise ConfigError(
             f"--coordinator_address={coordinator_address}: no job check answered at "
-            f"{address[0]}:{address[1]} within {timeout_s:.0f} s (is process 0 of this job "
-            "running?)") from None
+            f"{address[0]}:{address[1]} within {timeout_s:g} s (--join_timeout_s; is process 0 "
+            "of this job running?)") from None
       time.sleep(CONNECT_EVERY_S)
   if not reply.get("ok"):
     raise ConfigError(f"--coordinator_address={coordinator_address}: {reply.get('why')}; this "
