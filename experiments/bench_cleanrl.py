@@ -43,10 +43,10 @@ flags.DEFINE_string("cleanrl_script", None, "CleanRL's cleanrl/ppo_atari_envpool
 flags.DEFINE_integer("steps", 8192, "Env steps per run (a multiple of 1,024, one update's batch).")
 flags.DEFINE_integer("repeats", 3, "Runs per program, interleaved; SPS is their median.")
 flags.DEFINE_list("modes", ["hts"], "hts_jax's --mode values to run (hts, sync).")
-flags.DEFINE_bool("lag_diagnostics", True, "hts_jax's PPO lag diagnostics (--lag_diagnostics: a "
+flags.DEFINE_bool("hts_lag_diagnostics", True, "hts_jax's PPO lag diagnostics (--lag_diagnostics: a "
                   "forward pass before each update that CleanRL's update does not make; "
                   "results/benchmarks/lag_diagnostics.json measures it); --nolag_diagnostics "
-                  "runs without, the same params bit for bit.")
+                  "runs without (--nohts_lag_diagnostics), the same params bit for bit.")
 flags.DEFINE_integer("timeout_per_run_s", 1800, "Seconds before a run is stopped.")
 flags.DEFINE_string("save", None, "Also write the JSON with its provenance here.")
 FLAGS = flags.FLAGS
@@ -129,7 +129,7 @@ def run_cleanrl(script: str, steps: int, seed: int) -> dict:
 
 def run_hts_jax(mode: str, steps: int, seed: int) -> dict:
   t0 = time.time()
-  diagnostics = "--lag_diagnostics" if FLAGS.lag_diagnostics else "--nolag_diagnostics"
+  diagnostics = "--lag_diagnostics" if FLAGS.hts_lag_diagnostics else "--nolag_diagnostics"
   with tempfile.TemporaryDirectory() as tmp:
     s = launch.run_process(["--preset=atari_ppo", f"--mode={mode}", f"--total_steps={steps}",
                             f"--seed={seed}", "--eval_every=0", "--notensorboard",
@@ -170,7 +170,7 @@ def main(argv):
   programs = list(dict.fromkeys(r["program"] for r in rows))
   median = {p: statistics.median(r["sps"] for r in rows if r["program"] == p) for p in programs}
   out = {"env": ENV, "steps": FLAGS.steps, "repeats": FLAGS.repeats, "warmup_iterations": WARMUP,
-         "lag_diagnostics": FLAGS.lag_diagnostics,
+         "lag_diagnostics": FLAGS.hts_lag_diagnostics,
          "cleanrl_script_sha256": hashlib.sha256(raw).hexdigest(),
          "patches": [{"name": n, "why": why} for n, why, _, _ in PATCHES],
          "median_sps": median, "over_cleanrl": {p: round(median[p] / median["cleanrl"], 3)

@@ -6,3 +6,12 @@ import the submodules you need: `hts_jax.networks`, `hts_jax.losses`, `hts_jax.l
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+  """`hts_jax.load_policy` (`hts_jax.trained.load_policy`), imported when first used (PEP 562):
+  the root stays light, and no module that imports the root imports JAX through it."""
+  if name == "load_policy":
+    import importlib  # pylint: disable=import-outside-toplevel
+    return importlib.import_module("hts_jax.trained").load_policy
+  raise AttributeError(f"module 'hts_jax' has no attribute {name!r}")

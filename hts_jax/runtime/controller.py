@@ -27,7 +27,7 @@ import numpy as np
 from hts_jax.analysis import metrics as eval_metrics
 from hts_jax.runtime import backend, distributed, host
 from hts_jax.runtime.learner_worker import LearnResult
-from hts_jax.runtime.outputs import checkpoint, reporting
+from hts_jax.runtime.outputs import checkpoint, export, reporting
 from hts_jax.runtime.outputs.bookkeeping import summary
 from hts_jax.runtime.outputs.observers import Snapshot, UpdateEvent
 from hts_jax.runtime.placement import COMPILES
@@ -199,9 +199,10 @@ class Controller(Session):
     if interrupted is None and extras is not None:
       out.update(extras())
     self._notify("on_finish", env_steps, self.figures(env_steps))
-    if self.primary:
+    if self.primary:  # the policy first: a summary.json means its run's export is whole
       path = os.path.join(cfg.outputs.logdir, "summary.json")
       try:
+        export.write(cfg.outputs.logdir, params, export.spec_of(cfg, parts.model.kind, out))
         reporting.write_json_atomic(path, out)
       except OSError as e:
         raise RunError(error_line(e, path)) from None

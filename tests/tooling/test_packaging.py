@@ -15,7 +15,7 @@ from tests.support import ROOT
 
 COMMANDS = {"hts-train": "hts_jax.cli.train:run", "hts-launch": "hts_jax.cli.launch:run",
             "hts-report": "hts_jax.cli.report:run", "hts-reproduce": "hts_jax.cli.reproduce:run",
-            "hts-plan": "hts_jax.cli.plan:run"}
+            "hts-plan": "hts_jax.cli.plan:run", "hts-eval": "hts_jax.cli.eval:run"}
 CORE = {"jax", "flax", "optax", "chex", "rlax", "numpy", "gymnasium", "absl-py"}
 
 

@@ -1,0 +1,68 @@
+"""The trained policy, kept: every run ends by writing `<logdir>/policy/` (process 0), whatever
+`--checkpoint_every` says.
+
+  params.msgpack  the final params (Flax's msgpack serialization: `flax.serialization`), the
+                  observation normaliser's statistics included (they are params' collections)
+  policy.json     what rebuilds the network and its env without the run's code path: the env id
+                  and kwargs, the network, the policy head's kind, the recurrent core, the
+                  observation's shape and dtype, how evaluations act (greedy or sampled), the
+                  run's param_sha256, env steps, updates and evaluations, and its whole config
+
+Both are written to a temporary file and renamed, so a reader sees a whole export or the previous
+one. `hts_jax.load_policy` reads it (`hts_jax/trained.py`), `hts-eval` evaluates it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Dict
+
+FORMAT = 1
+PARAMS, SPEC = "params.msgpack", "policy.json"
+
+
+def directory(logdir: str) -> str:
+  return os.path.join(logdir, "policy")
+
+
+def spec_of(cfg, kind: str, summary: Dict[str, Any]) -> Dict[str, Any]:
+  """policy.json's content for a run of `cfg` (`RunConfig`) with the resolved network `kind`,
+  from its summary (`summary.json`'s dict)."""
+  r = cfg.rollout
+  return {"format": FORMAT, "env": r.env, "env_kwargs": dict(r.env_kwargs), "network": kind,
+          "core": r.core, "core_size": r.core_size,
+          "normalize_obs": cfg.learner.normalize_obs, "greedy": cfg.evaluates_greedy,
+          "eval_max_steps": cfg.evaluation.eval_max_steps, "seed": r.seed,
+          "algo": cfg.learner.algo, "mode": cfg.mode,
+          "param_sha256": summary["param_sha256"], "env_steps": summary["env_steps"],
+          "updates": summary["updates"], "evaluations": len(summary.get("eval") or []),
+          "config": json.loads(json.dumps(cfg.to_dict()))}
+
+
+def _replace(path: str, data: bytes) -> None:
+  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix="." + os.path.basename(path))
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
+    os.replace(tmp, path)
+  except BaseException:
+    os.unlink(tmp)
+    raise
+
+
+def write(logdir: str, params, spec: Dict[str, Any]) -> str:
+  """Writes the export of `params` (host or device arrays) with `spec` (`spec_of`); returns its
+  directory."""
+  import jax  # pylint: disable=import-outside-toplevel
+  import numpy as np  # pylint: disable=import-outside-toplevel
+  from flax import serialization  # pylint: disable=import-outside-toplevel
+  out = directory(logdir)
+  if os.path.islink(out):
+    raise OSError(f"{out} is a symbolic link: the export is not written through it")
+  os.makedirs(out, exist_ok=True)
+  _replace(os.path.join(out, PARAMS),
+           serialization.msgpack_serialize(jax.tree.map(np.asarray, params)))
+  _replace(os.path.join(out, SPEC), (json.dumps(spec, indent=1) + "\n").encode())
+  return out
