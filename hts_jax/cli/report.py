@@ -129,13 +129,31 @@ def format_hosts(runs) -> str:
   return "\n".join(lines) + "\n"
 
 
+def _write_out(report: Dict[str, Any], runs) -> None:
+  """The PNGs and report.json into --out (one line where it cannot be written)."""
+  from hts_jax.analysis import metrics, plots  # pylint: disable=import-outside-toplevel
+  try:
+    os.makedirs(FLAGS.out, exist_ok=True)
+    groups = metrics.group_runs(runs)
+    report["plots"] = plots.learning_curves(FLAGS.out, groups) + [
+        plots.throughput(FLAGS.out, groups)]
+    with open(os.path.join(FLAGS.out, "report.json"), "w") as f:
+      json.dump(metrics.json_safe(report), f, indent=1)
+  except OSError as e:
+    cli.fail(f"--out={FLAGS.out}: cannot write {e.filename or 'it'} ({e.strerror or e})")
+
+
 def main(argv):
   from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
   dirs = argv[1:]
   if not dirs:
     cli.fail("give one or more run directories (each with a summary.json)")
   targets = _targets(FLAGS.targets)
+  from hts_jax.results import guard  # pylint: disable=import-outside-toplevel
   try:
+    for d in dirs:  # read safely and type-checked before the analysis reads it again
+      if os.path.lexists(os.path.join(d, "summary.json")):
+        guard.load_summary(os.path.join(d, "summary.json"), evaluated=True)
     runs = [metrics.load_run(d) for d in dirs]
     hosts = metrics.check_one_host(runs, FLAGS.mixed_hosts)
     rows = metrics.summarize(metrics.group_runs(runs), last=FLAGS.last,
@@ -146,12 +164,7 @@ def main(argv):
   report = {"rows": rows, "runs": dirs, "hosts": {r.path: r.summary.get("host") for r in runs},
             "mixed_hosts": len(hosts) > 1}
   if FLAGS.out:
-    from hts_jax.analysis import plots  # pylint: disable=import-outside-toplevel
-    groups = metrics.group_runs(runs)
-    report["plots"] = plots.learning_curves(FLAGS.out, groups) + [
-        plots.throughput(FLAGS.out, groups)]
-    with open(os.path.join(FLAGS.out, "report.json"), "w") as f:
-      json.dump(metrics.json_safe(report), f, indent=1)
+    _write_out(report, runs)
   if FLAGS.json:
     print(json.dumps(metrics.json_safe(report)))
   else:

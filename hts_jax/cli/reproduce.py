@@ -67,11 +67,17 @@ def _run(argv: Optional[List[str]]) -> None:
       flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
   def main(rest):
-    from hts_jax.results import grid, launch  # pylint: disable=import-outside-toplevel
+    from hts_jax.results import grid, guard, launch  # pylint: disable=import-outside-toplevel
     try:
+      # Held for the whole call: a second call on the same folder would take the first's
+      # unfinished run for an interrupted one and delete it under its live training process.
+      if "results" in flags.FLAGS and not getattr(flags.FLAGS, "dry_run", False):
+        guard.lock_results(flags.FLAGS.results)
       failed = main_of(rest)
-    except grid.GridError as e:
+    except (grid.GridError, guard.Refused) as e:
       cli.fail(str(e))
+    except OSError as e:  # an output that cannot be written (a read-only or full folder)
+      cli.fail(f"cannot write {e.filename or 'an output'}: {e.strerror or e}")
     if launch.SIGINTS:  # a SIGINT whose KeyboardInterrupt did not get here: its run failed by it
       raise KeyboardInterrupt
     if failed:

@@ -68,6 +68,31 @@ class EnvInfo:
 
 def make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
              render: bool = False) -> gym.Env:
+  """`_make_env`, every exception of an env's constructor or of its env_kwargs as one
+  ConfigError line naming the env, its env_kwargs and the exception (a user's env may raise
+  anything; a traceback would hide which flag to change)."""
+  try:
+    return _make_env(name, env_kwargs, train, render)
+  except ConfigError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    raise ConfigError(f"env {name!r} could not be built with {_kwargs_text(env_kwargs)}: "
+                      f"{_error_line(e)}") from None
+
+
+def _kwargs_text(env_kwargs: Dict[str, Any]) -> str:
+  if not env_kwargs:
+    return "no env_kwargs"
+  return "env_kwargs " + ", ".join(f"{k}={v!r}" for k, v in env_kwargs.items())
+
+
+def _error_line(e: BaseException) -> str:
+  lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+  return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
+def _make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
+              render: bool = False) -> gym.Env:
   """Builds one env replica. `train=False` gives the evaluation variant (same for gymnasium ids).
   `render=True`: `render()` returns RGB frames `[H, W, 3]` uint8 (gymnasium's `rgb_array`, the
   Atari emulator's screen, GFootball's renderer, which needs an X display); the dynamics do not
@@ -120,6 +145,9 @@ def env_info(name: str, env_kwargs: Dict[str, Any]) -> EnvInfo:
   env = make_env(name, env_kwargs)
   try:
     space = env.observation_space
+    if space.shape is None or space.dtype is None:  # Dict, Tuple, Text, Graph: no one array
+      raise ConfigError(f"env {name!r} has observation space {type(space).__name__}; "
+                        "the storages hold one array per step: Box observations are supported")
     dtype = "uint8" if space.dtype == np.uint8 else "float32"
     agents = int(getattr(env.unwrapped, "num_agents", 1))
     shape = tuple(space.shape)[1:] if agents > 1 else tuple(space.shape)

@@ -164,7 +164,10 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
   returns = [e["mean_return"] for e in evals]
   hit = (metrics.first_reached(returns, t.target, t.window)
          if t.target is not None and returns else None)
+  budget = (s.get("config") or {}).get("total_steps")
   return {"task": f.task, "method": f.method, "seed": s["seed"], "env_steps": s["env_steps"],
+          # the run's own budget (--steps), where a miss of the target is censored
+          "budget": budget if isinstance(budget, int) and budget > 0 else t.budget,
           "logdir": os.path.relpath(os.path.abspath(f.logdir), provenance.ROOT),
           "final_eval": returns[-1] if returns else None,
           "best_eval": max(returns) if returns else None,
@@ -178,6 +181,17 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
           "marked": grid.shared_note(f.logdir),
           "evals": [[e["env_steps"], e["mean_return"]] for e in evals],
           **(g.run_extra(f) if g.run_extra else {})}
+
+
+def _record_or_skip(g: Grid, f: grid.Finished) -> Optional[Dict[str, Any]]:
+  """`run_record`, or None with a warning line where summary.json lacks a field it needs or
+  holds one of another type (`guard.summary_problem` checks the common ones)."""
+  try:
+    return run_record(g, f)
+  except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+    print(f"  {os.path.join(f.logdir, 'summary.json')}: {type(e).__name__}: {e}: the run is "
+          "skipped", flush=True)
+    return None
 
 
 def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
@@ -197,7 +211,7 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
   if g.cell_extra:
     out.update(g.cell_extra(mine))
   if t.target is not None:
-    steps = [stats.Censored.of(r["steps_to_target"], t.budget) for r in mine]
+    steps = [stats.Censored.of(r["steps_to_target"], r.get("budget", t.budget)) for r in mine]
     out["steps_to_target"] = {
         "per_seed": [r["steps_to_target"] for r in mine], "floors": [r["floor"] for r in mine],
         "median": dataclasses.asdict(stats.censored_median(steps)) if steps else None,
@@ -220,7 +234,8 @@ def report(g: Grid, results: str, root: Optional[str] = None) -> Dict[str, Any]:
       summary = launch.read_summary(logdir)
       if summary is not None:
         found.append(grid.Finished(task, method, logdir, summary))
-  runs = [run_record(g, f) for f in found if f.task in [t.name for t in g.tasks]]
+  runs = [r for r in (_record_or_skip(g, f) for f in found if f.task in [t.name for t in g.tasks])
+          if r is not None]
   for r in runs:
     r["shared"] = stats.shared(r, [q for q in runs if q["host"] == r["host"]],
                                marked=bool(r["marked"]))

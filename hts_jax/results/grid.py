@@ -16,7 +16,7 @@ import statistics
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import launch, provenance
+from hts_jax.results import guard, launch, provenance
 from hts_jax.runtime import host
 
 
@@ -82,11 +82,9 @@ def paired_blocks(tasks: Sequence[Optional[str]], methods: Sequence[str], seeds:
 
 def _summary(path: str) -> Optional[Dict[str, Any]]:  # quiet: `run_all` names a bad one
   try:
-    with open(path) as f:
-      out = json.load(f)
-  except (OSError, ValueError):
+    return guard.load_summary(path)
+  except ValueError:
     return None
-  return out if isinstance(out, dict) else None
 
 
 def to_do(runs: Sequence[Run], results: str) -> List[Run]:
@@ -200,10 +198,13 @@ def run_all_marked(runs: Sequence[Run], results: str, shared_machine: str = "", 
 def shared_note(logdir: str) -> str:
   """The SHARED mark's note beside a run ("" where it has none)."""
   path = os.path.join(logdir, SHARED)
-  if not os.path.exists(path):
+  if not os.path.lexists(path):
     return ""
-  with open(path) as f:
-    return json.load(f)["note"]
+  try:  # a planted FIFO or link, or a mark that does not parse: no note, not a hang
+    note = json.loads(guard.read_regular(path)).get("note")
+  except (OSError, ValueError, AttributeError):
+    return "(an unreadable mark)"
+  return note if isinstance(note, str) else "(an unreadable mark)"
 
 
 def estimate(runs: Sequence[Run], results: str, kind: str) -> str:

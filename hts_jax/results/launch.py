@@ -22,6 +22,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from hts_jax.results import guard
 from hts_jax.results.provenance import ROOT
 
 
@@ -83,8 +84,12 @@ def run_process(args: Sequence[str], logdir: str, *, timeout_s: Optional[float] 
                 echo: bool = False) -> Dict[str, Any]:
   """Runs `python -m hts_jax <args> --logdir=<logdir>` (a fresh `logdir`: an old one is removed)
   in the checkout's root. Returns its summary.json; raises RunFailed when it fails or outlives
-  `timeout_s`. Its stderr stays in `<logdir>/stderr.txt` when it failed."""
+  `timeout_s`, or when a live run holds `logdir`'s lock (the folder is then left as it is). Its
+  stderr stays in `<logdir>/stderr.txt` when it failed."""
   logdir = os.path.abspath(logdir)
+  holder = guard.held_by(logdir)
+  if holder:  # a live training process writes there: its folder is never deleted under it
+    raise RunFailed(f"{logdir} is in use by another run ({holder}): left as it is")
   shutil.rmtree(logdir, ignore_errors=True)
   os.makedirs(logdir)
   cmd = train_command([*args, f"--logdir={logdir}"])
@@ -111,21 +116,17 @@ def run_process(args: Sequence[str], logdir: str, *, timeout_s: Optional[float] 
 
 
 def read_summary(logdir: str) -> Optional[Dict[str, Any]]:
-  """The run's summary.json; None when there is none, or when it does not parse (truncated by a
-  full disk or a copy, say): that run is unfinished, named in one line on stdout."""
+  """The run's summary.json; None when there is none, or when it is not a regular file, does not
+  parse (truncated by a full disk or a copy, say) or holds a field of the wrong type: that run
+  counts as unfinished, named in one line on stdout (`guard.load_summary`)."""
   path = os.path.join(logdir, "summary.json")
+  if not os.path.lexists(path):
+    return None
   try:
-    with open(path) as f:
-      summary = json.load(f)
-  except FileNotFoundError:
+    return guard.load_summary(path)
+  except ValueError as e:
+    print(f"  {e}: the run counts as unfinished", flush=True)
     return None
-  except (OSError, ValueError) as e:
-    print(f"  {path} does not parse ({e}): the run counts as unfinished", flush=True)
-    return None
-  if not isinstance(summary, dict):
-    print(f"  {path} is not a JSON object: the run counts as unfinished", flush=True)
-    return None
-  return summary
 
 
 def finished(logdir: str) -> bool:
@@ -179,7 +180,8 @@ def launch(flag_values: Mapping[str, Any], logdir: str, *, dry_run: bool = False
     cmd = train_command([*args, f"--logdir={os.path.abspath(logdir)}"])
     print("$ python " + " ".join(cmd[1:]), flush=True)
     return False
-  if os.path.exists(logdir):  # an interrupted run: its wall time cannot be continued
+  if os.path.exists(logdir) and not guard.held_by(logdir):  # an interrupted run: its wall
+    # time cannot be continued (a held one is named by `run_process` and left as it is)
     print(f"  removing the unfinished run in {logdir}", flush=True)
   start = time.time()
   try:

@@ -74,7 +74,8 @@ GRID = Grid(
 def _plot(results: str, runs: List[Dict[str, Any]]) -> None:
   """Evaluation return vs env steps: each method's mean over seeds and its band ([min, max] below 6 seeds)."""
   methods = [m.name for m in GRID.methods if any(r["method"] == m.name for r in runs)]
-  lines = {m: [tuple(zip(*r["evals"])) for r in runs if r["method"] == m] for m in methods}
+  lines = {m: [tuple(zip(*r["evals"])) for r in runs if r["method"] == m and r["evals"]]
+           for m in methods}  # a run without evaluations has no curve
   plots.band_figure(os.path.join(results, "curves.png"), [(ENV, lines)], xlabel="env steps",
                     ylabel="evaluation return", hline=THRESHOLD)
 

@@ -54,6 +54,14 @@ class StorageSpec:
   action_dtype: str = "int32"
   core_size: int = 0
 
+  def __post_init__(self):
+    # A spec without a block yet is about to be allocated (the compile's zeros, then the shared
+    # block): its size is checked first, so that a too-large --alpha is one line instead of a
+    # numpy MemoryError, the OOM killer or a SIGBUS when an executor first touches a page that
+    # /dev/shm has no room for. A spec naming its block is attached to, not allocated.
+    if self.shm_name is None:
+      check_fits(self)
+
   @property
   def num_rows(self) -> int:
     """Storage columns: one per agent of each env, row = env_id * num_agents + agent."""
@@ -171,6 +179,47 @@ def reset_core(st: _Storage, t: int, rows) -> None:
     ended = (st.dones[t, rows] > 0) | (st.valid[t, rows] == 0)
     if ended.any():
       st.core[t + 1, rows] = np.where(ended[:, None], np.float32(0.0), st.core[t + 1, rows])
+
+
+def gib(n: Optional[float]) -> str:
+  return "an unknown amount" if n is None else f"{n / 2**30:,.2f} GiB"
+
+
+def free_shm(path: str = "/dev/shm") -> Optional[int]:
+  """Bytes /dev/shm can still hold (None where there is no such mount)."""
+  try:
+    st = os.statvfs(path)
+  except OSError:
+    return None
+  return st.f_bavail * st.f_frsize
+
+
+def available_ram() -> Optional[int]:
+  """The kernel's estimate of the bytes allocatable without swapping (None where unknown)."""
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024
+  except (OSError, ValueError, IndexError):
+    pass
+  return None
+
+
+def check_fits(spec: StorageSpec) -> None:
+  """ConfigError (one line, both figures) unless the two storages fit in free /dev/shm, and
+  they plus one storage of zeros (what the learner is compiled with) in available RAM."""
+  from hts_jax.config import ConfigError  # pylint: disable=import-outside-toplevel
+  _, size = spec.layout()
+  shm, ram = free_shm(), available_ram()
+  need_ram = size + size // 2
+  if (shm is None or size <= shm) and (ram is None or need_ram <= ram):
+    return
+  raise ConfigError(
+      f"the storages need {gib(size)} of shared memory and {gib(need_ram)} of RAM "
+      f"(--alpha={spec.alpha} steps x {spec.num_rows} env rows x 2 storages, observations "
+      f"{tuple(spec.obs_shape)} {spec.obs_dtype}); /dev/shm has {gib(shm)} free and RAM "
+      f"{gib(ram)} available: lower --alpha or --num_envs")
 
 
 def zeros(spec: StorageSpec) -> _Storage:

@@ -19,6 +19,7 @@ import time
 from multiprocessing import connection
 from typing import Callable, Dict, List, Optional, Sequence
 
+from hts_jax.runtime import storage
 from hts_jax.runtime.buffers import BEAT_SIZE, ControlChannel, Done, Failed, Started
 from hts_jax.runtime.errors import Interrupted, RunError, failed_message
 from hts_jax.runtime.executor import SIGNALS, ExecutorSpec, executor_main
@@ -36,6 +37,16 @@ _GRACE_S = 0.5  # executors leave within one env step of STOP; stuck ones get SI
 # SIGINT/SIGTERM received after start-up handed signals to the runtime (`defer_signals`) and
 # before a supervisor installed its handlers: the first is the run's signal.
 _deferred: List[int] = []
+
+
+def exit_reason(exitcode: Optional[int]) -> str:
+  """What an executor's exit code says beyond its number: a SIGBUS is a write to a shared-memory
+  page that /dev/shm had no room for (tmpfs allocates on first touch, so the block's creation
+  succeeded)."""
+  if exitcode != -signal.SIGBUS:
+    return ""
+  return (f" (SIGBUS: shared memory ran out; /dev/shm has {storage.gib(storage.free_shm())} "
+          "free: lower --alpha or --num_envs, or give the machine a larger /dev/shm)")
 
 
 def defer_signals() -> None:
@@ -203,7 +214,7 @@ class Supervisor:
             raise RunError(failed_message(msg))
         ids = self._env_ids(k)
         raise RunError(f"executor {k} (envs {ids[0]}-{ids[-1]}) died with exit code "
-                       f"{p.exitcode}")
+                       f"{p.exitcode}{exit_reason(p.exitcode)}")
 
   def wait(self, predicate: Callable[[], bool], timeout: float = POLL_S) -> None:
     """Waits (sleeping on the executors' sentinels) until `predicate()`, checking liveness."""
