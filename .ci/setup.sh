@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh machine: system packages (apt-get), a virtualenv at .venv with the
-# pinned Python packages, and Google Research Football built from source (~7 min on 2 cores, once).
+# pinned Python packages and this package (editable), and Google Research Football built from
+# source (~7 min on 2 cores, once).
 # Re-running it is cheap: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,16 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: pip install -r $REQUIREMENTS"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r "$REQUIREMENTS"
+  echo "$want" > "$stamp"
+fi
+
+# The package itself, editable: the console commands (.venv/bin/hts-train, ...) work in a clone and
+# a script anywhere imports hts_jax from this checkout. Again when pyproject.toml changes.
+stamp=.venv/.package.sha256
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/hts-train ]; then
+  echo "setup: pip install -e . (the package and its commands)"
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   echo "$want" > "$stamp"
 fi
 

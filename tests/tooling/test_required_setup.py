@@ -58,3 +58,22 @@ def test_without_the_variable_those_skips_stay_skips(tmp_path):
   assert proc.returncode == 0, proc.stdout + proc.stderr
   last = proc.stdout.strip().splitlines()[-1]
   assert "1 passed" in last and "3 skipped" in last and "failed" not in last, proc.stdout
+
+
+def test_setup_installs_the_package_into_the_clones_venv(tmp_path):
+  """After .ci/setup.sh the clone's .venv has the console commands, and a script in any folder
+  imports hts_jax from this checkout (an editable install)."""
+  import pytest  # pylint: disable=import-outside-toplevel
+  venv_bin = os.path.join(ROOT, ".venv", "bin")
+  if not os.path.isfile(os.path.join(venv_bin, "hts-eval")):
+    pytest.skip("the package is installed by .ci/setup.sh")
+  script = tmp_path / "mine.py"
+  script.write_text("import hts_jax, hts_jax.trained\nprint(hts_jax.__file__)\n")
+  out = subprocess.run([os.path.join(venv_bin, "python"), str(script)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip() == os.path.join(ROOT, "hts_jax", "__init__.py")
+  usage = subprocess.run([os.path.join(venv_bin, "hts-eval")], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+  assert usage.returncode == 2 and usage.stderr.startswith("error: usage: hts-eval LOGDIR")
