@@ -76,8 +76,9 @@ def _run(argv: Optional[List[str]]) -> None:
       failed = main_of(rest)
     except (grid.GridError, guard.Refused) as e:
       cli.fail(str(e))
-    except OSError as e:  # an output that cannot be written (a read-only or full folder)
-      cli.fail(f"cannot write {e.filename or 'an output'}: {e.strerror or e}")
+    except OSError as e:  # an output that cannot be written (a read-only or full folder), an
+      # input that is not a regular file (`guard.read_regular`)
+      cli.fail(f"{e.filename or 'a file of the grid'}: {e.strerror or e}")
     if launch.SIGINTS:  # a SIGINT whose KeyboardInterrupt did not get here: its run failed by it
       raise KeyboardInterrupt
     if failed:

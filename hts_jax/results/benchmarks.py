@@ -23,7 +23,7 @@ from typing import Any, Dict, List
 from absl import flags
 
 from hts_jax.analysis import stats
-from hts_jax.results import headline, provenance, publish
+from hts_jax.results import guard, headline, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
 BLOCK = publish.Block("benchmark-results", "benchmarks")
@@ -129,8 +129,7 @@ def render_confirmations(root: str = provenance.ROOT) -> str:
   rows = []
   for path in sorted(glob.glob(os.path.join(root, "results", "policy_lag", "*",
                                             "confirmation.json"))):
-    with open(path) as f:
-      c = json.load(f)
+    c = json.loads(guard.read_regular(path))  # a FIFO there would block the render
     if "lag0_time_over_sync" in c:
       rows.append([os.path.relpath(c["run"], "results"), f"{c['sync']['wall_time_s']:,.0f}",
                    f"{c['lag0']['wall_time_s']:,.0f}", f"{c['lag0_time_over_sync']:.2f}x",

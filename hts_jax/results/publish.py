@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from absl import flags
 
-from hts_jax.results import provenance
+from hts_jax.results import guard, provenance
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,12 +126,15 @@ def stale(results: str, render: Callable[[Dict[str, Any]], str], targets: Sequen
 
 
 def read_json(results: str, name: str) -> Any:
-  """`<results>/<name>` as JSON (a grid's throughput.json, a benchmark's), None when absent."""
+  """`<results>/<name>` as JSON (a grid's throughput.json, a benchmark's), None when absent;
+  guard.UnsafeFile where it is not a regular file, guard.Refused where it does not parse."""
   path = os.path.join(results, name)
-  if not os.path.exists(path):
+  if not os.path.lexists(path):
     return None
-  with open(path) as f:
-    return json.load(f)
+  try:  # a planted FIFO or device would block the report, a link show another file
+    return json.loads(guard.read_regular(path))
+  except ValueError as e:
+    raise guard.Refused(f"{path} does not parse ({e})") from None
 
 
 def docs_path() -> str:

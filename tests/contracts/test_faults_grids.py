@@ -254,3 +254,12 @@ def test_storages_that_fit_in_ram_but_not_in_dev_shm_are_refused(monkeypatch):
   small = storage.StorageSpec(8, 2, (4,), "float32")  # a CartPole run's fits
   attached = storage.StorageSpec(512, 16, (72, 96, 16), "uint8", shm_name="hts_x")  # not allocated
   assert small.alpha == 8 and attached.shm_name == "hts_x"
+
+
+def test_a_grids_report_never_reads_a_fifo_beside_its_runs(tmp_path):
+  """A paper-style grid's report reads <results>/throughput.json: a FIFO there is one line, not a
+  report that waits forever."""
+  os.mkfifo(tmp_path / "throughput.json")
+  _one_line(_command("experiments.reproduce", "minatar", f"--results={tmp_path}", "--report_only",
+                     "--noreadme", timeout=60), str(tmp_path / "throughput.json"),
+            "not a regular file")
