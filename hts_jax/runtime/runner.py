@@ -59,9 +59,12 @@ class Runner:
   def __init__(self, config: RunConfig, mode: "Mode", resume: bool = False):
     self.config, self.mode = config, mode
     self.lock = None  # the logdir's (`logdir.prepare`), released when the run ends
+    r = config.rollout
+    # The start-up says what it does (compiling a CNN takes a minute on 2 cores, in silence).
+    self._say(f"starting: {r.env}, {r.num_envs} envs, {r.num_executors} executors, "
+              f"{config.learner.algo.upper()}")
     # Before anything of the run exists: the calibration has the machine to itself.
     run_host = host.start_record(calibration=config.outputs.host_calibration)
-    r = config.rollout
     info = envs.env_info(r.env, r.env_kwargs)
     videos = config.evaluation.video_every or config.evaluation.video_final
     if videos and config.distributed.process_id == 0:
@@ -114,7 +117,14 @@ class Runner:
                          with_extras=mode.acts_with_extras)
     parts = Parts(config=config, shape=shape, model=model, placement=placement, learner=worker,
                   acting=acting, host=run_host, restored=restored, compile_s=0.0)
+    self._say(f"compiling the learner and policy steps ({kind} network, XLA)")
     self.parts = dataclasses.replace(parts, compile_s=self._compile(parts))
+    self._say(f"compiled in {self.parts.compile_s:.1f} s; starting the executors' envs")
+
+  def _say(self, text: str) -> None:
+    """A start-up line on stderr, beside the progress lines (process 0's)."""
+    if self.config.distributed.process_id == 0:
+      print(f"[{self.config.mode}] {text}", file=sys.stderr, flush=True)
 
   def _restore(self, abstract_state, placement: Placement) -> Dict[str, Any]:
     """The newest checkpoint that verifies. A corrupt one (unreadable, or not matching its
