@@ -21,7 +21,7 @@ import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from tests.support import ROOT
-from tests.support.cli import error_lines, run_cli
+from tests.support.cli import error_lines, executor_pids, run_cli, start_and_wait_for_rows
 
 
 class ValueErrorCartPole(CartPoleEnv):
@@ -237,10 +237,19 @@ def test_storages_larger_than_memory_are_refused_before_allocation(tmp_path):
   assert "GiB" in line
 
 
-def test_an_executor_killed_by_sigbus_is_named_as_shared_memory_running_out():
-  from hts_jax.runtime import supervisor  # pylint: disable=import-outside-toplevel
-  text = supervisor.exit_reason(-signal.SIGBUS)
-  assert "SIGBUS" in text and "/dev/shm" in text and "free" in text
+def test_an_executor_killed_by_sigbus_is_named_as_shared_memory_running_out(tmp_path):
+  """What a full /dev/shm does to an executor that touches a page of the storages there."""
+  proc = start_and_wait_for_rows(
+      str(tmp_path), 2, "--env=CartPole-v1", "--algo=a2c", "--num_envs=8", "--num_executors=2",
+      "--alpha=5", "--notensorboard", "--total_steps=100000", "--executor_delay_s=0.002")
+  pids = executor_pids(proc)
+  os.kill(pids[1], signal.SIGBUS)
+  _, stderr = proc.communicate(timeout=60)
+  assert proc.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+  lines = error_lines(stderr)
+  assert len(lines) == 1 and lines[0].startswith(
+      "error: executor 1 (envs 4-7) died with exit code -7 (SIGBUS: shared memory ran out; "
+      "/dev/shm has "), stderr[-3000:]
 
 
 def test_storages_that_fit_in_ram_but_not_in_dev_shm_are_refused(monkeypatch):
