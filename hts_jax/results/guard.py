@@ -55,6 +55,34 @@ _NUMBERS = ("sps", "wall_time_s", "env_steps")
 _EVAL_NUMBERS = ("env_steps", "wall_time_s", "mean_return")
 
 
+def _dict(v: Any) -> bool:
+  """an object"""
+  return isinstance(v, dict)
+
+
+def _text(v: Any) -> bool:
+  """a string"""
+  return isinstance(v, str)
+
+
+def _listed(v: Any) -> bool:
+  """a non-empty list"""
+  return isinstance(v, list) and bool(v)
+
+
+def _finite(v: Any) -> bool:
+  """a finite number"""
+  return _number(v)
+
+
+# Nested fields the reports read (the host block's figures, the config), each where present.
+_TYPED = ((("config",), _dict), (("param_sha256",), _text), (("host",), _dict),
+          (("host", "calibration"), _dict), (("host", "calibration", "total_ms"), _finite),
+          (("host", "calibration_end"), _dict), (("host", "calibration_end", "total_ms"), _finite),
+          (("host", "cpu_steal_share"), _finite), (("host", "cpu_model"), _text),
+          (("host", "load_start"), _listed), (("host", "load_end"), _listed))
+
+
 def summary_problem(summary: Any, evaluated: bool = False) -> Optional[str]:
   """Why `summary` (a parsed summary.json) cannot be reported (None: it can): each field a
   report computes with, where present, must have its type, numbers finite; `evaluated` (a
@@ -65,6 +93,13 @@ def summary_problem(summary: Any, evaluated: bool = False) -> Optional[str]:
   for key in _NUMBERS:
     if key in summary and not _number(summary[key]):
       return f"{key} is {summary[key]!r}, not a finite number"
+  for path, kind in _TYPED:
+    where, value = summary, None
+    for key in path:
+      value = where.get(key) if isinstance(where, dict) else None
+      where = value
+    if value is not None and not kind(value):
+      return f"{'.'.join(path)} is {value!r}, not {kind.__doc__}"
   seed = summary.get("seed")
   if ("seed" in summary or evaluated) and (not isinstance(seed, int) or isinstance(seed, bool)):
     return f"seed is {seed!r}, not an integer"

@@ -152,7 +152,9 @@ def test_the_memory_grids_bound_is_the_runs_budget(tmp_path):
 
 BAD_SUMMARIES = {"string_sps": {"sps": "fast"}, "nan_sps": {"sps": math.nan},
                  "eval_none": {"eval": "none"}, "eval_list_of_lists": {"eval": [[1, 2]]},
-                 "no_seed": {"seed": None}, "eval_empty": {"eval": []}}
+                 "no_seed": {"seed": None}, "eval_empty": {"eval": []},
+                 "host_text": {"host": "x"}, "config_list": {"config": [1]},
+                 "load_number": {"host": {"cpu_model": "x", "load_start": 5}}}
 
 
 @pytest.mark.parametrize("bad", list(BAD_SUMMARIES))
