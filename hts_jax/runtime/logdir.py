@@ -11,6 +11,10 @@ compiled or written (host side).
   the run resumes it (`--resume`) or replaces it (`--overwrite`, which deletes that run's outputs:
   metrics.csv, summary.json, checkpoints, TensorBoard event files, videos; a symlinked folder among
   them is emptied and the link kept, after every folder was checked, before anything is deleted).
+- Links and FIFOs planted in a shared logdir are not followed (`outputs.files`): the lock file,
+  metrics.csv and summary.json must be regular files (or absent), else the run is refused in one
+  line; and a checkpoint key kept inside the logdir, or readable by others, is refused
+  (`signing.check_key`).
 - Partial checkpoint folders (orbax's `*.orbax-checkpoint-tmp*`, a process's `.<step>.tmp`) left by
   a run that was killed while writing are removed: under the lock nothing else writes them.
 """
@@ -26,6 +30,7 @@ import threading
 from typing import Dict, Optional
 
 from hts_jax.config import ConfigError
+from hts_jax.runtime.outputs import files, signing
 
 # Held locks by path, so that a process may prepare the same logdir again (a test that runs twice
 # in one logdir, a runner built and then resumed): flock would refuse a second open file.
@@ -33,8 +38,10 @@ _HELD: Dict[str, "Lock"] = {}
 _HELD_LOCK = threading.Lock()
 
 # What a run writes into its logdir, deleted by --overwrite.
-_OUTPUTS = ("metrics.csv", "summary.json", "checkpoints", "checkpoints-process-*",
-            "checkpoints-corrupt", "events.out.tfevents.*", "videos")
+_OUTPUTS = ("metrics.csv", "metrics.csv.tmp", "summary.json", "summary.json.tmp", "checkpoints",
+            "checkpoints-process-*", "checkpoints-corrupt", "events.out.tfevents.*", "videos")
+# The files a run writes by name in its logdir: each a regular file or absent.
+_RUN_FILES = ("metrics.csv", "summary.json")
 
 
 class Lock:
@@ -58,8 +65,8 @@ def lock_path(logdir: str, process: int = 0) -> str:
 
 def _holder(path: str) -> str:
   try:
-    with open(path) as f:
-      pid = f.read().strip()
+    with files.open_read(path, "r") as f:
+      pid = f.read(32).strip()
   except OSError:
     pid = ""
   return f"pid {pid}" if pid.isdigit() else "another process"
@@ -71,7 +78,7 @@ def acquire(logdir: str, process: int = 0) -> Lock:
   with _HELD_LOCK:
     if path in _HELD:
       return _HELD[path]
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = files.open_fd(path, os.O_RDWR | os.O_CREAT)  # a planted link is refused, not truncated
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -92,11 +99,20 @@ def _holds_a_run(logdir: str) -> Optional[str]:
   if os.path.exists(os.path.join(logdir, "summary.json")):
     return "summary.json"
   try:
-    with open(os.path.join(logdir, "metrics.csv")) as f:
+    with files.open_read(os.path.join(logdir, "metrics.csv"), "r") as f:
       rows = sum(1 for line in f if line.strip())
   except OSError:
     return None
   return "metrics.csv" if rows > 1 else None
+
+
+def _check_run_files(logdir: str) -> None:
+  """Refuses (one line) a link, FIFO or device where the run writes its files by name."""
+  for name in _RUN_FILES:
+    try:
+      files.check_regular(os.path.join(logdir, name))
+    except files.NotRegular as e:
+      raise ConfigError(f"{e}; nothing was written") from None
 
 
 def remove_partial_checkpoints(logdir: str) -> None:
@@ -152,12 +168,17 @@ def prepare(logdir: str, resume: bool, overwrite: bool, process: int = 0) -> Loc
     os.makedirs(logdir, exist_ok=True)
     if not os.access(logdir, os.W_OK | os.X_OK):
       raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    signing.check_key(logdir)
     lock = acquire(logdir, process)
+  except files.NotRegular as e:
+    raise ConfigError(f"{e}; nothing was written") from None
   except OSError as e:
     raise ConfigError(f"--logdir={logdir} cannot be a directory to write: "
                       f"{e.strerror or e}") from None
   try:
     if process == 0:
+      if not overwrite:  # --overwrite deletes them (a link goes, not what it points to)
+        _check_run_files(logdir)
       earlier = _holds_a_run(logdir)
       if overwrite:
         remove_outputs(logdir)

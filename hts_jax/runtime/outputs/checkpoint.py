@@ -12,17 +12,14 @@ its update on segment `seg - 1` (the swap point, where nothing is in flight). It
            index is the position of every action seed stream.
 Checkpoints live in `<logdir>/checkpoints/<updates>/`; the two newest are kept.
 
-Integrity (`integrity`): each checkpoint records, when it is written, the sha256 of each of its parts (`digest`:
-the state's leaves in a fixed order, the storage, the envs, the host JSON, and the params'
-`param_sha256`). `restore` recomputes them and raises `CorruptCheckpoint` (one line naming the
-checkpoint and what is wrong) on a mismatch, as on a part that cannot be read (truncated, missing
-metadata). `--resume` then sets the corrupt checkpoint aside (`<logdir>/checkpoints-corrupt/`; a
-symlink there is refused in one line, never followed) and falls back to the newest older one that
-verifies (`Runner._restore`). A checkpoint without a digest (written before digests existed, or
-its `digest/` deleted) is refused (`Unverified`, one line) unless `accept_unverified`
-(`--resume_unverified`), and then restored unchecked. Before orbax reads anything, each file of the folder is
-checked against the size and sha256 recorded in `files.json` once the folder was complete, so a
-truncated or flipped file is named without orbax's half-finished concurrent reads.
+Integrity (`integrity`): each checkpoint records the sha256 of each of its parts when written
+(`digest`: the state's leaves in a fixed order, the storage, the envs, the host JSON, the params'
+`param_sha256`); `restore` recomputes them and raises `CorruptCheckpoint` (one line) on a mismatch
+or an unreadable part. `--resume` then sets it aside (`<logdir>/checkpoints-corrupt/`, never
+through a symlink) and falls back to the newest older one that verifies (`Runner._restore`). One
+without a digest is refused (`Unverified`) unless `--resume_unverified`. Before orbax reads
+anything, the folder must hold only folders and regular files (a link, FIFO or device would be
+read without end) and each file must match the size and sha256 in `files.json`.
 
 Trust (`signing`): the digests live in the checkpoint they protect, so they catch corruption, not
 tampering. The env states, the one part that is unpickled, are signed with a key kept outside the
@@ -47,7 +44,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import orbax.checkpoint as ocp
 
-from hts_jax.runtime.outputs import integrity, signing
+from hts_jax.runtime.outputs import files, integrity, signing
 from hts_jax.validation import ConfigError
 from hts_jax.runtime.outputs.integrity import CorruptCheckpoint  # what callers catch
 
@@ -60,7 +57,17 @@ def process_directory(logdir: str, process: int) -> str:
   return os.path.join(os.path.abspath(logdir), f"checkpoints-process-{process}")
 
 
-def _manager(logdir: str) -> ocp.CheckpointManager:
+def _manager(logdir: str, step: Optional[int] = None) -> ocp.CheckpointManager:
+  """Orbax's manager, made once each checkpoint folder holds only folders and regular files
+  (making it reads their metadata, which a FIFO would hang): CorruptCheckpoint for `step`'s
+  folder (set aside, an older one tried), ConfigError for another's."""
+  if step is not None:
+    integrity.check_tree(os.path.join(directory(logdir), str(step)))
+  for other in steps(logdir):
+    try:
+      integrity.check_tree(os.path.join(directory(logdir), str(other)))
+    except CorruptCheckpoint as e:
+      raise ConfigError(f"{e}: remove it, or move it out of {directory(logdir)}") from None
   return ocp.CheckpointManager(
       directory(logdir),
       options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True,
@@ -191,16 +198,20 @@ def _save_own(logdir: str, process: int, step: int, storage, envs, host) -> None
     shutil.rmtree(os.path.join(root, str(old)), ignore_errors=True)
 
 
+def _npz(path: str) -> Dict[str, np.ndarray]:
+  with files.open_read(path) as f, np.load(f) as z:
+    return {k: z[k] for k in z.files}
+
+
 def _restore_own(logdir: str, process: int, step: int) -> Dict[str, Any]:
   path = os.path.join(process_directory(logdir, process), str(step))
-  with np.load(os.path.join(path, "storage.npz")) as z:
-    storage = {k: z[k] for k in z.files}
-  with np.load(os.path.join(path, "envs.npz")) as z:
-    envs = {k: z[k] for k in z.files}
-  with open(os.path.join(path, "host.json")) as f:
+  integrity.check_tree(path)
+  storage = _npz(os.path.join(path, "storage.npz"))
+  envs = _npz(os.path.join(path, "envs.npz"))
+  with files.open_read(os.path.join(path, "host.json"), "r") as f:
     host = json.load(f)
   if os.path.exists(os.path.join(path, "digest.json")):
-    with open(os.path.join(path, "digest.json")) as f:
+    with files.open_read(os.path.join(path, "digest.json"), "r") as f:
       integrity.verify(path, json.load(f), integrity.digest(storage=storage, envs=envs, host=host))
   return {"storage": storage, "envs": envs, "host": host}
 
@@ -220,11 +231,10 @@ class Unverified(ConfigError):
 def restore(logdir: str, abstract_state, step: Optional[int] = None,
             process: Optional[int] = None, accept_unverified: bool = False) -> Dict[str, Any]:
   """Restores the newest (or `step`) checkpoint: {'state', 'storage', 'envs', 'host', 'step',
-  'verified', 'signed'} ('signed': its env states, still pickled bytes, carry this machine's key's
-  signature, `signing`; True where it has none); in a multi-process run, this `process`'s part
-  with the shared state. A checkpoint
-  that cannot be read or does not match its digest raises CorruptCheckpoint; one without a digest
-  raises Unverified unless `accept_unverified`."""
+  'verified', 'signed'} ('signed': its pickled env states carry this machine's key's signature,
+  `signing`; True where it has none); multi-process: this `process`'s part and the shared state.
+  Unreadable or not matching its digest: CorruptCheckpoint; without a digest: Unverified unless
+  `accept_unverified`."""
   if step is None:
     step = (steps(logdir) or [None])[0]
     if step is None:
@@ -250,18 +260,19 @@ def _restore(logdir, abstract_state, step, process, path, accept_unverified) -> 
     items.update(storage=ocp.args.StandardRestore(), envs=ocp.args.StandardRestore())
   if verified:
     items.update(digest=ocp.args.JsonRestore())
-  mngr = _manager(logdir)
+  mngr = _manager(logdir, step)
   try:
     out = dict(mngr.restore(step, args=ocp.args.Composite(**items)))
   finally:
     mngr.close()
   if verified:
-    integrity.verify(path, dict(out["digest"]), integrity.digest(out["state"], out.get("storage"), out.get("envs"),
-                                              out["host"]))
+    integrity.verify(path, dict(out["digest"]), integrity.digest(
+        out["state"], out.get("storage"), out.get("envs"), out["host"]))
   if process is not None:
     mine = _restore_own(logdir, process, step)
     out.update(storage=mine["storage"], envs=mine["envs"], host=dict(out["host"], **mine["host"]))
   host = out["host"]
+  integrity.check_host(path, host)
   env_states, signed = None, True
   if host.get("env_states_saved"):
     envs = {e: np.asarray(b, np.uint8) for e, b in out["envs"].items()}
@@ -274,13 +285,16 @@ def _restore(logdir, abstract_state, step, process, path, accept_unverified) -> 
 def saved_host(logdir: str, step: Optional[int] = None) -> Dict[str, Any]:
   """The newest (or `step`) checkpoint's shared host record (its config among it), read alone: a
   resume compares configs before restoring a state whose tree the config shapes. Raises
-  CorruptCheckpoint if it cannot be read."""
+  CorruptCheckpoint if it cannot be read or its segment is not one."""
   step = steps(logdir)[0] if step is None else step
-  mngr = _manager(logdir)
+  path = os.path.join(directory(logdir), str(step))
+  mngr = _manager(logdir, step)
   try:
-    return dict(mngr.restore(step, args=ocp.args.Composite(host=ocp.args.JsonRestore()))["host"])
+    host = dict(mngr.restore(step, args=ocp.args.Composite(host=ocp.args.JsonRestore()))["host"])
   except Exception as e:  # pylint: disable=broad-except
-    raise CorruptCheckpoint(f"checkpoint {os.path.join(directory(logdir), str(step))} cannot be "
-                            f"read: {integrity.read_error(e)}") from e
+    raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {integrity.read_error(e)}") from e
   finally:
     mngr.close()
+  integrity.check_host(path, host)
+  return host
+

@@ -10,12 +10,14 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import sys
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from absl import logging as absl_logging
 
 from hts_jax.runtime.errors import error_line
+from hts_jax.runtime.outputs import files
 from hts_jax.runtime.outputs.reporting import param_sha256
 
 
@@ -119,7 +121,37 @@ def verify(path: str, saved: Dict[str, str], computed: Dict[str, str]) -> None:
 
 # Each file of a finished checkpoint folder, with its size and sha256 (see `check_files`).
 FILES = "files.json"
-_FILES_TMP = f".{FILES}.tmp"
+_FILES_TMP = f"{FILES}.tmp"  # `files.write_atomic`'s
+
+
+def check_tree(path: str) -> None:
+  """Refuses (CorruptCheckpoint) a checkpoint folder that is, or holds, anything but folders and
+  regular files: orbax, and the checks here, would read a FIFO or a link to /dev/zero without
+  end. Only names are looked at (lstat), nothing is opened."""
+  def refuse(full: str, what: str) -> None:
+    raise CorruptCheckpoint(f"checkpoint {path}: its file {os.path.relpath(full, path)} is "
+                            f"{what}, not a regular file or folder "
+                            "(a checkpoint holds nothing else, and links, FIFOs and devices are "
+                            "not read)")
+  try:
+    mode = os.lstat(path).st_mode
+  except FileNotFoundError:
+    raise CorruptCheckpoint(f"checkpoint {path} is missing") from None
+  if not stat.S_ISDIR(mode):
+    raise CorruptCheckpoint(f"checkpoint {path} is {files.kind(mode) or 'a file'}, not a folder")
+  for root, dirs, names in os.walk(path):  # a link to a folder is listed, never entered
+    for name in dirs + names:
+      full = os.path.join(root, name)
+      mode = os.lstat(full).st_mode
+      if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        refuse(full, files.kind(mode))
+
+
+def _sha256(f) -> str:
+  h = hashlib.sha256()
+  for chunk in iter(lambda: f.read(1 << 20), b""):
+    h.update(chunk)
+  return h.hexdigest()
 
 
 def file_sums(path: str) -> Dict[str, List]:
@@ -129,16 +161,14 @@ def file_sums(path: str) -> Dict[str, List]:
       full = os.path.join(root, name)
       rel = os.path.relpath(full, path)
       if rel not in (FILES, _FILES_TMP):
-        with open(full, "rb") as f:
-          sums[rel] = [os.path.getsize(full), hashlib.sha256(f.read()).hexdigest()]
+        with files.open_read(full) as f:
+          sums[rel] = [os.fstat(f.fileno()).st_size, _sha256(f)]
   return sums
 
 
 def write_files(path: str) -> None:
-  tmp = os.path.join(path, _FILES_TMP)
-  with open(tmp, "w") as f:
-    json.dump(file_sums(path), f)
-  os.replace(tmp, os.path.join(path, FILES))
+  sums = file_sums(path)  # before its temporary file exists
+  files.write_atomic(os.path.join(path, FILES), lambda f: json.dump(sums, f))
 
 
 def check_files(path: str) -> None:
@@ -147,18 +177,36 @@ def check_files(path: str) -> None:
   failure ends the restore while the other reads are still going, and those print tracebacks
   (abandoned coroutines, callbacks into a closed event loop) at whatever moment they end. A
   checkpoint written before `files.json` existed (or whose writer died before writing it) is read
-  by orbax as it is; the digest still checks what it reads."""
+  by orbax as it is; the digest still checks what it reads. Either way the folder must hold only
+  folders and regular files (`check_tree`), and each file is read at most to its recorded size:
+  nothing here can read without end."""
+  check_tree(path)
   if not os.path.exists(os.path.join(path, FILES)):
     return
-  with open(os.path.join(path, FILES)) as f:
+  with files.open_read(os.path.join(path, FILES), "r") as f:
     recorded = json.load(f)
-  now = file_sums(path)
   for rel, (size, sha) in sorted(recorded.items()):
-    if rel not in now:
-      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is missing")
-    if now[rel][0] != size:
-      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is {now[rel][0]} bytes, {size} "
-                              "when it was written")
-    if now[rel][1] != sha:
-      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} does not match the sha256 "
-                              "recorded when it was written")
+    if os.path.isabs(rel) or os.path.normpath(rel).startswith(os.pardir):
+      raise CorruptCheckpoint(f"checkpoint {path}: its {FILES} names {rel}, outside it")
+    try:
+      f = files.open_read(os.path.join(path, rel))
+    except FileNotFoundError:
+      raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is missing") from None
+    with f:
+      now = os.fstat(f.fileno()).st_size
+      if now != size:
+        raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} is {now} bytes, {size} "
+                                "when it was written")
+      if _sha256(f) != sha:
+        raise CorruptCheckpoint(f"checkpoint {path}: its file {rel} does not match the sha256 "
+                                "recorded when it was written")
+
+
+def check_host(path: str, host: Dict[str, Any]) -> None:
+  """The host record's segment is where every action stream resumes: one that is not a segment
+  index (a crafted record, its digest rebuilt to match) is refused here, in one line, not met
+  later as an overflow in an actor."""
+  segment = host.get("segment")
+  if isinstance(segment, bool) or not isinstance(segment, int) or segment < 0:
+    raise CorruptCheckpoint(f"checkpoint {path}: its host record's segment is {segment!r}, not a "
+                            "segment index (an integer >= 0)")

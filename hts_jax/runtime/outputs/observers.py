@@ -83,7 +83,10 @@ class MetricsCsv(Observer):
   """`<logdir>/metrics.csv`: one row per update (a resumed run keeps the rows it had)."""
 
   def __init__(self, logdir: str, keep_updates: Optional[int] = None):
-    self.writer = reporting.MetricsWriter(logdir, keep_updates=keep_updates)
+    try:
+      self.writer = reporting.MetricsWriter(logdir, keep_updates=keep_updates)
+    except OSError as e:  # a full disk, a link planted after the logdir was checked
+      raise RunError(error_line(e, logdir)) from None
 
   def on_update(self, event: UpdateEvent) -> None:
     self.writer.write(event.row)

@@ -3,7 +3,6 @@ determinism is judged by. TensorBoard and W&B: `hts_jax.runtime.outputs.tracking
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import json
@@ -13,6 +12,8 @@ import time
 from typing import Any, Dict, Iterable, List, Optional
 
 import numpy as np
+
+from hts_jax.runtime.outputs import files
 
 
 def param_sha256(params) -> str:
@@ -29,17 +30,9 @@ def param_sha256(params) -> str:
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
-  """Writes `path` whole or not at all: through `<path>.tmp`, which a failed write (a full disk)
-  removes before the error goes on."""
-  tmp = f"{path}.tmp"
-  try:
-    with open(tmp, "w") as f:
-      json.dump(obj, f, indent=1, default=_to_builtin)
-    os.replace(tmp, path)
-  except BaseException:
-    with contextlib.suppress(OSError):
-      os.remove(tmp)  # a link there goes, not what it points to
-    raise
+  """Writes `path` whole or not at all, through `<path>.tmp` (`files.write_atomic`: no link
+  followed, removed if the write fails)."""
+  files.write_atomic(path, lambda f: json.dump(obj, f, indent=1, default=_to_builtin))
 
 
 def _to_builtin(x):
@@ -54,23 +47,28 @@ def _to_builtin(x):
 
 class MetricsWriter:
   """Appends one row per learner update to `<logdir>/metrics.csv`. Columns are fixed by the first
-  row."""
+  row. The file is made new, in `metrics.csv.tmp` renamed onto `metrics.csv`, and its descriptor
+  kept to append to: a link planted at either name is replaced, never written through, and a
+  resumed run's kept rows are never truncated in place (a kill at any moment leaves the old
+  file or the new one)."""
 
   def __init__(self, logdir: str, keep_updates: Optional[int] = None):
     """`keep_updates`: resuming, keep the existing rows up to this many updates and append."""
     self.path = os.path.join(logdir, "metrics.csv")
-    kept: List[Dict[str, str]] = []
-    if keep_updates is not None and os.path.exists(self.path):
-      with open(self.path, newline="") as f:
-        kept = [r for r in csv.DictReader(f) if int(r["updates"]) <= keep_updates]
+    kept = [] if keep_updates is None else kept_rows(self.path, keep_updates)
     # The env steps of the last row kept (0: none): a resumed TensorBoard log purges what follows.
     self.last_env_steps = max([int(float(r["env_steps"])) for r in kept], default=0)
-    self._file = open(self.path, "w", newline="")
+    self._file = files.open_temporary(self.path, newline="")
     self._writer: Optional[csv.DictWriter] = None
-    if kept:
-      self._writer = csv.DictWriter(self._file, fieldnames=list(kept[0]), extrasaction="ignore")
-      self._writer.writeheader()
-      self._writer.writerows(kept)
+    try:
+      if kept:
+        self._writer = csv.DictWriter(self._file, fieldnames=list(kept[0]), extrasaction="ignore")
+        self._writer.writeheader()
+        self._writer.writerows(kept)
+      files.replace_from_temporary(self._file, self.path)
+    except BaseException:
+      self._file.close()
+      raise
 
   def write(self, row: Dict[str, Any]) -> None:
     if self._writer is None:
@@ -81,6 +79,41 @@ class MetricsWriter:
 
   def close(self) -> None:
     self._file.close()
+
+
+def kept_rows(path: str, keep_updates: int) -> List[Dict[str, str]]:
+  """The rows of an earlier session's metrics.csv up to `keep_updates` updates. A malformed tail
+  (a last row cut short by a kill, a row with too few or too many fields or without numbers, a
+  file without the `updates` column) is dropped with one warning line naming the rows kept."""
+  try:
+    with files.open_read(path, "r", newline="") as f:
+      text = f.read()
+  except FileNotFoundError:
+    return []
+  lines = text.splitlines(keepends=True)
+  rows = list(csv.DictReader(lines))
+  good = 0
+  for r in rows:
+    if None in r or None in r.values() or not _numbers(r):
+      break
+    good += 1
+  # A row is written whole with its line end: one without is a row cut short.
+  if good == len(rows) and lines and not lines[-1].endswith(("\n", "\r")) and rows:
+    good -= 1
+  kept = [r for r in rows[:good] if int(float(r["updates"])) <= keep_updates]
+  if good < len(rows):
+    print(f"warning: {path} ends in {len(rows) - good} malformed row(s) (cut short, or "
+          f"without the updates column): dropped; {len(kept)} rows kept",
+          file=sys.stderr, flush=True)
+  return kept
+
+
+def _numbers(row: Dict[str, str]) -> bool:
+  try:
+    float(row["updates"]), float(row["env_steps"])
+  except (KeyError, TypeError, ValueError):
+    return False
+  return True
 
 
 def _fmt(v):

@@ -20,10 +20,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import stat
 import sys
 from typing import Dict, Optional
 
 import numpy as np
+
+from hts_jax.validation import ConfigError
 
 KEY_BYTES = 32
 _warned = []
@@ -35,6 +38,27 @@ def key_path() -> str:
     return os.path.abspath(os.path.expanduser(explicit))
   config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
   return os.path.join(config, "hts_jax", "checkpoint.key")
+
+
+def check_key(logdir: str) -> None:
+  """Refuses (ConfigError, one line) a key inside `logdir` (whoever is given the folder, or may
+  write in it, could sign checkpoints; `--overwrite` keeps it) or one that group or others may
+  read or change (they could sign checkpoints that this user's resume unpickles)."""
+  path = key_path()
+  for key, folder in ((path, os.path.abspath(logdir)),
+                      (os.path.realpath(path), os.path.realpath(logdir))):
+    if os.path.commonpath([key, folder]) == folder:
+      raise ConfigError(f"the checkpoint key {path} is inside --logdir={logdir}: whoever is given "
+                        "the folder could sign checkpoints with it; keep it outside every logdir "
+                        "(HTS_JAX_KEY_FILE, default ~/.config/hts_jax/checkpoint.key)")
+  try:
+    mode = os.stat(path).st_mode
+  except OSError:
+    return  # none yet: made with mode 0600 on the first save
+  if mode & 0o077:
+    raise ConfigError(f"the checkpoint key {path} may be read or changed by others (mode "
+                      f"{stat.S_IMODE(mode):04o}): they could sign checkpoints that a resume "
+                      f"unpickles; chmod 600 {path}")
 
 
 def _read(path: str) -> bytes:

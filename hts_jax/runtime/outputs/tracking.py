@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from hts_jax.config import ConfigError
-from hts_jax.runtime.outputs import video as video_lib
+from hts_jax.runtime.outputs import files, video as video_lib
 from hts_jax.runtime import errors
 from hts_jax.runtime.errors import RunError
 
@@ -84,16 +84,17 @@ class WandbSink:
     root = os.path.join(os.path.abspath(logdir), "wandb")
     os.makedirs(root, exist_ok=True)
     id_path = os.path.join(root, "run_id")
-    run_id = (open(id_path).read().strip() if os.path.exists(id_path) else
-              uuid.uuid4().hex[:12])
+    run_id = uuid.uuid4().hex[:12]
+    if os.path.lexists(id_path):
+      with files.open_read(id_path, "r") as f:
+        run_id = f.read(64).strip()
     # console="off": W&B does not wrap stdout/stderr, which the runtime's threads and processes
     # share; the progress lines stay the launcher's.
     self._run = wandb.init(project=project, entity=entity or None, dir=os.path.dirname(root),
                            name=os.path.basename(os.path.abspath(logdir)), id=run_id,
                            resume="allow", config=config, mode=mode,
                            settings=wandb.Settings(console="off", silent=True))
-    with open(id_path, "w") as f:
-      f.write(run_id + "\n")
+    files.write_atomic(id_path, lambda f: f.write(run_id + "\n"))
     self._run.define_metric("env_steps")
     self._run.define_metric("*", step_metric="env_steps")
 
