@@ -8,11 +8,12 @@ import os
 import shutil
 import stat
 
+import numpy as np
 import pytest
 
 from hts_jax.config import LearnerConfig, RunConfig
 from hts_jax.runtime import modes
-from hts_jax.runtime.outputs import checkpoint, reporting
+from hts_jax.runtime.outputs import checkpoint, reporting, video
 from tests.support.cli import error_lines, run_cli, summary
 
 # Segments of 32 steps per env: CartPole episodes end inside the first one.
@@ -239,3 +240,24 @@ def test_a_run_resumed_from_checkpoint_0_writes_the_same_first_row(template, tmp
   assert proc.returncode == 0, proc.stderr
   assert summary(str(logdir))["param_sha256"] == summary(str(template))["param_sha256"]
   assert _rows(logdir)[0]["train_return"] == _rows(template)[0]["train_return"]
+
+
+@pytest.mark.parametrize("gif", [False, True], ids=["mp4", "gif"])
+def test_a_video_is_never_written_through_a_planted_link(tmp_path, monkeypatch, gif):
+  """A link planted at `videos/eval-<N>.mp4` (or `.gif`) was written through by the encoder."""
+  if gif:
+    monkeypatch.setattr(video, "ffmpeg_exe", lambda: None)
+  elif video.ffmpeg_exe() is None:
+    pytest.skip("no ffmpeg here")
+  victim = tmp_path / "victim"
+  victim.write_text("precious\n")
+  stem = tmp_path / "videos" / "eval-40"
+  stem.parent.mkdir()
+  path = f"{stem}.{'gif' if gif else 'mp4'}"
+  os.symlink(victim, path)
+  out = video.VideoFile(str(stem), 10)
+  for i in range(4):
+    out.add(np.full((16, 16, 3), 40 * i, np.uint8))
+  assert out.close().path == path
+  assert victim.read_text() == "precious\n"
+  assert stat.S_ISREG(os.lstat(path).st_mode) and os.path.getsize(path) > 0

@@ -62,8 +62,10 @@ def check_key(logdir: str) -> None:
 
 
 def _read(path: str) -> bytes:
+  if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would be read without end
+    raise OSError(f"{path} is not a regular file")
   with open(path, "rb") as f:
-    key = f.read()
+    key = f.read(4096)
   if len(key) < KEY_BYTES:
     raise OSError(f"{path} holds {len(key)} bytes, not a key of {KEY_BYTES}")
   return key

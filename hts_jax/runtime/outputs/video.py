@@ -29,6 +29,7 @@ import numpy as np
 from hts_jax import envs
 from hts_jax.config import ConfigError
 from hts_jax.env_families import family_of
+from hts_jax.runtime.outputs import files
 
 # Frames recorded per episode at most (the episode is cut there): 4 minutes of Atari at 15 fps,
 # a whole 11-vs-11 GFootball game (3,000 steps).
@@ -215,6 +216,7 @@ class VideoFile:
   def _open_mp4(self, shape) -> None:
     import imageio_ffmpeg  # pylint: disable=import-outside-toplevel
     h, w = shape[0] - shape[0] % 2, shape[1] - shape[1] % 2
+    _unlink_planted(f"{self.stem}.mp4")  # ffmpeg opens its output itself, following a link
     try:
       gen = imageio_ffmpeg.write_frames(f"{self.stem}.mp4", (w, h), fps=self.fps,
                                         codec="libx264", macro_block_size=1,
@@ -232,9 +234,19 @@ class VideoFile:
       path = f"{self.stem}.mp4"
     else:
       path = f"{self.stem}.gif"
-      with open(path, "wb") as f:
-        f.write(gif_bytes(preview, self.fps / self._stride))
+      data = gif_bytes(preview, self.fps / self._stride)
+      files.write_atomic(path, lambda f: f.write(data), mode="wb")
     return Recording(path, self._frames, self.fps, preview, self._stride)
+
+
+def _unlink_planted(path: str) -> None:
+  """Removes a link, FIFO or device planted where a video will be written (the entry goes, not
+  what a link points to)."""
+  try:
+    files.check_regular(path)
+  except files.NotRegular:
+    with contextlib.suppress(OSError):  # a folder stays: ffmpeg then fails on it, in one line
+      os.remove(path)
 
 
 def _even(frame: np.ndarray) -> np.ndarray:
