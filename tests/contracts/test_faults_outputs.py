@@ -7,6 +7,8 @@ import csv
 import os
 import shutil
 import stat
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -14,7 +16,8 @@ import pytest
 from hts_jax.config import LearnerConfig, RunConfig
 from hts_jax.runtime import modes
 from hts_jax.runtime.outputs import checkpoint, reporting, video
-from tests.support.cli import error_lines, run_cli, summary
+from tests.support import ROOT
+from tests.support.cli import cmd, error_lines, run_cli, summary
 
 # Segments of 32 steps per env: CartPole episodes end inside the first one.
 RUN = dict(env="CartPole-v1", alpha=32, num_envs=4, num_executors=2, seed=3, log_every_s=1e9,
@@ -199,6 +202,27 @@ def test_a_resumed_metrics_csv_is_replaced_never_truncated_in_place(tmp_path):
   writer.write({"env_steps": 280, "updates": 7})
   writer.close()
   assert [r["updates"] for r in _rows(tmp_path)] == [str(u) for u in range(1, 8)]
+
+
+def test_a_kill_while_resume_rewrites_metrics_csv_loses_no_row(template, tmp_path):
+  """The issue's attack: SIGKILL --resume just after it replaced metrics.csv (old code: just
+  after it truncated it, which left 0 bytes); the next --resume has every row, 1 to the end."""
+  logdir = _copy(template, tmp_path)
+  path, newest = logdir / "metrics.csv", checkpoint.steps(str(logdir))[0]
+  inode = os.stat(path).st_ino
+  proc = subprocess.Popen(cmd(str(logdir), *FLAGS, "--resume"), cwd=ROOT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.monotonic() + 120
+  while os.stat(path).st_ino == inode and os.path.getsize(path) > 0:
+    assert proc.poll() is None and time.monotonic() < deadline
+    time.sleep(0.001)
+  proc.kill()
+  proc.wait()
+  assert [int(r["updates"]) for r in _rows(logdir)][:newest] == list(range(1, newest + 1))
+  proc = run_cli(str(logdir), *FLAGS, "--resume")
+  assert proc.returncode == 0 and not _warnings(proc.stderr), proc.stderr
+  updates = [int(r["updates"]) for r in _rows(logdir)]
+  assert updates == list(range(1, summary(str(logdir))["updates"] + 1))
 
 
 @pytest.mark.parametrize("damage", ["cut_short", "no_updates_column"])
