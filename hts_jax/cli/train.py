@@ -70,8 +70,7 @@ def build_config() -> hts_config.RunConfig:
   hts_config.check(FLAGS["preset"].present <= 1,
                    "--preset is given more than once; pass one (explicit flags win over it)")
   cfg = cli.config_from_flags(hts_config.RunConfig, _value, RENAMED, SKIPPED)
-  if FLAGS["correction"].present:  # a typed --correction the mode would not run
-    mode_options.RULES[cfg.mode].check_given_correction(cfg)
+  _check_typed_mode_options(cfg)
   if _value("lr_decay"):  # to 0 at the last optimizer step of the horizon, whatever the mode
     horizon = cfg
     if _value("lr_decay_steps"):
@@ -89,6 +88,20 @@ def build_config() -> hts_config.RunConfig:
   elif _value("lr_decay_steps"):
     raise hts_config.ConfigError("--lr_decay_steps needs --lr_decay (the horizon of a decay)")
   return cfg
+
+
+def _check_typed_mode_options(cfg: hts_config.RunConfig) -> None:
+  """Options typed on the command line that the chosen mode does not run are refused in one line
+  (a preset's are not: a preset made for one mode may be run in another): another mode's own
+  options (`mode_options.RULES`), and a --correction the mode replaces by its own update."""
+  rules = mode_options.RULES
+  for name, (section, _) in hts_config.flag_fields().items():
+    users = [m for m, r in rules.items() if r.options == section]
+    hts_config.check(not users or section == rules[cfg.mode].options or not FLAGS[name].present,
+                     f"--{name} is an option of " + " or ".join(f"--mode={m}" for m in users)
+                     + f": it changes nothing with --mode={cfg.mode}")
+  if FLAGS["correction"].present:
+    rules[cfg.mode].check_given_correction(cfg)
 
 
 def _checkpoint_note(message: str, logdir: str) -> str:

@@ -94,6 +94,8 @@ class Check(threading.Thread):
       return {"ok": False, "why": "the coordinator there belongs to another job (another "
                                   "--job_token, or other flags)"}
     pid = request.get("process_id")
+    if not isinstance(pid, int) or not 0 < pid < self.num_processes:  # a malformed request
+      return {"ok": False, "why": f"process_id {pid!r} is not one of the job's others"}
     with self._lock:
       if pid in self.joined:
         return {"ok": False, "why": f"process {pid} of the job there has already joined"}

@@ -79,7 +79,7 @@ def test_lr_decay_spans_the_whole_run_in_every_mode(mode, expected):
   update takes 4x as many updates as segments (it used to decay over the segment count)."""
   cfg = _build_config(f"--mode={mode}", "--num_actors=4", "--num_envs=16", "--num_executors=4",
                       "--alpha=5", "--unroll_length=5", "--total_steps=16000", "--lr_decay",
-                      "--async_batch_unrolls=1")
+                      *(["--async_batch_unrolls=1"] if mode == "async" else []))
   assert cfg.learner_updates == expected
   assert cfg.learner.lr_decay_updates == expected  # one optimizer step per update here
   ppo_mode = "hts" if mode == "async" else mode
