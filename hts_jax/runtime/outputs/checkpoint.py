@@ -58,16 +58,17 @@ def process_directory(logdir: str, process: int) -> str:
 
 
 def _manager(logdir: str, step: Optional[int] = None) -> ocp.CheckpointManager:
-  """Orbax's manager, made once each checkpoint folder holds only folders and regular files
-  (making it reads their metadata, which a FIFO would hang): CorruptCheckpoint for `step`'s
-  folder (set aside, an older one tried), ConfigError for another's."""
+  """Orbax's manager, made once each checkpoint folder holds only folders and regular files (it
+  reads their metadata): CorruptCheckpoint for `step`'s folder, ConfigError for another's."""
   if step is not None:
     integrity.check_tree(os.path.join(directory(logdir), str(step)))
   for other in steps(logdir):
+    path = os.path.join(directory(logdir), str(other))
     try:
-      integrity.check_tree(os.path.join(directory(logdir), str(other)))
+      integrity.check_tree(path)
     except CorruptCheckpoint as e:
-      raise ConfigError(f"{e}: remove it, or move it out of {directory(logdir)}") from None
+      if os.path.lexists(path):  # not one deleted meanwhile
+        raise ConfigError(f"{e}: remove it, or move it out of {directory(logdir)}") from None
   return ocp.CheckpointManager(
       directory(logdir),
       options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True,
@@ -206,8 +207,7 @@ def _npz(path: str) -> Dict[str, np.ndarray]:
 def _restore_own(logdir: str, process: int, step: int) -> Dict[str, Any]:
   path = os.path.join(process_directory(logdir, process), str(step))
   integrity.check_tree(path)
-  storage = _npz(os.path.join(path, "storage.npz"))
-  envs = _npz(os.path.join(path, "envs.npz"))
+  storage, envs = (_npz(os.path.join(path, f"{part}.npz")) for part in ("storage", "envs"))
   with files.open_read(os.path.join(path, "host.json"), "r") as f:
     host = json.load(f)
   if os.path.exists(os.path.join(path, "digest.json")):

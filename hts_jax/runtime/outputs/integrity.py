@@ -142,7 +142,10 @@ def check_tree(path: str) -> None:
   for root, dirs, names in os.walk(path):  # a link to a folder is listed, never entered
     for name in dirs + names:
       full = os.path.join(root, name)
-      mode = os.lstat(full).st_mode
+      try:
+        mode = os.lstat(full).st_mode
+      except FileNotFoundError:  # deleted meanwhile (another process's orbax keeps two)
+        continue
       if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
         refuse(full, files.kind(mode))
 
