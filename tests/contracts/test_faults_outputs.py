@@ -206,7 +206,7 @@ def test_a_resumed_metrics_csv_is_replaced_never_truncated_in_place(tmp_path):
 
 
 def test_a_kill_while_resume_rewrites_metrics_csv_loses_no_row(template, tmp_path):
-  """The issue's attack: SIGKILL --resume just after it replaced metrics.csv (old code: just
+  """The reported attack: SIGKILL --resume just after it replaced metrics.csv (old code: just
   after it truncated it, which left 0 bytes); the next --resume has every row, 1 to the end."""
   logdir = _copy(template, tmp_path)
   path, newest = logdir / "metrics.csv", checkpoint.steps(str(logdir))[0]
