@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import ipaddress
 import json
 import socket
 import threading
@@ -60,6 +61,10 @@ def _listen(coordinator_address: str, host: str, port: int) -> socket.socket:
   except socket.gaierror as e:
     raise ConfigError(f"--coordinator_address={coordinator_address}: host {host!r} cannot be "
                       f"resolved ({e.strerror})") from None
+  if ipaddress.ip_address(where[0].split("%")[0]).is_loopback and not _names_loopback(host):
+    # A machine's own name that its resolver maps to loopback (Debian's 127.0.1.1 line in
+    # /etc/hosts) while the other machines reach it by its real address: every interface then.
+    where = ("::" if family == socket.AF_INET6 else "0.0.0.0", port) + tuple(where[2:])
   sock = socket.socket(family, kind, proto)
   try:
     sock.bind(where)
@@ -75,6 +80,15 @@ def _listen(coordinator_address: str, host: str, port: int) -> socket.socket:
                       "host") from None
   sock.listen(MAX_OPEN)
   return sock
+
+
+def _names_loopback(host: str) -> bool:
+  """Whether `host` is a loopback address or `localhost` as written (not a name that resolves
+  to one)."""
+  try:
+    return ipaddress.ip_address(host).is_loopback
+  except ValueError:
+    return host.lower() in ("localhost", "localhost.localdomain")
 
 
 class Check(threading.Thread):

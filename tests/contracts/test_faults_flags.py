@@ -164,11 +164,23 @@ def _check(token="t", processes=2):
 
 
 def test_the_job_check_listens_on_the_coordinators_interface_only():
+  """On the address the coordinator's host names (it was every interface), but for a machine's
+  own name that its resolver maps to loopback (Debian's 127.0.1.1 line): the other machines
+  reach that one by its real address."""
   check, _ = _check()
   try:
     assert check.sock.getsockname()[0] == "127.0.0.1"  # was 0.0.0.0: every interface
   finally:
     check.sock.close()
+  name = socket.gethostname()
+  own = job_check.Check(f"{name}:{_coordinator_address().rsplit(':', 1)[1]}", "t", 2)
+  try:
+    resolved = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)[0][4][0]
+    loopback = resolved.startswith("127.") or resolved == "::1"
+    bound = own.sock.getsockname()[0]
+    assert bound in (("0.0.0.0", "::") if loopback else (resolved,)), (bound, resolved)
+  finally:
+    own.sock.close()
 
 
 def test_idle_and_trickling_connections_do_not_hold_the_job_check():
