@@ -122,9 +122,10 @@ class Runner:
     self._say(f"compiled in {self.parts.compile_s:.1f} s; starting the executors' envs")
 
   def _say(self, text: str) -> None:
-    """A start-up line on stderr, beside the progress lines (process 0's)."""
+    """A start-up line on stdout, where the progress lines go (process 0's; stderr keeps to
+    errors and warnings)."""
     if self.config.distributed.process_id == 0:
-      print(f"[{self.config.mode}] {text}", file=sys.stderr, flush=True)
+      print(f"[{self.config.mode}] {text}", flush=True)
 
   def _restore(self, abstract_state, placement: Placement) -> Dict[str, Any]:
     """The newest checkpoint that verifies. A corrupt one (unreadable, or not matching its

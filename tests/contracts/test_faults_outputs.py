@@ -251,8 +251,6 @@ def test_a_malformed_metrics_tail_is_dropped_with_one_warning(template, tmp_path
   assert updates == list(range(first, summary(str(logdir))["updates"] + 1))
 
 
-@pytest.mark.xfail(strict=True, reason="the HTS loop starts a resumed run's first row without the "
-                   "returns of the restored segment (runtime/loops/hts.py)")
 def test_a_run_resumed_from_checkpoint_0_writes_the_same_first_row(tmp_path):
   """Resuming from checkpoint 0 rewrote row 1's train_return (23.9048 against 22.0488
   uninterrupted), param_sha256 unchanged: the row of update 1 is booked at the boundary after

@@ -86,7 +86,9 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   pending = ctl.restored_unlearned
   if pending:
     learner.submit(first - 1, ctl.storages.learning(first - 1))
-  recent = []
+  # The first row (update 1) holds segments 0 and 1's returns; resumed from checkpoint 0, segment
+  # 0's are in the restored book.
+  recent = [r for rs in ctl.book.returns for r in rs] if pending and first == 1 else []
   last = first
   t_seg = time.perf_counter()
   for seg in range(first, n_seg):
