@@ -597,7 +597,8 @@ def test_a_hanging_env_trips_the_watchdog_derived_from_step_times(tmp_path):
                       r"last step: segment \d+, step \d\): stalled past the watchdog's "
                       r"\d+\.\d s \(automatic: 50 times the longest gap between steps so far, "
                       r"at least 10 s; an env whose steps can take longer needs "
-                      r"--watchdog_s=<s>\); the last checkpoint is kept", line), line
+                      r"--watchdog_s=<s>\); no checkpoint was written \(nothing to --resume "
+                      r"from\)", line), line
   assert not leftover_shm(tmp_path)
 
 
@@ -614,7 +615,8 @@ def test_a_learner_update_that_does_not_end_trips_the_watchdog(tmp_path, mode):
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and re.match(
       r"error: learner: update 1 has run for \d+\.\d s, past the watchdog's 3\.0 s "
-      r"\(--watchdog_s\); the last checkpoint is kept$", lines[0]), proc.stderr
+      r"\(--watchdog_s\); no checkpoint was written \(nothing to --resume from\)$",
+      lines[0]), proc.stderr
   assert leftover_shm(tmp_path) == set()
 
 
@@ -633,8 +635,8 @@ def test_a_policy_call_that_does_not_end_trips_the_watchdog(tmp_path, mode):
   assert len(lines) == 1 and re.fullmatch(
       r"error: executor [01] \(envs \d-\d\) has not stepped for \d+\.\d s \(its last step: "
       r"(none this run|segment \d+, step \d+)\), while actor 0's policy call has run for "
-      r"\d+\.\d s: stalled past the watchdog's 3\.0 s \(--watchdog_s\); the last checkpoint "
-      r"is kept", lines[0]), proc.stderr
+      r"\d+\.\d s: stalled past the watchdog's 3\.0 s \(--watchdog_s\); no checkpoint was "
+      r"written \(nothing to --resume from\)", lines[0]), proc.stderr
   assert leftover_shm(tmp_path) == set()
 
 
