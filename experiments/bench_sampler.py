@@ -17,6 +17,8 @@ Cases (the same flags for both modes; only --mode differs):
   gfootball_3v1  the same on academy_3_vs_1_with_keeper (the paper's Tables 4 and 5 scenario)
   walker2d    Walker2d-v5 with `mujoco_hts_ppo` (8 envs x 256 steps, 10 epochs x 32 minibatches)
   memory      CartPoleNoVel-v1 with `memory_lstm_ppo` (LSTM 64, 8 envs x 32 steps, 20 epochs)
+  vstep16     bench_speedup's vstep envs (exponential 4 ms steps), 16 executors of one env, alpha
+              160, A2C (for --compare=actor_wait: 1-env blocks in 8-row calls)
 Each row: SPS of each mode (median over --repeats, runs interleaved: HTS at --policy_lag=1 (`hts`),
 HTS at --policy_lag=0 (`hts_lag0`), sync, the ceiling), their ratios, the decomposition of HTS's
 gain (`lag0_over_sync`: batch synchronization; `hts_over_lag0`: concurrent learning), and the
@@ -35,6 +37,9 @@ is also given as a fraction of it.
 block per executor: whether an executor that steps one block while the actors compute another's
 actions hides their latency (the same param_sha256 either way); the ceiling keeps the case's one
 block per executor.
+`--compare=actor_wait` runs each case in HTS mode at each lag with `--actor_wait=1` (the default)
+and `--actor_wait=0`: what a lone actor's wait for a fuller policy call buys (the same
+param_sha256 either way).
 """
 
 import json
@@ -53,10 +58,13 @@ from hts_jax.results import launch, provenance
 flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
 flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")
 flags.DEFINE_float("steps_scale", 1.0, "Scales every run's env steps.")
-flags.DEFINE_enum("compare", "mode", ["mode", "core", "blocks"], "mode: HTS against sync; core: "
+flags.DEFINE_enum("compare", "mode", ["mode", "core", "blocks", "actor_wait"],
+                  "mode: HTS against sync; core: "
                   "HTS with a feed-forward policy against HTS with an LSTM core; blocks: HTS with "
                   "--executor_blocks=<--blocks> against HTS with one block per executor (the same "
-                  "bits: only the executors' stepping order differs).")
+                  "bits: only the executors' stepping order differs); actor_wait: HTS at each lag "
+                  "with --actor_wait=1 (the default) and 0 (the same bits: only which blocks "
+                  "share a call differs).")
 flags.DEFINE_integer("core_size", 256, "LSTM units with --compare=core.")
 flags.DEFINE_integer("blocks", 2, "Blocks per executor of --compare=blocks' first variant.")
 flags.DEFINE_bool("ceiling", True, "With --compare=mode or blocks, also measure the envs' own "
@@ -108,6 +116,11 @@ CASES = {
                      bootstrap_truncation=True, correction=HTS_PPO_CORRECTION)),
 }
 CASES["gfootball_3v1"] = dict(CASES["gfootball_close"], env="gfootball:academy_3_vs_1_with_keeper")
+# bench_speedup's variance grid at var/mean^2 = 1 (exponential 4 ms steps): one env per executor,
+# blocks of one env in 8-row actor calls (not a default case: its sync runs bench_speedup's way).
+CASES["vstep16"] = dict(env="vstep", env_kwargs={"dist": "exponential", "mean_s": 4e-3},
+                        num_envs=16, num_executors=16, num_actors=1, alpha=160, total_steps=25_600,
+                        learner=dict(algo="a2c", unroll_length=5))
 
 
 def shares(s):
@@ -173,7 +186,10 @@ def main(argv):
               "core": {"lstm": dict(mode="hts", core="lstm", core_size=FLAGS.core_size),
                        "ff": dict(mode="hts", core="none")},
               "blocks": {f"blocks{FLAGS.blocks}": dict(mode="hts", executor_blocks=FLAGS.blocks),
-                         "blocks1": dict(mode="hts", executor_blocks=1)}}[FLAGS.compare]
+                         "blocks1": dict(mode="hts", executor_blocks=1)},
+              "actor_wait": {f"{name}{suffix}": dict(mode="hts", policy_lag=lag, actor_wait=wait)
+                             for suffix, wait in (("", 1.0), ("_at_once", 0.0))
+                             for name, lag in (("hts", 1), ("hts_lag0", 0))}}[FLAGS.compare]
   first, second = list(variants)[0], list(variants)[-1]
   rows = []
   for name in FLAGS.cases:
@@ -185,7 +201,7 @@ def main(argv):
     for _ in range(FLAGS.repeats):
       for v, overrides in variants.items():
         runs[v].append(launch.in_process(**dict(case, **overrides, learner=dict(case["learner"]))))
-      if FLAGS.ceiling and FLAGS.compare != "core":
+      if FLAGS.ceiling and FLAGS.compare in ("mode", "blocks"):
         ceilings.append(_ceiling(case))
     row = {"case": name, "num_envs": case["num_envs"], "num_executors": case["num_executors"],
            "alpha": case["alpha"]}
@@ -194,6 +210,10 @@ def main(argv):
       row[f"sps_{v}_runs"] = [round(s["sps"], 1) for s in runs[v]]
       row[v] = _row(runs[v][-1])
     row[f"{first}_over_{second}"] = round(row[f"sps_{first}"] / row[f"sps_{second}"], 3)
+    if FLAGS.compare == "actor_wait":  # what the wait buys at each lag
+      for name in ("hts", "hts_lag0"):
+        row[f"{name}_wait_over_at_once"] = round(
+            row[f"sps_{name}"] / row[f"sps_{name}_at_once"], 3)
     if FLAGS.compare == "mode":  # HTS's gain, decomposed
       row["lag0_over_sync"] = round(row["sps_hts_lag0"] / row["sps_sync"], 3)
       row["hts_over_lag0"] = round(row["sps_hts"] / row["sps_hts_lag0"], 3)

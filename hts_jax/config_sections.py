@@ -1,7 +1,6 @@
 """The sections of `RunConfig`, one per concern, each validating its own fields: what a run computes
-(`Rollout`), when it evaluates (`Evaluation`), what it writes (`Outputs`), where it runs
-(`Devices`, `Distributed`) and the testing hooks (`Testing`). The modes' own options are in
-`mode_options.py`. No JAX import (see `config.py`).
+(`Rollout`), when it evaluates (`Evaluation`), what it writes (`Outputs`), where it runs (`Devices`,
+`Distributed`), the testing hooks (`Testing`); the modes' options: `mode_options.py`. No JAX.
 
 Each field's docstring is its flag's help text; a field's flag has the field's name (`FLAG_PREFIX`
 + name where a section has a prefix). Fields made with `resumable(...)` may change when a run
@@ -23,8 +22,7 @@ SAMPLED_EVALUATION = tuple(f.prefix for f in FAMILIES if f.sampled_evaluation)
 
 
 def resumable(default: Any) -> Any:
-  """A field that a resumed run may change (it changes no result: outputs, counts, the run's
-  length, testing delays); every other field must match the checkpoint's config."""
+  """A field a resumed run may change (it changes no result); others must match the checkpoint."""
   return dataclasses.field(default=default, metadata={"resumable": True})
 
 
@@ -71,6 +69,9 @@ class Rollout:
   executor steps one block while the actors compute another's actions (their latency hidden).
   The policy calls keep their shape, so a run computes the same bits for any value. Not with
   --envpool or --alternating_groups (they set their own blocks)."""
+  actor_wait: float = resumable(1.0)
+  """HTS, one actor: when the ready blocks fill less than a policy call, how long it waits for more,
+  in mean policy calls (0: it calls at once; a call costs the same, and no bits change)."""
   total_steps: int = resumable(100_000)
   """Env steps to collect (rounded up to whole segments)."""
   seed: int = 0
@@ -104,7 +105,7 @@ class Rollout:
     check(self.startup_s >= 0, f"startup_s must be >= 0, got {self.startup_s}")
     for name in ("alpha", "num_envs", "num_executors", "num_actors", "total_steps", "core_size"):
       check(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-    for name in ("actor_batch", "seed", "decorrelate_steps"):
+    for name in ("actor_batch", "seed", "decorrelate_steps", "actor_wait"):
       check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
     if self.envpool:
       family = family_of(self.env)

@@ -255,17 +255,15 @@ def _split(records: np.ndarray, ready: List[Record]) -> bool:
 def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,
                state_writer: buffers.StateWriter, inboxes: Sequence[buffers.ActionWriter],
                params: Callable[[], Tuple[int, object]], stats: ActorStats,
-               fill: bool = False) -> None:
+               wait: float = 0.0) -> None:
   """The body of one HTS actor thread; returns when it reads a stop record (which it passes on).
 
-  With `fill` (the state buffer's only reader: another actor could take the records between a
-  poll and the read, and this one would block holding its blocks), when the ready blocks fill
-  less than one call, the actor waits for more, at most the mean
-  seconds of one of its policy calls: a block that arrives within that time would otherwise wait
-  for the call in flight and then a call of its own, and the call's cost does not depend on how
-  many of its rows are ready. Which blocks share a call decides no bits (the module's docstring);
-  it halves the calls where executors post blocks smaller than the call at about the same time
-  (Walker2d's 2 x 4 envs in 8-row calls: sampler.json)."""
+  With `wait` > 0 (`--actor_wait`), when the ready blocks fill less than one call, the actor waits
+  for more, at most `wait` times the mean seconds of its policy calls: a block arriving within
+  that time would otherwise wait for the call in flight and then a call of its own, and a call
+  costs the same however many of its rows are ready. Which blocks share a call decides no bits
+  (the module's docstring). Only for the state buffer's only reader: another actor could take
+  the records between a poll and the read, and this one would block holding its blocks."""
   while True:
     t0 = time.perf_counter()
     records = reader.read()
@@ -274,8 +272,8 @@ def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,
       return
     ready: List[Record] = []
     stop, eof = _split(records, ready), False
-    if fill and ready and not stop and stats.calls:
-      deadline = time.perf_counter() + stats.call_s / stats.calls
+    if wait and ready and not stop and stats.calls:
+      deadline = time.perf_counter() + wait * stats.call_s / stats.calls
       while batcher.ready_rows(ready) < batcher.rows:
         left = deadline - time.perf_counter()
         if left <= 0 or not reader.ready(left):

@@ -27,7 +27,7 @@ def test_make_puts_each_flag_in_its_section_and_to_dict_gives_them_back():
 
 def test_every_flag_name_is_unique_and_sections_are_frozen():
   names = list(config.flag_fields())
-  assert len(names) == len(set(names)) == 55  # and mode, and the learner's
+  assert len(names) == len(set(names)) == 56  # and mode, and the learner's
   with pytest.raises(dataclasses.FrozenInstanceError):
     RunConfig().rollout.num_envs = 3  # type: ignore[misc]
 

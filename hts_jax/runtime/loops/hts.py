@@ -62,7 +62,8 @@ def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
   for i in range(n):
     batcher = BlockBatcher.from_parts(parts.acting, ctl.storages)
     sup.start_thread(actor_loop, f"actor-{i}", batcher, sb.reader, sb.writer,
-                     ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats(), n == 1)
+                     ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats(),
+                     parts.config.rollout.actor_wait if n == 1 else 0.0)
   sup.on_shutdown(sb.writer.post_stop)
 
 
