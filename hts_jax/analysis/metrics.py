@@ -28,6 +28,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from hts_jax.runtime.outputs import files
+
 from hts_jax.config import RUNNING_WINDOW  # evaluations in the paper's running average
 
 # Fields that make two runs different experiments (the seed does not).
@@ -63,9 +65,12 @@ class Run:
     if not os.path.exists(path):
       return []
     rows = []
-    with open(path, newline="") as f:
-      for r in csv.DictReader(f):
-        rows.append({k: float(v) for k, v in r.items() if v not in ("", None)})
+    try:
+      with files.open_read(path, "r", newline="") as f:  # a regular file only: a FIFO never hangs
+        for r in csv.DictReader(f):
+          rows.append({k: float(v) for k, v in r.items() if v not in ("", None)})
+    except OSError as e:
+      raise RunDirError(f"{path}: unreadable: {e}") from None
     return rows
 
 
@@ -144,7 +149,7 @@ def load_run(path: str) -> Run:
   if not os.path.exists(fn):
     raise RunDirError(f"{path}: no summary.json (not a finished run)")
   try:
-    with open(fn) as f:
+    with files.open_read(fn, "r") as f:  # a regular file only: a FIFO or a link is refused
       summary = json.load(f)
   except (OSError, ValueError) as e:
     raise RunDirError(f"{fn}: unreadable: {e}") from e

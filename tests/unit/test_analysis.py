@@ -198,3 +198,17 @@ def test_early_update_golden_values(tmp_path):
   assert metrics.early_update(run, 0.5)["window_steps"] == 10_000
   assert metrics.early_update(run, keys=("rho_clipped_frac",)) is None
   assert metrics.early_update(metrics.Run(str(tmp_path / "none"), {}, ())) is None
+
+
+def test_a_runs_files_are_read_only_when_regular(tmp_path):
+  """A FIFO or a link at a run's summary.json or metrics.csv is refused in one line (a report
+  reading it hung until killed)."""
+  import os  # pylint: disable=import-outside-toplevel
+  run = write_run_summary(str(tmp_path / "run"), seed=0, returns=[1.0, 2.0])
+  os.mkfifo(os.path.join(run, "metrics.csv"))
+  with pytest.raises(metrics.RunDirError, match="metrics.csv: unreadable: .* is a FIFO"):
+    metrics.load_run(run).train_curve()
+  os.replace(os.path.join(run, "summary.json"), str(tmp_path / "elsewhere.json"))
+  os.symlink(str(tmp_path / "elsewhere.json"), os.path.join(run, "summary.json"))
+  with pytest.raises(metrics.RunDirError, match="summary.json: unreadable: .* is a symlink"):
+    metrics.load_run(run)
