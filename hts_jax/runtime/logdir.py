@@ -9,8 +9,9 @@ compiled or written (host side).
   left by a killed run is simply taken over.
 - A logdir holding an earlier run's `summary.json` or `metrics.csv` (with rows) is refused unless
   the run resumes it (`--resume`) or replaces it (`--overwrite`, which deletes that run's outputs:
-  metrics.csv, summary.json, checkpoints, TensorBoard event files, videos; a symlinked folder among
-  them is emptied and the link kept, after every folder was checked, before anything is deleted).
+  metrics.csv, summary.json, checkpoints, TensorBoard event files, videos, the exported policy; a
+  linked folder among them is emptied and the link kept, after every folder was checked, before
+  anything is deleted).
 - Links and FIFOs planted in a shared logdir are not followed (`outputs.files`): the lock file,
   metrics.csv and summary.json must be regular files (or absent), else the run is refused in one
   line; and a checkpoint key kept inside the logdir, or readable by others, is refused
@@ -39,7 +40,8 @@ _HELD_LOCK = threading.Lock()
 
 # What a run writes into its logdir, deleted by --overwrite.
 _OUTPUTS = ("metrics.csv", "metrics.csv.tmp", "summary.json", "summary.json.tmp", "checkpoints",
-            "checkpoints-process-*", "checkpoints-corrupt", "events.out.tfevents.*", "videos")
+            "checkpoints-process-*", "checkpoints-corrupt", "events.out.tfevents.*", "videos",
+            "policy")
 # The files a run writes by name in its logdir: each a regular file or absent.
 _RUN_FILES = ("metrics.csv", "summary.json")
 
