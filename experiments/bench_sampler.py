@@ -99,6 +99,7 @@ CASES = {
     # mujoco_hts_ppo (hts_jax/presets.py) on Walker2d, ten segments.
     "walker2d": dict(
         env="Walker2d-v5", num_envs=8, num_executors=2, num_actors=1, actor_batch=8, alpha=256,
+        actor_wait=1.0,
         total_steps=20_480,
         learner=dict(algo="ppo", optimizer="adam", learning_rate=3e-4, adam_eps=1e-5,
                      ppo_epochs=10, num_minibatches=32, minibatch="transitions", clip_eps=0.2,

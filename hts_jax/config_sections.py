@@ -69,9 +69,9 @@ class Rollout:
   executor steps one block while the actors compute another's actions (their latency hidden).
   The policy calls keep their shape, so a run computes the same bits for any value. Not with
   --envpool or --alternating_groups (they set their own blocks)."""
-  actor_wait: float = resumable(1.0)
+  actor_wait: float = resumable(0.0)
   """HTS, one actor: when the ready blocks fill less than a policy call, how long it waits for more,
-  in mean policy calls (0: it calls at once; a call costs the same, and no bits change)."""
+  in mean policy calls (0: it calls at once; no bits change; docs/training.md says when it pays)."""
   total_steps: int = resumable(100_000)
   """Env steps to collect (rounded up to whole segments)."""
   seed: int = 0

@@ -92,8 +92,10 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   and the learner overlap; `--mode=sync` gives the synchronous PPO it is compared with. The actor
   calls the policy on all 8 envs at once (`actor_batch=8`): on 2 cores the policy call, not the
   physics, bounds the rollout, and one 8-env call per step costs less than two 4-env calls (the
-  measurement is in commit caeeb11's message). Results do not depend on it (rows are
-  batch-invariant).
+  measurement is in commit caeeb11's message). The actor waits up to one mean policy call for
+  the other executor's block when one is ready (`actor_wait=1`): one 8-row call per step as in
+  sync, 1.18x lag 1's SPS and 1.13x lag 0's on 2 cores (results/benchmarks/actor_wait.json).
+  Results depend on neither (rows are batch-invariant).
   The correction is HTS-PPO's default (`HTS_PPO_CORRECTION`, below); the lag stays exactly one
   and the run deterministic; `--correction=delayed` is the paper's Eq. 6.
 
@@ -212,7 +214,7 @@ PRESETS["mujoco_ppo"] = dict(
     bootstrap_truncation=True,
     eval_every=100_000, eval_episodes=10, eval_greedy=False)
 PRESETS["mujoco_hts_ppo"] = dict(PRESETS["mujoco_ppo"], num_envs=8, num_executors=2, alpha=256,
-                                 actor_batch=8, correction=HTS_PPO_CORRECTION)
+                                 actor_batch=8, actor_wait=1.0, correction=HTS_PPO_CORRECTION)
 PRESETS["minatar_a2c"] = dict(
     PRESETS["atari_a2c"], env="minatar:Breakout", network="minatar", num_executors=2,
     num_actors=1, total_steps=5_000_000, eval_every=100_000)

@@ -64,7 +64,7 @@ def test_an_actor_waiting_for_a_fuller_call_moves_no_bits(tmp_path):
   (lag 0: sync's, waiting or not; lag 1: the 3-actor run's, where no actor waits)."""
   sync = modes.run(_cfg(tmp_path, "sync", mode="sync"))
   layout = dict(num_executors=4, actor_batch=4, executor_jitter_s=0.001)
-  waits = modes.run(_cfg(tmp_path, "lag0", policy_lag=0, num_actors=1, **layout))
+  waits = modes.run(_cfg(tmp_path, "lag0", policy_lag=0, num_actors=1, actor_wait=1.0, **layout))
   at_once = modes.run(_cfg(tmp_path, "lag0_at_once", policy_lag=0, num_actors=1, actor_wait=0,
                            **layout))
   assert_same_run(waits, sync)
@@ -72,7 +72,8 @@ def test_an_actor_waiting_for_a_fuller_call_moves_no_bits(tmp_path):
   ready = lambda s: s["efficiency"]["mean_ready_envs_per_actor_call"]
   # 3.66 ready envs per call against 2.36 at once (the 2-core Intel, 2026-12-05).
   assert ready(waits) > ready(at_once) + 0.3, (ready(waits), ready(at_once))
-  lag_1 = [modes.run(_cfg(tmp_path, f"lag1_{n}", num_actors=n, **layout)) for n in (1, 3)]
+  lag_1 = [modes.run(_cfg(tmp_path, f"lag1_{n}", num_actors=n, actor_wait=1.0, **layout))
+           for n in (1, 3)]
   assert lag_1[0]["param_sha256"] == lag_1[1]["param_sha256"]
   assert lag_1[0]["episode_returns"] == lag_1[1]["episode_returns"]
 
