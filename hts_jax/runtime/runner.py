@@ -28,6 +28,7 @@ from hts_jax.runtime.learner_worker import LearnerWorker
 from hts_jax.runtime.parts import Model, Parts, Shape
 from hts_jax.runtime.placement import Placement
 from hts_jax.runtime.policy import make_policy_step
+from hts_jax.runtime.watchdog import within
 
 if TYPE_CHECKING:
   from hts_jax.runtime.loops.mode import Mode
@@ -140,10 +141,14 @@ class Runner:
           x.shape, x.dtype, sharding=placement.learner_state), abstract_state))
     problems = []
     for step in checkpoint.steps(cfg.outputs.logdir):
-      try:
+      def read(step=step):
         self._check_resumable(checkpoint.saved_host(cfg.outputs.logdir, step))
-        ckpt = checkpoint.restore(cfg.outputs.logdir, abstract_state, step,
+        return checkpoint.restore(cfg.outputs.logdir, abstract_state, step,
                                   accept_unverified=cfg.outputs.resume_unverified)
+      try:
+        ckpt = within(cfg.rollout.startup_s, read, lambda s: ConfigError(
+            f"--resume: reading checkpoint {os.path.join(root, str(step))} took more than "
+            f"{s:.0f} s (--startup_s); nothing was trained"))
       except checkpoint.CorruptCheckpoint as e:
         try:
           problems.append(f"{e}; set aside in {checkpoint.set_aside(cfg.outputs.logdir, step)}")

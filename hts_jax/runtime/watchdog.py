@@ -127,6 +127,29 @@ class Watchdog:
         raise RunError(f"{stalled} (--watchdog_s); the last checkpoint is kept")
 
 
+def within(seconds: float, fn: Callable[[], Any], error: Callable[[float], Exception]) -> Any:
+  """`fn()`, which must return within `seconds` (0: no limit), else `error(seconds)` is raised:
+  the start-up's bound on a read that a stalled file system could hold (the restore of a
+  checkpoint, before the supervisor exists); `fn` runs on a daemon thread left behind then."""
+  if not seconds:
+    return fn()
+  out: Dict[str, Any] = {}
+
+  def call():
+    try:
+      out["value"] = fn()
+    except BaseException as e:  # pylint: disable=broad-except
+      out["error"] = e
+  thread = threading.Thread(target=call, name="start-up read", daemon=True)
+  thread.start()
+  thread.join(seconds)
+  if thread.is_alive():
+    raise error(seconds)
+  if "error" in out:
+    raise out["error"]
+  return out["value"]
+
+
 def get_checked(results: "queue.Queue", check: Callable[[], None],
                 every_s: float = CHECK_EVERY_S) -> Any:
   """The next item of `results` as soon as another thread puts it (a queue wait, not a poll: a

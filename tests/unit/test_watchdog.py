@@ -9,7 +9,7 @@ import pytest
 
 from hts_jax.runtime.actor import ActorStats
 from hts_jax.runtime.errors import RunError
-from hts_jax.runtime.watchdog import WatchedThread, Watchdog
+from hts_jax.runtime.watchdog import WatchedThread, Watchdog, within
 
 
 def _dog(watchdog_s=1.0):
@@ -125,3 +125,15 @@ def test_the_automatic_timeout_says_how_to_raise_it():
   slow = Watchdog(lambda k: [0, 1], beats, 60.0)
   slow.watch(0)
   slow.check(t0 + 30.0)  # a set --watchdog_s of 60 s lets the 30 s step through
+
+
+def test_a_start_up_read_is_bounded_by_startup_s():
+  """`within`: a checkpoint read that a stalled file system holds ends the start-up in one line
+  after --startup_s; one that returns or raises in time is passed through."""
+  assert within(5.0, lambda: 7, ValueError) == 7 and within(0, lambda: 8, ValueError) == 8
+  t0 = time.monotonic()
+  with pytest.raises(TimeoutError, match="0.2 s"):
+    within(0.2, lambda: time.sleep(5), lambda s: TimeoutError(f"took more than {s} s"))
+  assert time.monotonic() - t0 < 2
+  with pytest.raises(KeyError):
+    within(5.0, lambda: {}["x"], ValueError)
