@@ -153,7 +153,8 @@ def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]],
       if not curves:
         continue
       grid, mean, lo, hi = mean_band(curves, resamples=resamples)
-      ax.plot(grid, mean, color=f"C{i}", label=f"{label} ({len(curves)} seeds)")
+      seeds = f"{len(curves)} seed" + ("" if len(curves) == 1 else "s")
+      ax.plot(grid, mean, color=f"C{i}", label=f"{label} ({seeds})")
       ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
     if hline is not None:
       ax.axhline(hline, color="gray", lw=0.8, ls="--")

@@ -43,15 +43,34 @@ def parse_flags(argv):
     fail(str(e).splitlines()[0], 2)
 
 
-def run_main(main, module_name: str) -> None:
-  """Runs `main` as the program (absl's app.run, flag errors as one line). The flags of
-  `module_name` are made the program's key flags, so that `--helpshort` lists them when the
-  program is a console script or a `python -m experiments.<name>` shim (absl lists those of the
-  file in sys.argv[0]), and its docstring is the usage text `--help` prints."""
+def short_help(module_name: str, names: typing.Sequence[str] = ()) -> str:
+  """The program's docstring and the flags most runs change (`names`; else the module's own),
+  each with its default, wrapped: what `--help` and `--helpshort` print."""
+  fl = flags.FLAGS
+  chosen = [fl[n] for n in names] or list(fl.get_key_flags_for_module(module_name))
+  lines = [(sys.modules[module_name].__doc__ or "").strip(), "", "Flags most runs change:"]
+  for flag in chosen:
+    default = "" if flag.default is None else f" (default: {flag.default_as_str})"
+    lines += textwrap.wrap(f"--{flag.name}: {flag.help}{default}", 100, initial_indent="  ",
+                           subsequent_indent="      ", break_long_words=False,
+                           break_on_hyphens=False)
+  lines.append(f"--helpfull: all {len(fl)} flags.")
+  return "\n".join(lines)
+
+
+def run_main(main, module_name: str, common: typing.Sequence[str] = ()) -> None:
+  """Runs `main` as the program (absl's app.run, flag errors as one line). `--help` and
+  `--helpshort` print `short_help` (the `common` flags, else the module's own) and `--helpfull`
+  every flag, each with exit code 0. The flags of `module_name` are made the program's key flags
+  (absl lists those of the file in sys.argv[0]: a console script or an experiments/ shim)."""
   from absl import app  # pylint: disable=import-outside-toplevel
   sys.modules["__main__"].__doc__ = sys.modules[module_name].__doc__
   for flag in flags.FLAGS.get_key_flags_for_module(module_name):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  asked = {a.split("=")[0] for a in sys.argv[1:]}
+  if asked & {"--help", "-h", "-?", "--helpshort", "--helpfull"}:
+    print(flags.FLAGS.get_help() if "--helpfull" in asked else short_help(module_name, common))
+    sys.exit(0)
   app.run(main, flags_parser=parse_flags)
 
 

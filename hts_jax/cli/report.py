@@ -131,12 +131,19 @@ def format_hosts(runs) -> str:
 
 def _write_out(report: Dict[str, Any], runs) -> None:
   """The PNGs and report.json into --out (one line where it cannot be written)."""
-  from hts_jax.analysis import metrics, plots  # pylint: disable=import-outside-toplevel
+  from hts_jax.analysis import metrics  # pylint: disable=import-outside-toplevel
+  try:
+    import matplotlib  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+  except ImportError:  # a lean install: the tables and report.json, and one line at the end
+    report["no_figures"] = ("--out: the figures need matplotlib, which the analysis extra "
+                            "installs: pip install \"hts_jax[analysis]\"")
   try:
     os.makedirs(FLAGS.out, exist_ok=True)
     groups = metrics.group_runs(runs)
-    report["plots"] = plots.learning_curves(FLAGS.out, groups) + [
-        plots.throughput(FLAGS.out, groups)]
+    if "no_figures" not in report:
+      from hts_jax.analysis import plots  # pylint: disable=import-outside-toplevel
+      report["plots"] = plots.learning_curves(FLAGS.out, groups) + [
+          plots.throughput(FLAGS.out, groups)]
     with open(os.path.join(FLAGS.out, "report.json"), "w") as f:
       json.dump(metrics.json_safe(report), f, indent=1)
   except OSError as e:
@@ -175,6 +182,8 @@ def main(argv):
     print(format_hosts(runs), end="")
     for p in report.get("plots", []):
       print(f"wrote {p}")
+  if "no_figures" in report:
+    cli.fail(report["no_figures"])
 
 
 def run():

@@ -47,7 +47,7 @@ def run(argv: Optional[List[str]] = None) -> None:
 
 def _run(argv: Optional[List[str]]) -> None:
   argv = list(sys.argv if argv is None else argv)
-  if len(argv) > 1 and argv[1] in ("-h", "--help", "--helpshort"):
+  if len(argv) > 1 and argv[1] in ("-h", "--help", "--helpshort", "--helpfull"):
     print(__doc__)
     return
   if len(argv) < 2 or argv[1] not in GRIDS:
@@ -84,6 +84,11 @@ def _run(argv: Optional[List[str]]) -> None:
     if failed:
       cli.fail(f"{len(failed)} run(s) failed (their stderr.txt says why): {', '.join(failed)}", 1)
 
+  asked = {a.split("=")[0] for a in argv[2:]}
+  if asked & {"-h", "-?", "--help", "--helpshort", "--helpfull"}:  # exit code 0, as every command
+    print(flags.FLAGS.get_help() if "--helpfull" in asked else
+          f"{(module.__doc__ or '').strip()}\n\n{flags.FLAGS.main_module_help()}")
+    return
   app.run(main, argv=[argv[0], *argv[2:]], flags_parser=cli.parse_flags)
 
 

@@ -10,6 +10,7 @@ Bad flag values fail before anything is spawned, with a one-line reason and exit
 """
 
 import dataclasses
+import os
 
 from absl import flags
 from absl import logging
@@ -49,6 +50,10 @@ flags.DEFINE_integer("lr_decay_steps", 0, "With --lr_decay: the env steps over w
                      "the schedule of a longer run, e.g. the paper's 5M steps in a 1M-step run.",
                      lower_bound=0)
 flags.DEFINE_bool("resume", False, "Continue the run in --logdir from its newest checkpoint.")
+# What `--help` lists (`--helpfull`: every flag).
+COMMON = ("preset", "env", "mode", "policy_lag", "algo", "seed", "total_steps", "num_envs",
+          "num_executors", "num_actors", "alpha", "logdir", "eval_every", "eval_episodes",
+          "checkpoint_every", "resume", "overwrite", "lr")
 
 
 def _value(name):
@@ -114,6 +119,17 @@ def _checkpoint_note(message: str, logdir: str) -> str:
   return message.replace(kept, "no checkpoint was written (nothing to --resume from)")
 
 
+def _process_s():
+  """Seconds since this process started (Linux's /proc; None elsewhere)."""
+  try:
+    with open("/proc/self/stat") as f:
+      start = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime, in ticks
+    with open("/proc/uptime") as f:
+      return float(f.read().split()[0]) - start / os.sysconf("SC_CLK_TCK")
+  except (OSError, ValueError, IndexError):
+    return None
+
+
 def main(argv):
   logging.set_verbosity(logging.WARNING)  # JAX's backend probing is not news to users
   if len(argv) > 1:
@@ -148,8 +164,10 @@ def main(argv):
   setting = ("" if summary.get("policy_lag_setting") is None
              else f" (--policy_lag={summary['policy_lag_setting']})" if cfg.mode == "hts"
              else f" (set: {summary['policy_lag_setting']})")
-  print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s "
-        f"({summary['sps']:,.0f} sps), {summary['updates']} updates, final eval return "
+  whole = _process_s()
+  whole = "" if whole is None else f"; {whole:.1f}s in all, start-up and compile included"
+  print(f"done: {summary['env_steps']:,} env steps in {summary['wall_time_s']:.1f}s of training "
+        f"({summary['sps']:,.0f} sps{whole}), {summary['updates']} updates, final eval return "
         f"{final:.1f}, policy lag {summary['policy_lag']['histogram']}{setting}, learner busy "
         f"{summary['learner_busy_share']:.0%}, param_sha256 {summary['param_sha256'][:16]}..., "
         f"summary: {cfg.outputs.logdir}/summary.json")
@@ -164,7 +182,7 @@ def run():
   # ignored") and became an ImportError inside a C extension's import. Nothing has been spawned,
   # trained or saved by then, and the logdir's flock goes with the process.
   startup.handle_signals()
-  cli.run_main(main, __name__)
+  cli.run_main(main, __name__, COMMON)
 
 
 if __name__ == "__main__":

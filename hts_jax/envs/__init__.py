@@ -27,6 +27,8 @@ Families, by the prefix of `name`: `FAMILIES`; any other name is a gymnasium id.
 from __future__ import annotations
 
 import dataclasses
+import re
+import sys
 from typing import Any, Dict, Tuple
 
 import gymnasium as gym
@@ -112,12 +114,20 @@ def _make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
       return RecordRawEpisode(gym.wrappers.PassiveEnvChecker(vstep.VStepEnv(**env_kwargs)))
     except TypeError as e:
       raise ConfigError(f"bad env_kwargs for 'vstep': {e}") from None
+  # ALE's and gym's Atari ids: gymnasium knows them once ale_py is imported (raw frames, without
+  # the paper's preprocessing), and otherwise misleads ("install ALE"): atari:<Game> is the way.
+  game = atari_game_of(name, look_up=False)
   try:
-    env = gym.make(name, **env_kwargs, **render_mode)
+    env = None if game else gym.make(name, **env_kwargs, **render_mode)
   except gym.error.Error as e:
-    raise ConfigError(f"unknown env {name!r}: {e} Other envs: {', '.join(FAMILIES)}") from None
+    game = atari_game_of(name)
+    if game is None:
+      raise ConfigError(f"unknown env {name!r}: {e} Other envs: {', '.join(FAMILIES)}") from None
   except TypeError as e:
     raise ConfigError(f"bad env_kwargs for {name!r}: {e}") from None
+  if game is not None:
+    raise ConfigError(f"{name!r} is an ALE id: Atari games run here as --env=atari:{game} (the "
+                      "paper's preprocessing: docs/environments.md; --envpool for envpool's)")
   space = env.action_space
   if _is_box(space):
     return RecordRawEpisode(ClipAction(MujocoState(env) if is_mujoco(env) else env))
@@ -126,6 +136,25 @@ def _make_env(name: str, env_kwargs: Dict[str, Any], train: bool = True,
     raise ConfigError(f"env {name!r} has action space {space}; Discrete and 1-D Box are "
                       "supported")
   return RecordRawEpisode(env)
+
+
+def atari_game_of(name: str, look_up: bool = True):
+  """The game of an ALE / gym Atari id (`ALE/Breakout-v5`, `Breakout-v5`,
+  `BreakoutNoFrameskip-v4`), which runs here as `atari:<Game>`; None for other ids. A plain
+  `<Game>-v5` is checked against ale-py's ROMs where it is imported already, or with `look_up`."""
+  m = re.fullmatch(r"(ALE/)?([A-Z][A-Za-z]*?)(NoFrameskip|Deterministic)?-v\d+", name)
+  if m is None:
+    return None
+  if m.group(1) or m.group(3):
+    return m.group(2)
+  if not (look_up or "ale_py" in sys.modules):
+    return None
+  try:
+    from ale_py import roms  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    return None
+  rom = re.sub(r"(?<!^)(?=[A-Z])", "_", m.group(2)).lower()
+  return m.group(2) if rom in roms.get_all_rom_ids() else None
 
 
 def _is_box(space) -> bool:

@@ -156,7 +156,8 @@ def _quarters_cell(key: str, fmt: str) -> Any:
     if not got:
       return "-"
     shown = " / ".join("-" if v is None else fmt.format(v) for v in got["median"])
-    return shown + (f" ({got['seeds']} seeds)" if got["seeds"] < len(c["seeds"]) else "")
+    n = got["seeds"]
+    return shown + (f" ({n} seed{'' if n == 1 else 's'})" if n < len(c["seeds"]) else "")
   return cell
 
 

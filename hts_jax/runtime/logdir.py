@@ -53,11 +53,28 @@ class Lock:
     self.path, self._fd = path, fd
 
   def release(self) -> None:
+    """Removes the lock file, then drops the flock: a run leaves no `.lock` behind. A process
+    that opened the file meanwhile finds, once it has the flock, that the path no longer names
+    that file (`acquire`), and takes a new one."""
     with _HELD_LOCK:
       if self._fd is not None:
         _HELD.pop(self.path, None)
+        if _names(self.path, self._fd):
+          try:
+            os.unlink(self.path)
+          except OSError:
+            pass  # a read-only folder, say: the flock still goes with the descriptor
         os.close(self._fd)  # closing the only descriptor drops the flock
         self._fd = None
+
+
+def _names(path: str, fd: int) -> bool:
+  """Whether `path` is still the file open at `fd` (not removed, nor replaced)."""
+  try:
+    st, at = os.stat(path, follow_symlinks=False), os.fstat(fd)
+  except OSError:
+    return False
+  return (st.st_dev, st.st_ino) == (at.st_dev, at.st_ino)
 
 
 def lock_path(logdir: str, process: int = 0) -> str:
@@ -80,16 +97,20 @@ def acquire(logdir: str, process: int = 0) -> Lock:
   with _HELD_LOCK:
     if path in _HELD:
       return _HELD[path]
-    fd = files.open_fd(path, os.O_RDWR | os.O_CREAT)  # a planted link is refused, not truncated
-    try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
+    for _ in range(100):  # a holder that ends removes the file: then lock the new one
+      fd = files.open_fd(path, os.O_RDWR | os.O_CREAT)  # a planted link is refused, not truncated
+      try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+          raise ConfigError(f"{os.path.abspath(logdir)} is in use by another run "
+                            f"({_holder(path)}): wait for it to end or choose another "
+                            "--logdir") from None
+        raise
+      if _names(path, fd):
+        break
       os.close(fd)
-      if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-        raise ConfigError(f"{os.path.abspath(logdir)} is in use by another run "
-                          f"({_holder(path)}): wait for it to end or choose another "
-                          "--logdir") from None
-      raise
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     lock = _HELD[path] = Lock(path, fd)
@@ -185,9 +206,11 @@ def prepare(logdir: str, resume: bool, overwrite: bool, process: int = 0) -> Loc
       if overwrite:
         remove_outputs(logdir)
       elif earlier and not resume:
-        raise ConfigError(f"{os.path.join(logdir, earlier)} holds an earlier run: pass --resume "
-                          "to continue it (from its checkpoint), --overwrite to replace it, or "
-                          "choose another --logdir")
+        resumable = glob.glob(os.path.join(logdir, "checkpoints", "[0-9]*"))
+        raise ConfigError(f"{os.path.join(logdir, earlier)} holds an earlier run: "
+                          + ("pass --resume to continue it (from its checkpoint), "
+                             if resumable else "it has no checkpoint to --resume from; pass ")
+                          + "--overwrite to replace it, or choose another --logdir")
     remove_partial_checkpoints(logdir)
   except BaseException:
     lock.release()

@@ -115,8 +115,9 @@ def test_a_finished_run_is_not_overwritten_without_resume_or_overwrite(tmp_path)
   assert time.monotonic() - t0 < 25
   assert proc.returncode == 2
   assert error_lines(proc.stderr) == [
-      f"error: {os.path.join(logdir, 'summary.json')} holds an earlier run: pass --resume to "
-      "continue it (from its checkpoint), --overwrite to replace it, or choose another --logdir"]
+      f"error: {os.path.join(logdir, 'summary.json')} holds an earlier run: it has no checkpoint "
+      "to --resume from; pass --overwrite to replace it, or choose another --logdir"]
+  assert not os.path.exists(os.path.join(logdir, ".lock"))  # neither run left its lock file
   with open(os.path.join(logdir, "summary.json")) as f:
     assert f.read() == before
   with pytest.raises(ConfigError, match="pass one"):

@@ -268,3 +268,25 @@ def test_the_shared_rule_in_docs_states_the_code_s_threshold():
     section = f.read().split("## Runs flagged shared", 1)[1].split("\n## ", 1)[0]
   factors = re.findall(r"(\d+(?:\.\d+)?)x", section)
   assert factors and set(factors) == {f"{stats.CALIBRATION_SHARED:g}"}, factors
+
+
+def test_the_preset_table_says_what_each_preset_runs():
+  """docs/training.md's preset table: a row per preset, whose mode, correction and policy lag are
+  what the launcher builds from `--preset=<name>` (the table had drifted: it said `behaviour`
+  where presets.py set `none`)."""
+  from hts_jax.presets import PRESETS  # pylint: disable=import-outside-toplevel
+  from tests.support.cli import launcher_configs  # pylint: disable=import-outside-toplevel
+  with open(os.path.join(DOCS, "training.md")) as f:
+    text = f.read()
+  table = text[text.index("| preset | mode | correction | policy lag |"):].split("\n\n")[0]
+  rows = {}
+  for line in table.splitlines()[2:]:
+    name, mode, correction, lag = [c.strip() for c in line.strip("|").split("|")][:4]
+    rows[name.strip("`")] = (mode, correction, lag)
+  assert sorted(rows) == sorted(PRESETS)
+  names = sorted(PRESETS)
+  for name, cfg in zip(names, launcher_configs([{"preset": n} for n in names])):
+    hts = cfg["mode"] == "hts"
+    want = (cfg["mode"], cfg["learner"]["correction"] if hts else "-",
+            str(cfg["policy_lag"]) if hts else "-")
+    assert rows[name] == want, (name, rows[name], want)

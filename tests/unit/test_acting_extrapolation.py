@@ -64,7 +64,7 @@ def test_where_acting_extrapolation_is_allowed():
   with pytest.raises(ConfigError, match="^--acting_extrapolation is an option of --mode=hts"):
     RunConfig.make(mode="sync", alpha=16, learner=dict(algo="ppo", correction="none",
                                                        acting_extrapolation=1.0))
-  with pytest.raises(ConfigError, match="acting_extrapolation must be >= 0"):
+  with pytest.raises(ConfigError, match=r"acting_extrapolation must be in \[0, 1\]"):
     ppo_config(correction="none", acting_extrapolation=-1.0)
 
 

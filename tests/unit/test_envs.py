@@ -65,3 +65,15 @@ def test_vstep_task_and_registration():
 def test_vstep_bad_kwargs(kwargs, message):
   with pytest.raises(ConfigError, match=message):
     envs.make_env("vstep", kwargs)
+
+
+def test_ale_ids_name_the_atari_family():
+  """`ALE/Breakout-v5`, `Breakout-v5` and `BreakoutNoFrameskip-v4` (CleanRL's and gym's ids) get
+  one line naming `atari:Breakout`, not gymnasium's advice to install ALE (which is installed)."""
+  pytest.importorskip("ale_py")
+  for name, game in [("ALE/Breakout-v5", "Breakout"), ("Breakout-v5", "Breakout"),
+                     ("BreakoutNoFrameskip-v4", "Breakout"),
+                     ("SpaceInvaders-v5", "SpaceInvaders")]:
+    with pytest.raises(ConfigError, match=f"ALE id: Atari games run here as --env=atari:{game} "):
+      envs.make_env(name, {})
+  assert envs.atari_game_of("CartPole-v1") is None and envs.atari_game_of("Walker2d-v5") is None

@@ -168,6 +168,6 @@ def test_mujoco_presets_hold_the_ppo_reference_values():
   h = PRESETS["mujoco_hts_ppo"]
   assert h["num_envs"] * h["alpha"] == 2048 and h["num_minibatches"] == 32
   assert h["correction"] == HTS_PPO_CORRECTION  # the corrections study's pick (presets.py)
-  layout = ("num_envs", "num_executors", "alpha", "actor_batch", "correction")
+  layout = ("num_envs", "num_executors", "alpha", "actor_batch", "actor_wait", "correction")
   assert {k: v for k, v in h.items() if k not in layout} == {
       k: v for k, v in p.items() if k not in layout}

@@ -201,7 +201,10 @@ def check_packages(config) -> None:
   """Refuses (ConfigError, one line) an output option whose package is not installed:
   --tensorboard needs tensorboardX, --wandb_project wandb. Checked where a run starts
   (`modes.make_runner`), not when a config is built, so configs can be made on any machine."""
-  for flag, module, wanted in (("tensorboard", "tensorboardX", config.outputs.tensorboard),
-                               ("wandb_project", "wandb", bool(config.outputs.wandb_project))):
+  for flag, module, extra, wanted in (
+      ("tensorboard", "tensorboardX", "", config.outputs.tensorboard),
+      ("wandb_project", "wandb", "tracking", bool(config.outputs.wandb_project))):
     if wanted and importlib.util.find_spec(module) is None:
-      raise ConfigError(f"--{flag} needs the {module} package (pip install -r requirements.txt)")
+      how = f'pip install "hts_jax[{extra}]"' if extra else f"pip install {module}"
+      raise ConfigError(f"--{flag} needs the {module} package: {how} (a clone: "
+                        "pip install -r requirements.txt)")

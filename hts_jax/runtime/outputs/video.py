@@ -89,12 +89,18 @@ def _exec_child():
 def check_recordable(env_name: str, env_kwargs: Dict[str, Any], seed: int = 0) -> None:
   """Makes the recording env and renders its first frame: a run that records videos fails
   before it starts, with one line, where it could not."""
-  env = make_recording_env(env_name, env_kwargs)
+  import gymnasium as gym  # pylint: disable=import-outside-toplevel
   try:
-    env.reset(seed=seed)
-    frame = env.render()
-  finally:
-    env.close()
+    env = make_recording_env(env_name, env_kwargs)
+    try:
+      env.reset(seed=seed)
+      frame = env.render()
+    finally:
+      env.close()
+  except (gym.error.DependencyNotInstalled, ImportError) as e:  # a lean install: name the extra
+    raise ConfigError(f"--video_every/--video_final: recording {env_name!r} needs what the "
+                      f"tracking extra installs ({str(e).splitlines()[0]}): "
+                      "pip install \"hts_jax[tracking]\"") from None
   if not (isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[-1] == 3):
     raise ConfigError(f"--video_every/--video_final: env {env_name!r} renders no RGB frames "
                       f"(render() gave {type(frame).__name__} "
