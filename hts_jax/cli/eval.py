@@ -36,7 +36,7 @@ FLAGS = flags.FLAGS
 
 def evaluate(path: str) -> dict:
   """The evaluation the flags ask for, of the policy exported at `path`."""
-  from hts_jax import trained  # pylint: disable=import-outside-toplevel
+  from hts_jax import networks, trained  # pylint: disable=import-outside-toplevel
   from hts_jax.runtime.outputs import evaluation  # pylint: disable=import-outside-toplevel
   policy = trained.load_policy(path)
   spec = policy.spec
@@ -47,7 +47,7 @@ def evaluate(path: str) -> dict:
   evaluator = evaluation.Evaluator(
       policy.env, policy.env_kwargs, policy.network.apply, FLAGS.episodes, spec["seed"],
       greedy=greedy, num_agents=policy.num_agents, head=policy.head,
-      core_size=policy.initial_state(0).shape[1], max_steps=max_steps,
+      core_size=networks.state_size(policy.network), max_steps=max_steps,
       video_dir=os.path.join(logdir, "videos"))
   try:
     returns = evaluator.evaluate(policy.params, index=index)

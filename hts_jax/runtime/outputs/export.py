@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Any, Dict
+
+from hts_jax.runtime.outputs import files
 
 FORMAT = 1
 PARAMS, SPEC = "params.msgpack", "policy.json"
@@ -41,17 +42,6 @@ def spec_of(cfg, kind: str, summary: Dict[str, Any]) -> Dict[str, Any]:
           "config": json.loads(json.dumps(cfg.to_dict()))}
 
 
-def _replace(path: str, data: bytes) -> None:
-  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix="." + os.path.basename(path))
-  try:
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-    os.replace(tmp, path)
-  except BaseException:
-    os.unlink(tmp)
-    raise
-
-
 def write(logdir: str, params, spec: Dict[str, Any]) -> str:
   """Writes the export of `params` (host or device arrays) with `spec` (`spec_of`); returns its
   directory."""
@@ -62,7 +52,7 @@ def write(logdir: str, params, spec: Dict[str, Any]) -> str:
   if os.path.islink(out):
     raise OSError(f"{out} is a symbolic link: the export is not written through it")
   os.makedirs(out, exist_ok=True)
-  _replace(os.path.join(out, PARAMS),
-           serialization.msgpack_serialize(jax.tree.map(np.asarray, params)))
-  _replace(os.path.join(out, SPEC), (json.dumps(spec, indent=1) + "\n").encode())
+  data = serialization.msgpack_serialize(jax.tree.map(np.asarray, params))
+  files.write_atomic(os.path.join(out, PARAMS), lambda f: f.write(data), mode="wb")
+  files.write_atomic(os.path.join(out, SPEC), lambda f: f.write(json.dumps(spec, indent=1) + "\n"))
   return out
