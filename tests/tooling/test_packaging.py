@@ -117,5 +117,5 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
   assert "done: " in out and os.path.exists(elsewhere / "breakout" / "summary.json")
   out = run("hts-report", str(elsewhere / "cartpole"))
   assert "CartPole-v1" in out
-  assert "Processes to start on this machine" in run("hts-launch", "--helpshort", code=1)
+  assert "Processes to start on this machine" in run("hts-launch", "--helpshort")
   assert "error: num_processes must be >= 1" in run("hts-launch", "--num_processes=0", code=2)
