@@ -1,7 +1,8 @@
 r"""The headline (issue 54): HTS against sync, time to each task's top target, from the committed
-results only (`hts_jax.results.headline`). Writes results/headline.json, results/headline.png and
-README's `headline` block. `hts-reproduce <grid>` runs it too when it writes the repository's
-README and docs for a grid the headline reads.
+results only (`hts_jax.results.headline`). Writes results/headline.json, results/headline.png,
+README's `headline` block (three plain sentences and the figure) and docs/results.md's
+`headline-details` block (the statistics and both tables). `hts-reproduce <grid>` runs it too when
+it writes the repository's README and docs for a grid the headline reads.
 
   python -m experiments.headline             # after any grid's report (--report_only) changed
   python -m experiments.headline --noreadme  # the JSON and the figure only
@@ -10,17 +11,19 @@ README and docs for a grid the headline reads.
 from absl import app
 from absl import flags
 
-from hts_jax.results import headline, provenance
+from hts_jax.results import headline, headline_text, provenance
 
-flags.DEFINE_bool("readme", True, "Also write README's `headline` block.")
+flags.DEFINE_bool("readme", True, "Also write README's `headline` block and docs/results.md's "
+                  "`headline-details` block.")
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   del argv
   out = headline.refresh(provenance.ROOT, readme=FLAGS.readme)
-  print(f"wrote {headline.JSON}, {headline.FIGURE}" + " and README's block" * FLAGS.readme)
-  for line in headline.bottom_line(out):
+  print(f"wrote {headline.JSON}, {headline.FIGURE}"
+        + " and the blocks of README and docs/results.md" * FLAGS.readme)
+  for line in headline_text.plain_sentences(out):
     print(line)
 
 

@@ -1,16 +1,18 @@
-r"""Renders the committed benchmark JSON into README.md's benchmark block (between its
-`benchmark-results` markers), results/benchmarks/tables.md and docs/benchmarks.md's CleanRL block
-(`cleanrl-benchmark`): the figures they show are never typed by hand. The JSON comes from the
-benchmark scripts' `--save` (`experiments.bench_cleanrl` for cleanrl.json):
+r"""Renders the committed benchmark JSON into docs/benchmarks.md's blocks (the throughput and
+determinism block between its `benchmark-results` markers, and the CleanRL block,
+`cleanrl-benchmark`) and results/benchmarks/tables.md: the figures they show are never typed by
+hand. The JSON comes from the benchmark scripts' `--save` (`experiments.bench_cleanrl` for
+cleanrl.json):
 
   python -m experiments.bench_speedup --grids=variance --repeats=3 \
       --save=results/benchmarks/speedup.json
   python -m experiments.bench_sampler --save=results/benchmarks/sampler.json
-  hts-reproduce benchmarks            # rewrite the block and tables.md
+  hts-reproduce benchmarks            # rewrite the blocks and tables.md (and the headline)
   hts-reproduce benchmarks --check    # exit 1 when they are out of date
 
 (from a clone: `python -m experiments.reproduce benchmarks ...`; the learning grids have blocks of
-their own). tests/tooling/test_render_results.py fails when a rendered table is out of date with its JSON.
+their own). tests/tooling/test_render_results.py fails when a rendered table is out of date with
+its JSON.
 """
 
 import glob
@@ -26,7 +28,8 @@ from hts_jax.analysis import stats
 from hts_jax.results import guard, headline, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
-BLOCK = publish.Block("benchmark-results", "benchmarks")
+BLOCK = publish.Block("benchmark-results", "benchmarks")  # docs/benchmarks.md's, with DOCS_BLOCK
+DOCS = os.path.join(provenance.ROOT, "docs", "benchmarks.md")
 SOURCES = ("speedup.json", "sampler.json", "recurrent.json")  # in the order they are shown
 
 SAMPLER_CASES = {
@@ -209,7 +212,8 @@ def render_markdown(results: str = RESULTS) -> str:
 
 
 def define_flags() -> None:
-  flags.DEFINE_bool("check", False, "Only check that README.md and tables.md are up to date.")
+  flags.DEFINE_bool("check", False, "Only check that docs/benchmarks.md's blocks and tables.md "
+                    "are up to date.")
 
 
 def main(argv):
@@ -217,36 +221,31 @@ def main(argv):
     print(f"error: unexpected arguments: {' '.join(argv[1:])}", file=sys.stderr)
     sys.exit(2)
   markdown = render_markdown()
-  docs_path = os.path.join(provenance.ROOT, "docs", "benchmarks.md")
+  docs_path, tables_path = DOCS, os.path.join(RESULTS, "tables.md")
   with open(docs_path) as f:
     docs = f.read()
-  new_docs = DOCS_BLOCK.into(docs, render_docs())
-  readme_path, tables_path = publish.readme_path(), os.path.join(RESULTS, "tables.md")
-  with open(readme_path) as f:
-    readme = f.read()
-  new_readme = BLOCK.into(readme, markdown)
-  for path, text, block in ((readme_path, new_readme, BLOCK), (docs_path, new_docs, DOCS_BLOCK)):
-    if text is None:
-      print(f"error: {path} has no {block.begin!r} ... {block.end!r} block", file=sys.stderr)
+  new_docs = docs
+  for block, text in ((BLOCK, markdown), (DOCS_BLOCK, render_docs())):
+    new_docs = block.into(new_docs, text)
+    if new_docs is None:
+      print(f"error: {docs_path} has no {block.begin!r} ... {block.end!r} block", file=sys.stderr)
       sys.exit(2)
   old_tables = open(tables_path).read() if os.path.exists(tables_path) else None
   if flags.FLAGS.check:
-    stale = [p for p, old, new in ((readme_path, readme, new_readme),
-                                   (tables_path, old_tables, markdown),
+    stale = [p for p, old, new in ((tables_path, old_tables, markdown),
                                    (docs_path, docs, new_docs)) if old != new]
     if stale:
       print(f"error: out of date with results/benchmarks/*.json: {', '.join(stale)} (run "
             "hts-reproduce benchmarks)", file=sys.stderr)
       sys.exit(1)
     return []
-  for path, text in ((readme_path, new_readme), (docs_path, new_docs)):
-    with open(path, "w") as f:
-      f.write(text)
+  with open(docs_path, "w") as f:
+    f.write(new_docs)
   os.makedirs(RESULTS, exist_ok=True)
   with open(tables_path, "w") as f:
     f.write(markdown)
-  print(f"wrote README.md's benchmark block, docs/benchmarks.md's CleanRL block and "
+  print(f"wrote docs/benchmarks.md's benchmark and CleanRL blocks and "
         f"{os.path.relpath(tables_path, provenance.ROOT)}")
   headline.refresh(provenance.ROOT)  # it reads sampler.json and speedup.json
-  print(f"wrote {headline.JSON} and README's headline block")
+  print(f"wrote {headline.JSON}, README's headline block and docs/results.md's headline-details")
   return []

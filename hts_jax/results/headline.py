@@ -13,8 +13,10 @@ over HTS's so that above 1 favours HTS:
 
 The first is about the product of the other two. Beside them: the rollout benchmark's HTS/sync
 ratios (sampler.json) and what step-time variance does to them (speedup.json, the paper's Fig. 3).
-`python -m experiments.headline` writes results/headline.json, results/headline.png and README's
-`headline` block; the tests check the block is the JSON rendered.
+`python -m experiments.headline` writes results/headline.json, results/headline.png, README's
+`headline` block (three plain sentences and the figure) and docs/results.md's `headline-details`
+block (the statistics and both tables: `headline_text`); the tests check each block is the JSON
+rendered.
 """
 
 from __future__ import annotations
@@ -24,21 +26,23 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import stats
 from hts_jax.results import compare, provenance, publish
-from hts_jax.results.gfootball_markdown import short
+from hts_jax.results.headline_text import FIGURE, JSON, SYNC, details, neither, plain, spread
+from hts_jax.results.headline_text import task_name
 
 # (grid, HTS's method, the methods compared with it, their labels)
 SOURCES = (("gfootball", "hts_ppo", ("sync_ppo", "impala"),
             {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO", "impala": "IMPALA"}),
            ("atari", "hts_a2c", ("a2c",), {"hts_a2c": "HTS-A2C", "a2c": "sync A2C"}))
-SYNC = ("sync_ppo", "a2c")  # the synchronous baselines (the bottom line's comparison)
 # The paper's "same score" claim: (grid, HTS with the presets' correction, its sync baseline);
 # paper-style grids keep per-task finals in `summary`, record grids in `table`.
 SCORES = (("gfootball", "hts_ppo", "sync_ppo"), ("atari", "hts_a2c", "a2c"),
           ("minatar", "hts_a2c", "a2c"), ("mujoco", "hts_ppo_none", "sync_ppo"),
           ("memory", "hts_lstm_none", "sync_lstm"))
 GRIDS = tuple(dict.fromkeys(g for g, *_ in SOURCES + SCORES))  # the grids it reads
-BLOCK = publish.Block("headline", "", by="python -m experiments.headline")
-JSON, FIGURE = "results/headline.json", "results/headline.png"
+BLOCK = publish.Block("headline", "", by="python -m experiments.headline")  # README's
+DETAILS_BLOCK = publish.Block("headline-details", "", by="python -m experiments.headline")
+# (markdown file, its block, render): what `refresh` writes and the tests check.
+TARGETS = (("README.md", BLOCK, plain), ("docs/results.md", DETAILS_BLOCK, details))
 
 
 def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
@@ -68,7 +72,8 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
       time = (report["paired"].get(task, {}).get(other, {}).get(target)
               or dict(stats.ratio([]), blocks=[]))
       row["methods"][other] = {
-          "label": labels[other], "seeds": seeds(other), "time": time, "throughput": through, "steps": steps,
+          "label": labels[other], "seeds": seeds(other), "time": time, "throughput": through,
+          "steps": steps,
           "censored": [b for b in steps["blocks"] if (hts, b) in missed or (other, b) in missed],
           "neither": [b for b in steps["blocks"] if (hts, b) in missed and (other, b) in missed]}
     rows.append(row)
@@ -132,143 +137,6 @@ def build(root: str) -> Dict[str, Any]:
                                 for r in speedup.get("rows", []) if r.get("grid") == "variance"]}}
 
 
-def _x(cell: Dict[str, Any], blocks: bool = True) -> str:
-  """A ratio as '1.05x' with its mark ('≥', '≤', '~': a bound, see `stats.ratio_cell`)."""
-  if cell.get("mean") is None:
-    return "-"
-  n = f" (n={cell['n']})" if blocks else ""
-  return f"{stats.BOUND_MARK[cell.get('bound')]}{cell['mean']:.2f}x{n}"
-
-
-def _neither(m: Dict[str, Any], cell: Dict[str, Any]) -> bool:
-  """Every block of the cell had both runs miss the target (its ratio is the runs' lengths')."""
-  return bool(cell.get("n")) and len(m["neither"]) >= cell["n"]
-
-
-def _spread(m: Dict[str, Any], key: str = "time") -> str:
-  """'1.02x [0.88, 1.18] (n=2 of 3)': of 3 blocks with both runs, 2 count (the rest ran on two
-  host kinds, or were marked or calibrated apart: `compare.paired`)."""
-  cell = m[key]
-  apart = len(cell.get("left_out") or ())
-  if cell.get("mean") is None:
-    shared = len(cell.get("shared") or ())
-    return (f"no block counts yet ({shared} marked or calibrated apart)" if shared
-            else "no paired block yet" + (f" ({apart} on two host kinds)" if apart else ""))
-  total = len(cell.get("could") or ()) + apart
-  n = f"n={cell['n']}" + (f" of {total}" if total > cell["n"] else "")
-  if _neither(m, cell):
-    return f"neither reached it ({n})"
-  lo_hi = f" [{cell['lo']:.2f}, {cell['hi']:.2f}]" if cell["n"] > 1 else ""
-  return f"{_x(cell, False)}{lo_hi} ({n})"
-
-
-def _name(task: str) -> str:
-  return short(task) if task.startswith("academy_") else task.split("/")[-1]
-
-
-def _stage(shares: Dict[str, float]) -> str:
-  """'stepping envs 70% (waiting for actions 16%, at the barrier 14%)': the largest first."""
-  parts = sorted(((k, v) for k, v in shares.items() if k != "runs"), key=lambda kv: -kv[1])
-  return f"{parts[0][0]} {parts[0][1]:.0%} (" + ", ".join(f"{k} {v:.0%}" for k, v in parts[1:]) \
-      + ")"
-
-
-def _not_sooner(cell: Dict[str, Any]) -> bool:
-  """HTS is measured not sooner: a ratio at most 1 that is measured or an upper bound."""
-  return cell.get("mean") is not None and cell["mean"] <= 1.0 and cell.get("bound") in (
-      None, "upper")
-
-
-def _why_not(m: Dict[str, Any]) -> str:
-  through, steps = m["throughput"].get("mean"), m["steps"].get("mean")
-  if through is not None and through <= 1.0:
-    return f"no throughput lead, {through:.2f}x"
-  if steps is not None and steps < 1.0:
-    at_least = "≥" if m["steps"].get("bound") == "upper" else ""  # HTS missed: a bound
-    return (f"its {through:.2f}x throughput does not make up for needing "
-            f"{at_least}{1 / steps:.2f}x the env steps")
-  return "its throughput and sample efficiency are not behind: the blocks differ"
-
-
-def bottom_line(out: Dict[str, Any]) -> List[str]:
-  """README's bottom line, at most 5 lines, each from the JSON."""
-  sync = [(t, m) for t in out["tasks"] for k, m in t["methods"].items() if k in SYNC]
-  lines = ["**Time to target**, sync's over HTS's (paired blocks, geometric mean [min, max]; "
-           "> 1: HTS sooner): " + "; ".join(
-               f"{_name(t['task'])} ({t['target']}) {_spread(m)}" for t, m in sync) + "."]
-  lines.append("**Why** (time ratio ≈ throughput x sample efficiency): HTS's SPS over sync's / "
-               "sync's env steps to the target over HTS's: " + "; ".join(
-                   f"{_name(t['task'])} {_x(m['throughput'], False)} / "
-                   + ("neither reached it" if _neither(m, m["steps"]) else _x(m["steps"], False))
-                   for t, m in sync) + ".")
-  ratios, cores = out["sampler"]["ratios"], (out["sampler"]["machine"] or {}).get("cores")
-  bounds = [f"{grid} {_stage(sh)}" for grid, sh in out["executors"].items() if sh]
-  if ratios:
-    lag_0 = list((out["sampler"].get("lag_0_ratios") or {}).values())
-    lines.append(f"**Throughput** on {len(ratios)} rollout benchmark cases ({cores} "
-                 f"cores, sampler.json): HTS/sync {min(ratios.values()):.2f}-"
-                 f"{max(ratios.values()):.2f}x" + (f" (lag 0: {min(lag_0):.2f}-{max(lag_0):.2f}x)"
-                 if lag_0 else "") + ". What bounds HTS (its executors' time): "
-                 + ("; ".join(bounds) or "no run yet") + ".")
-  var = out["variance"]["rows"]
-  if var:
-    lines.append("**The paper's 2-6x** comes from step-time variance over envs that leave the "
-                 "cores idle: on a synthetic env whose steps sleep, at var/mean² "
-                 + ", ".join(f"{r['var_over_mean2']:g}" for r in var) + " HTS is "
-                 + ", ".join(f"{r['speedup']:.2f}x" for r in var) + " sync (speedup.json).")
-  behind = [f"{_name(t['task'])} ({_why_not(m)})" for t, m in sync if _not_sooner(m["time"])
-            and not _neither(m, m["time"])]
-  if behind:
-    lines.append("**Not sooner** on " + "; ".join(behind) + ".")
-  return lines
-
-
-def table(out: Dict[str, Any]) -> str:
-  """A row per task and compared method; at most two numbers a cell."""
-  rows = [[f"{_name(t['task'])} ({t['target']}; {t['planned_seeds']})",
-           f"{m['label']} ({len(m['seeds'])}) / {t['label']} ({len(t['hts_seeds'])})",
-           "neither reached it" if _neither(m, m["time"]) else _x(m["time"]),
-           _x(m["throughput"], False),
-           "neither reached it" if _neither(m, m["steps"]) else _x(m["steps"], False)]
-          for t in out["tasks"] for m in t["methods"].values()]
-  return stats.markdown(["task (target; the protocol's seeds)", "compared (seeds run)",
-                         "time to target",
-                         "throughput", "sample efficiency"], rows)
-
-
-def scores_table(out: Dict[str, Any]) -> str:
-  """The final metric of HTS (the presets' correction) and of sync, per task: two numbers a cell."""
-  def cell(side: Dict[str, Any], fmt: str) -> str:
-    return "-" if side["mean"] is None else f"{fmt.format(side['mean'])} ({side['seeds']})"
-  rows = []
-  for r in out["scores"]:
-    fmt = "{:,.0f}" if max(abs(r[s]["mean"] or 0) for s in ("hts", "sync")) >= 100 else "{:.2f}"
-    rows.append([f"{r['grid']}: {_name(r['task'])}", f"`{r['hts_method']}` / `{r['sync_method']}`",
-                 cell(r["hts"], fmt), cell(r["sync"], fmt)])
-  return stats.markdown(["task", "HTS / sync", "HTS's final metric (seeds)",
-                         "sync's final metric (seeds)"], rows)
-
-
-def render(out: Dict[str, Any]) -> str:
-  """README's `headline` block."""
-  srcs = ", ".join(f"`{s['path']}` (runs as committed in `{(s['runs_commit'] or '-')[:12]}`)"
-                   for s in out["sources"].values())
-  return ("\n".join(f"- {line}" for line in bottom_line(out)) + "\n\n"
-          "Each cell is the compared method's figure over HTS's, a geometric mean over paired "
-          "blocks (n: blocks whose two runs ran on one host kind, neither marked as sharing the "
-          f"machine by its driver, calibrated within {stats.CALIBRATION_SHARED}x of each other: "
-          "the statistics rules; ≥ / ≤: a bound where a run missed the target). "
-          "Time to target: its time over HTS's. Throughput: HTS's SPS over its SPS. Sample "
-          "efficiency: its env steps to the target over HTS's, over every block (env steps "
-          "depend on neither the host nor a shared machine). "
-          f"Source: `{JSON}`, from {srcs}.\n\n"
-          + table(out) + "\n" + f"![time to target, HTS vs sync]({FIGURE})\n\n"
-          "The same score? Each grid's final metric as its protocol defines it (the mean over "
-          "seeds), HTS with the presets' correction against sync; the definitions, the spreads "
-          "and every other method are in [docs/results.md](docs/results.md).\n\n"
-          + scores_table(out) + "\n")
-
-
 def plot(out: Dict[str, Any], path: str) -> str:
   """The headline figure (`plots.ratio_rows`): per task, each block's time ratio (the other's
   over HTS's; hollow where a run missed the target), their geometric mean and the SPS ratio."""
@@ -277,9 +145,9 @@ def plot(out: Dict[str, Any], path: str) -> str:
   for t in out["tasks"]:
     for k, m in t["methods"].items():
       time, note = m["time"], None
-      if time.get("mean") is None or _neither(m, time):
-        note = _spread(m) if time.get("mean") is None else "neither reached it"
-      rows.append({"label": f"{_name(t['task'])}: {m['label']}", "note": note,
+      if time.get("mean") is None or neither(m, time):
+        note = spread(m) if time.get("mean") is None else "neither reached it"
+      rows.append({"label": f"{task_name(t['task'])}: {m['label']}", "note": note,
                    "color": "tab:orange" if k == "impala" else "tab:blue",
                    "dots": [(r, b in m["censored"]) for b, r in zip(time.get("blocks") or [],
                                                                    time.get("ratios") or [])],
@@ -292,9 +160,11 @@ def plot(out: Dict[str, Any], path: str) -> str:
 
 def refresh(root: str, readme: bool = True) -> Dict[str, Any]:
   """Writes headline.json (as a reader of it gets it), the figure and, with `readme`, README's
-  block under `root` (the repository); returns the JSON. A README without the block is left."""
+  and docs/results.md's blocks under `root` (the repository); returns the JSON. A file without
+  its block is left."""
   out = provenance.save(os.path.join(root, JSON), build(root))
   plot(out, os.path.join(root, FIGURE))
   if readme:
-    BLOCK.write(os.path.join(root, "README.md"), render(out))
+    for doc, block, render in TARGETS:
+      block.write(os.path.join(root, doc), render(out))
   return out

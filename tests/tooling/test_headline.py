@@ -1,5 +1,6 @@
-"""The headline (issue 54): its paired ratios by golden values, its bottom line's limits, and the
-committed README block and results/headline.json as the committed grids' JSON rendered."""
+"""The headline (issue 54): its paired ratios by golden values, its bottom line's limits, README's
+three plain sentences (issue 76), and the committed README and docs/results.md blocks and
+results/headline.json as the committed grids' JSON rendered."""
 
 import json
 import os
@@ -7,7 +8,7 @@ import os
 import pytest
 
 from hts_jax.analysis import stats
-from hts_jax.results import compare, headline
+from hts_jax.results import compare, headline, headline_text
 from tests.support import ROOT
 
 
@@ -46,16 +47,17 @@ def test_the_three_paired_ratios_by_golden_values():
   sync = row["methods"]["sync_ppo"]
   # Each method's seeds are its own: IMPALA ran one.
   assert (sync["seeds"], row["methods"]["impala"]["seeds"]) == ([0, 1, 2, 3], [2])
-  first, second = headline.table({"tasks": [row]}).splitlines()[2:4]
+  first, second = headline_text.table({"tasks": [row]}).splitlines()[2:4]
   assert "| Empty goal close (0.8; 3) " in first and "| sync PPO (4) / HTS-PPO (4) " in first
   assert "| IMPALA (1) / HTS-PPO (4) " in second
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
-  assert headline._spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
+  assert headline_text.spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
       "no block counts yet (1 marked or calibrated apart)")
   # Of the 4 blocks with both runs, 3 count (block 3 shared the machine); IMPALA's one block ran
   # on two host kinds.
-  assert headline._spread(row["methods"]["sync_ppo"]) == "≥1.88x [0.50, 6.67] (n=3 of 4)"
-  assert headline._spread(row["methods"]["impala"]) == "no paired block yet (1 on two host kinds)"
+  assert headline_text.spread(row["methods"]["sync_ppo"]) == "≥1.88x [0.50, 6.67] (n=3 of 4)"
+  assert headline_text.spread(row["methods"]["impala"]) == (
+      "no paired block yet (1 on two host kinds)")
   # Time: 2, 0.5 and sync's whole run (400k steps at 100 SPS = 66.7 min) over 10: a lower bound.
   assert sync["time"]["ratios"] == pytest.approx([2.0, 0.5, 400_000 / 100 / 60 / 10])
   assert sync["time"]["bound"] == "lower"
@@ -89,13 +91,45 @@ def test_the_bottom_line_says_where_hts_is_not_sooner_and_why():
   out = {"tasks": [row], "sampler": {"ratios": {"a": 1.1, "b": 1.3}, "machine": {"cores": 2}},
          "variance": {"rows": [{"var_over_mean2": 1.0, "speedup": 2.99}]},
          "executors": {"gfootball": headline.executor_shares(_report(runs), "hts_ppo")}}
-  lines = headline.bottom_line(out)
+  lines = headline_text.bottom_line(out)
   assert len(lines) == 5
   assert "HTS/sync 1.10-1.30x" in lines[2] and "gfootball stepping envs" in lines[2]
   assert "at var/mean² 1 HTS is 2.99x sync" in lines[3]
   assert lines[4] == ("**Not sooner** on Empty goal close (its 1.25x throughput does not make up "
                       f"for needing ≥{1 / sync['steps']['mean']:.2f}x the env steps).")
-  assert "≤" in headline.table(out)
+  assert "≤" in headline_text.table(out)
+
+
+def test_readmes_three_sentences_say_where_hts_is_sooner_by_how_much_and_where_not():
+  """Issue 76: README's first screen says in plain words what is faster, by how much, on which
+  task, and where it is not (no statistics' marks: those are docs/results.md's)."""
+  labels = {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"}
+  fast = [_run("hts_ppo", s, 10.0, 100_000, 400.0) for s in (0, 1)] + [
+      _run("sync_ppo", s, 15.0, 100_000, 200.0) for s in (0, 1)]
+  # HTS missed in block 0 and needed 3x sync's env steps in block 1: not sooner.
+  slow = [_run("hts_ppo", 0, None, None, 500.0), _run("sync_ppo", 0, 10.0, 100_000, 400.0),
+          _run("hts_ppo", 1, 20.0, 300_000, 500.0), _run("sync_ppo", 1, 10.0, 100_000, 400.0)]
+  ahead, = headline.task_rows(_report(fast), "hts_ppo", ("sync_ppo",), labels)
+  behind, = headline.task_rows(_report(slow), "hts_ppo", ("sync_ppo",), labels)
+  out = {"tasks": [dict(ahead, grid="gfootball"),
+                   dict(behind, grid="gfootball", task="academy_run_to_score")],
+         "sampler": {"ratios": {"a": 1.1, "b": 1.3}, "machine": {"cores": 2}},
+         "variance": {"rows": [{"var_over_mean2": 1.0, "speedup": 2.99}]}}
+  more = 1 / behind["methods"]["sync_ppo"]["steps"]["mean"]
+  assert headline_text.plain_sentences(out) == [
+      "HTS reached the target score sooner than synchronous training on 1 of the 2 tasks timed "
+      "here, most of all on GFootball's Empty goal close, where synchronous PPO took 1.50 times as "
+      "long as HTS-PPO to reach a score of 0.8.",
+      "Per second, HTS collects 1.10 to 1.30 times as many environment steps as synchronous "
+      "training in 2 benchmark cases on 2 cores, and up to 2.99 times as many where environment "
+      "step times vary widely, as in the paper.",
+      "It was not faster on GFootball's Run to score: HTS-PPO ran 1.25 times as fast as "
+      f"synchronous PPO but needed at least {more:.2f} times as many environment steps to reach a "
+      "score of 0.8, the cost of learning from experience one update old."]
+  block = headline_text.plain(out)
+  assert f"]({headline_text.FIGURE})" in block and "](docs/results.md#the-headline)" in block
+  assert not [w for w in ("n=", "≤", "≥", "paired", "geometric", "calibrated", "sync_ppo")
+              if w in block]
 
 
 def test_a_block_where_neither_reached_the_target_says_so():
@@ -104,7 +138,7 @@ def test_a_block_where_neither_reached_the_target_says_so():
                             {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"})
   out = {"tasks": [row], "sampler": {"ratios": {}, "machine": None}, "variance": {"rows": []},
          "executors": {}}
-  lines = headline.bottom_line(out)
+  lines = headline_text.bottom_line(out)
   assert "Empty goal close (0.8) neither reached it (n=1)" in lines[0]
   assert "Empty goal close 2.00x / neither reached it" in lines[1]
   assert not any(line.startswith("**Not sooner**") for line in lines)
@@ -121,10 +155,13 @@ def test_the_committed_headline_is_the_committed_grids_rendered():
     saved = json.load(f)
   now = json.loads(json.dumps(headline.build(ROOT)))  # as a reader of the file gets it
   assert {k: saved[k] for k in now} == now, "python -m experiments.headline"
-  with open(os.path.join(ROOT, "README.md")) as f:
-    assert headline.BLOCK.wrap(headline.render(saved)) in f.read()
-  lines = headline.bottom_line(saved)
+  for doc, block, render in headline.TARGETS:  # README's plain block, docs/results.md's details
+    with open(os.path.join(ROOT, doc)) as f:
+      assert block.wrap(render(saved)) in f.read(), (doc, "python -m experiments.headline")
+  lines = headline_text.bottom_line(saved)
   assert len(lines) <= 5 and all(len(line) <= 300 for line in lines)
+  sentences = headline_text.plain_sentences(saved)
+  assert len(sentences) == 3 and all(len(s) <= 300 for s in sentences), sentences
   assert os.path.exists(os.path.join(ROOT, headline.FIGURE))
 
 
