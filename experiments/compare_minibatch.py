@@ -32,7 +32,7 @@ def main(_):
     base = {"preset": "cartpole_ppo", "seed": seed, "total_steps": FLAGS.total_steps,
             "eval_every": 10_000, "log_every_s": 1000}
     for r in sweeps.run_sweep("minibatch", ["transitions", "time_steps"], base,
-                              f"{FLAGS.logroot}/seed{seed}", last=WINDOW, echo=False):
+                              f"{FLAGS.logroot}/seed{seed}", last=WINDOW):
       run = metrics.load_run(r["logdir"])
       reached = metrics.required_time_metric(run, TARGET, WINDOW)["env_steps"]
       rows.append({"minibatch": r["minibatch"], "seed": seed, "final_metric": r["final_metric"],

@@ -39,7 +39,7 @@ def main(_):
             "seed": FLAGS.seed, "total_steps": FLAGS.total_steps, "eval_every": 0,
             "tensorboard": False, "log_every_s": 60}
     runs = sweeps.run_sweep("acting_extrapolation", [float(b) for b in FLAGS.betas], base,
-                            FLAGS.logroot, echo=False)
+                            FLAGS.logroot)
     loaded = {str(r["acting_extrapolation"]): metrics.load_run(r["logdir"]) for r in runs}
     out = {"flags": base, **prescreen_summary({b: run.train_curve() for b, run in loaded.items()}),
            "hosts": {b: run.summary.get("host") for b, run in loaded.items()}}

@@ -162,7 +162,8 @@ def load_run(path: str) -> Run:
   return Run(path=path, summary=summary, evals=tuple(evals))
 
 
-def _eval_return(e: Dict[str, Any]) -> float:
+def eval_return(e: Dict[str, Any]) -> float:
+  """One evaluation's mean return (its episodes' returns, or the mean it recorded)."""
   returns = e.get("returns")
   return float(np.mean(returns)) if returns else float(e["mean_return"])
 
@@ -173,7 +174,7 @@ def final_metric(run: Run, last: int = 10) -> Optional[float]:
     raise ValueError(f"need last >= 1, got {last}")
   if not run.evals:
     return None
-  return float(np.mean([_eval_return(e) for e in run.evals[-last:]]))
+  return float(np.mean([eval_return(e) for e in run.evals[-last:]]))
 
 
 def final_time_metric(run: Run, time_limit_s: float, last: int = 10) -> Optional[float]:
@@ -208,7 +209,7 @@ def required_time_metric(run: Run, target: float,
   """First evaluation at which the running average return over a full window of `window`
   evaluations (`first_reached`) is >= target: {"wall_time_s", "env_steps"}, both inf when the run
   never reached it."""
-  i = first_reached([_eval_return(e) for e in run.evals], target, window)
+  i = first_reached([eval_return(e) for e in run.evals], target, window)
   if i is None:
     return {"wall_time_s": math.inf, "env_steps": math.inf}
   return {"wall_time_s": float(run.evals[i]["wall_time_s"]),

@@ -117,5 +117,14 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
   assert "done: " in out and os.path.exists(elsewhere / "breakout" / "summary.json")
   out = run("hts-report", str(elsewhere / "cartpole"))
   assert "CartPole-v1" in out
+  # docs/library.md's sweeps, from the installed package (one setting, two seeds, resumed).
+  sweep = ("from hts_jax.results import sweeps\n"
+           "task = dict(preset='cartpole_ppo', num_envs=4, total_steps=512, eval_every=256,\n"
+           "            eval_episodes=1, tensorboard=False)\n"
+           "for _ in range(2):\n"
+           "  rows = sweeps.run_grid({'policy_lag': [0]}, task, 'sweep', seeds=[0, 1], last=1)\n"
+           "print(sweeps.format_summary(sweeps.summarize(rows, ['policy_lag'], 'sps')))")
+  out = run(py, "-c", sweep)
+  assert "| 0 | " in out and "done before: " in out and len(os.listdir(elsewhere / "sweep")) == 2
   assert "Processes to start on this machine" in run("hts-launch", "--helpshort")
   assert "error: num_processes must be >= 1" in run("hts-launch", "--num_processes=0", code=2)
