@@ -113,21 +113,69 @@ class Policy:
     return self._act(*args)
 
 
-def load_policy(path: str) -> Policy:
-  """The policy exported at `path` (a run's logdir or its policy/ folder); see the module doc."""
-  spec = read_spec(path)
+def _policy(spec: Dict[str, Any], load) -> Policy:
+  """The Policy of `spec` (policy.json's fields) with the params `load(template)` returns."""
   info = envs.env_info(spec["env"], spec["env_kwargs"])
   head = heads.for_env(info)
   network = networks.make_network(spec["network"], head, spec["normalize_obs"], spec["core"],
                                   spec["core_size"])
   template = networks.init_params(network, jax.random.PRNGKey(0), info.obs_shape, info.obs_dtype)
-  try:
-    with open(os.path.join(spec["folder"], export.PARAMS), "rb") as f:
-      params = serialization.from_bytes(template, f.read())
-  except (OSError, ValueError, KeyError) as e:
-    raise PolicyError(f"{spec['folder']}/{export.PARAMS}: does not load into "
-                      f"{spec['network']!r}'s params: {str(e).splitlines()[0]}") from None
-  return Policy(params=params, network=network, head=head, env=spec["env"],
-                env_kwargs=spec["env_kwargs"], obs_shape=tuple(info.obs_shape),
+  return Policy(params=load(template, network, info), network=network, head=head,
+                env=spec["env"], env_kwargs=spec["env_kwargs"], obs_shape=tuple(info.obs_shape),
                 obs_dtype=info.obs_dtype, num_agents=info.num_agents, spec=spec,
                 _act=_act_fn(network, head, networks.state_size(network) > 0))
+
+
+def load_policy(path: str) -> Policy:
+  """The policy exported at `path` (a run's logdir or its policy/ folder); see the module doc."""
+  spec = read_spec(path)
+
+  def load(template, *_):
+    try:
+      with open(os.path.join(spec["folder"], export.PARAMS), "rb") as f:
+        return serialization.from_bytes(template, f.read())
+    except (OSError, ValueError, KeyError) as e:
+      raise PolicyError(f"{spec['folder']}/{export.PARAMS}: does not load into "
+                        f"{spec['network']!r}'s params: {str(e).splitlines()[0]}") from None
+  return _policy(spec, load)
+
+
+def load_checkpoint(logdir: str, step: int) -> Policy:
+  """The policy of checkpoint `step` (its update number) kept in `<logdir>/checkpoints/`: its
+  params alone, restored into the TrainState the run's saved config builds, as `--resume` does
+  (no storage is read, no env state unpickled)."""
+  # pylint: disable=import-outside-toplevel
+  from hts_jax import env_families, learner
+  from hts_jax.config import ConfigError, RunConfig
+  from hts_jax.runtime.outputs import checkpoint, reporting
+  kept = checkpoint.steps(logdir)
+  if step not in kept:
+    raise PolicyError(f"{logdir}: no checkpoint {step} in {checkpoint.directory(logdir)} "
+                      f"(kept: {', '.join(map(str, kept)) or 'none'})")
+  try:
+    host = checkpoint.saved_host(logdir, step)
+    cfg = RunConfig.make(**{k: tuple(v) if isinstance(v, list) else v  # JSON's lists
+                            for k, v in host["config"].items()})
+  except (checkpoint.CorruptCheckpoint, ConfigError, TypeError) as e:
+    raise PolicyError(f"checkpoint {step} of {logdir}: {e}") from None
+  r = cfg.rollout
+  kind = r.network
+  if kind == "auto":  # resolved as the runner does
+    family = env_families.family_of(r.env)
+    kind = (family and family.network) or networks.default_network_for(
+        envs.env_info(r.env, r.env_kwargs).obs_shape)
+
+  def load(template, _, info):
+    state = learner.init_train_state(
+        template, learner.make_optimizer(cfg.learner), jax.random.PRNGKey(0),
+        reward_envs=r.num_envs * info.num_agents if cfg.learner.normalize_rewards else 0)
+    try:
+      return checkpoint.restore_state(logdir, state, step).params
+    except checkpoint.CorruptCheckpoint as e:
+      raise PolicyError(str(e)) from None
+  spec = export.spec_of(cfg, kind, "", (host["segment"] + 1) * r.steps_per_segment, step,
+                        len(host.get("book", {}).get("eval", [])), "checkpoint")
+  policy = _policy(dict(spec, folder=os.path.join(checkpoint.directory(logdir), str(step))),
+                   load)
+  policy.spec["param_sha256"] = reporting.param_sha256(policy.params)
+  return policy

@@ -11,7 +11,9 @@ mode (a failed evaluation, met in the evaluator's thread, stops the run before t
      is taken now; writing it waits for the evaluations it records, in the background);
   4. the progress line.
 The observers (`outputs/observers.py`: metrics.csv, TensorBoard/W&B, the evaluator, the
-checkpoint writer, the progress line) write what was decided; `finish` writes summary.json once.
+checkpoint writer, the progress line) write what was decided; `finish` checkpoints the last
+update and writes `policy/` and summary.json once. A stop (signal, failing part) exports the
+params of the last boundary passed (whole: no update is in flight there).
 What the controller holds and how it shuts down is its `session.Session`.
 """
 
@@ -20,15 +22,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-from typing import Any, Callable, Dict, Optional
+import time
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
-from hts_jax.runtime import backend, distributed, host
+from hts_jax.runtime import distributed, host
 from hts_jax.runtime.learner_worker import LearnResult
 from hts_jax.runtime.outputs import checkpoint, export, reporting
-from hts_jax.runtime.outputs.bookkeeping import summary
+from hts_jax.runtime.outputs.bookkeeping import run_summary
 from hts_jax.runtime.outputs.observers import Snapshot, UpdateEvent
 from hts_jax.runtime.placement import COMPILES
 from hts_jax.runtime.session import Session
@@ -38,6 +41,9 @@ from hts_jax.runtime.errors import Interrupted, RunError, error_line, interrupte
 class Controller(Session):
   """A run's session and the decisions at its boundaries: `record_update`, `boundary`, `finish`.
   A mode's loop runs inside it (`with Controller(parts, ...) as ctl`, `Runner.run`)."""
+  # (updates, params, env steps) at the last boundary passed: what a stop exports.
+  _whole: Optional[Tuple[int, Any, int]] = None
+  _exported = False
 
   # ------------------------------------------------------------ updates and boundaries
   def record_update(self, result: LearnResult, recent_returns, env_steps: int,
@@ -75,6 +81,8 @@ class Controller(Session):
     evaluate, checkpoint, progress. Returns whether the run stops here. The executors must be
     at the barrier (a checkpoint collects their envs)."""
     self.supervisor.boundary_passed()
+    learner = self.parts.learner
+    self._whole = (learner.version, learner.state.params, env_steps)  # what a stop exports
     if self.evaluator.error is not None:  # before the decisions that would wait for it
       raise RunError(f"{self.evaluator.error}; the last checkpoint is kept")
     stop = self.target_reached()
@@ -130,28 +138,61 @@ class Controller(Session):
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
     if signum is not None and not multi and self.writer.in_flight() is not None:
       # A signal finishes at most one write: the one in flight is the run's last checkpoint.
-      self.writer.drop_waiting()
+      raise self._interrupted(signum, self.writer.finish_in_flight(cfg.rollout.steps_per_segment))
+    self._snapshot(segment, learned)
+    if signum is not None:
       self.writer.flush()
-      path = os.path.join(checkpoint.directory(cfg.outputs.logdir), str(self.writer.written))
-      raise Interrupted(interrupted_message(signum, updates, path), signum)
+      raise self._interrupted(signum, self._whole)
+
+  def _snapshot(self, segment: int, learned: bool, wall: Optional[float] = None) -> None:
+    """Takes a checkpoint's snapshot now (the executors at the barrier) for the writer."""
+    cfg = self.config
     env_states = self.barrier.collect_env_states()
     st = self.storages.filling(segment)
     # A copy: the writer may still be waiting for evaluations when this storage is refilled.
     storage = {name: np.array(getattr(st, name)) for name, _, _ in self.storages.spec.fields()}
     self.stop_clock()
     book = self.book_totals()
-    book.wall_time_s = self.wall()
+    book.wall_time_s = self.wall() if wall is None else wall
     book.hosts[-1] = host.saved_record(book.hosts[-1])  # this session's steal up to here
     saved = {"segment": segment, "learned": learned, "book": book.to_json(),
              "config": json.loads(json.dumps(cfg.to_dict()))}
-    self._notify("on_checkpoint", Snapshot(updates, self.parts.learner.state, storage,
-                                           env_states, saved, self.evaluator.submitted,
+    multi = cfg.distributed.num_processes > 1
+    self._notify("on_checkpoint", Snapshot(self.parts.learner.version, self.parts.learner.state,
+                                           storage, env_states, saved, self.evaluator.submitted,
                                            cfg.distributed.process_id if multi else None))
-    if multi or signum is not None:  # multi: every process writes now, together (orbax)
+    if multi:  # every process writes now, together (orbax)
       self.writer.flush()
-    if signum is not None:
-      path = os.path.join(checkpoint.directory(cfg.outputs.logdir), str(updates))
-      raise Interrupted(interrupted_message(signum, updates, path), signum)
+
+  # ------------------------------------------------------------ the policy at a stop
+  def __exit__(self, exc_type, exc, tb) -> None:
+    try:
+      super().__exit__(exc_type, exc, tb)
+    finally:  # a stop exports the params of the last boundary passed, if any (`_whole`)
+      if exc_type in (RunError, Interrupted) and self._whole and not self._exported:
+        try:
+          self._export(*self._whole, "error" if exc_type is RunError else "interrupted")
+        except Exception:  # pylint: disable=broad-except
+          pass  # the run already ends with its own line (a full disk fails this too)
+
+  def _export(self, updates: int, params, env_steps: int, ended: str, sha=None) -> None:
+    """Writes `<logdir>/policy/` (process 0): `params` after `updates` updates; how the run
+    `ended`: finished, interrupted, error."""
+    self._exported = True
+    if self.primary:
+      params = distributed.local_copy(params)
+      export.write(self.config.outputs.logdir, params, export.spec_of(
+          self.config, self.parts.model.kind, sha or reporting.param_sha256(params), env_steps,
+          updates, self.evaluator.submitted, ended))
+
+  def _interrupted(self, signum: int, whole) -> Interrupted:
+    """A signal's stop at a boundary, the params of the checkpoint it leaves exported (`whole`:
+    its updates, params, env steps)."""
+    logdir = self.config.outputs.logdir
+    self._export(*whole, "interrupted")
+    path = os.path.join(checkpoint.directory(logdir), str(whole[0]))
+    return Interrupted(f"{interrupted_message(signum, whole[0], path)}; the policy at update "
+                       f"{whole[0]} is in {export.directory(logdir)}", signum)
 
   # ------------------------------------------------------------ the end
   def finish(self, env_steps: int,
@@ -165,6 +206,11 @@ class Controller(Session):
     book = self.book_totals()
     book.wall_time_s = wall
     self._notify("flush")
+    self._whole = (parts.learner.version, parts.learner.state.params, env_steps)
+    t_save = time.perf_counter()
+    if self.checkpoints:  # the last update, a checkpoint as the periodic ones (`--resume`)
+      self._snapshot(env_steps // cfg.rollout.steps_per_segment - 1, True, wall)
+    t_save = time.perf_counter() - t_save
     params = distributed.local_copy(parts.learner.state.params)
     if cfg.distributed.num_processes > 1:  # every env's episodes, from the process that ran it
       chunks = distributed.allgather_json(book.returns)
@@ -180,29 +226,20 @@ class Controller(Session):
     except RuntimeError as e:
       raise RunError(str(e)) from e
     interrupted = (None if self.evaluator.finished(self.evaluator.submitted) else sup.signal)
+    self._notify("flush")  # the final checkpoint written (beside the final evaluation)
     self._notify("on_progress", env_steps, wall, parts.learner.version, None,
                  self.evaluator.latest(), force=True)
-    out = summary(cfg, book, env_steps, parts.learner.version, wall,
-                  reporting.param_sha256(params), parts.model.kind,
-                  parts.compile_s, None if parts.restored is None else parts.restored["step"],
-                  parts.shape.num_agents)
-    out["backend"] = backend.describe(parts.placement.learner, parts.placement.actor)
-    out["host"] = host.finish_record(parts.host, book.hosts[:-1])
-    if cfg.distributed.num_processes > 1:  # every process's machine, process 0's first
-      out["host"] = dict(out["host"], other_processes=distributed.allgather_json(out["host"])[1:])
-    out["eval"] = self.evaluator.summary()
-    out["timing"].update(self.evaluator.timing())
-    # XLA compilations inside the timed run (functions' names): none is expected.
-    out["compiled_during_run"] = compiled
-    if self.evaluator.videos:
-      out["videos"] = [dict(v) for v in self.evaluator.videos]
+    out = run_summary(parts, book, self.evaluator, env_steps, wall,
+                      reporting.param_sha256(params), compiled)
+    if self.checkpoints:  # taking and writing the final checkpoint (the latter in the background)
+      out["timing"]["final_checkpoint_s"] = t_save + self.writer.last_write_s
     if interrupted is None and extras is not None:
       out.update(extras())
     self._notify("on_finish", env_steps, self.figures(env_steps))
     if self.primary:  # the policy first: a summary.json means its run's export is whole
       path = os.path.join(cfg.outputs.logdir, "summary.json")
       try:
-        export.write(cfg.outputs.logdir, params, export.spec_of(cfg, parts.model.kind, out))
+        self._export(out["updates"], params, env_steps, "finished", out["param_sha256"])
         reporting.write_json_atomic(path, out)
       except OSError as e:
         raise RunError(error_line(e, path)) from None

@@ -231,6 +231,11 @@ class Runner:
     if host["segment"] + 1 > cfg.rollout.num_segments:
       raise ConfigError(f"--resume: the checkpoint is at segment {host['segment']}, "
                         f"beyond --total_steps={cfg.rollout.total_steps}")
+    if host.get("learned") and host["segment"] + 1 == cfg.rollout.num_segments:
+      # A finished run's last checkpoint: nothing is left to train at this budget.
+      raise ConfigError(f"--resume: the checkpoint is the run's end ({host['segment'] + 1} "
+                        f"segments, --total_steps={cfg.rollout.total_steps}): pass a larger "
+                        "--total_steps to train on from it")
 
   def _compile(self, parts: Parts) -> float:
     """Compiles the learner and policy steps with their real input shardings before the clock

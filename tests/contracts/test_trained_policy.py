@@ -31,7 +31,7 @@ def hts_eval(*args):
 
 @pytest.mark.smoke
 def test_a_finished_run_keeps_its_policy_and_hts_eval_replays_its_evaluation(tmp_path):
-  s = modes.run(small_config(tmp_path, "run", base=RUN))  # --checkpoint_every=0: no checkpoint
+  s = modes.run(small_config(tmp_path, "run", base=RUN))  # --checkpoint_every=0
   logdir = tmp_path / "run"
   assert sorted(os.listdir(logdir / "policy")) == ["params.msgpack", "policy.json"]
   policy = hts_jax.load_policy(str(logdir))

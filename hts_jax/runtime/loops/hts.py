@@ -71,6 +71,11 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   cfg, learner, sup, barrier = parts.config, parts.learner, ctl.supervisor, ctl.barrier
   lag_0 = cfg.hts.policy_lag == 0
   params = ParamsBox(learner.version, _acting(parts))
+  if parts.restored is not None and not ctl.restored_unlearned and not lag_0:
+    # From a finished run's last checkpoint (its last segment learned): the next segment acts
+    # with θ_{j-1}, as it did in a run that went on, so the resumed run is that run, bit for bit
+    # (with --acting_extrapolation, θ_{j-1} unextrapolated: θ_{j-2} is not kept).
+    params = ParamsBox(learner.version - 1, parts.actor_params(learner.state.behaviour_params))
   if cfg.rollout.envpool:
     start_envpool_groups(parts, ctl, params)
   else:

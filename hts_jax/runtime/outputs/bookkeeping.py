@@ -161,3 +161,25 @@ def summary(config, book: Book, env_steps: int, updates: int, wall: float, param
       "resumed_from_update": resumed_from,
       "config": config.to_dict(),
   }
+
+
+def run_summary(parts, book: Book, evaluator, env_steps: int, wall: float, params_sha: str,
+                compiled: List[str]) -> Dict[str, Any]:
+  """summary.json's dict at a run's end (`Controller.finish`), from its `parts.Parts`, `book`
+  and evaluator, before the mode's extras."""
+  from hts_jax.runtime import backend, distributed, host  # pylint: disable=import-outside-toplevel
+  cfg = parts.config
+  out = summary(cfg, book, env_steps, parts.learner.version, wall, params_sha, parts.model.kind,
+                parts.compile_s, None if parts.restored is None else parts.restored["step"],
+                parts.shape.num_agents)
+  out["backend"] = backend.describe(parts.placement.learner, parts.placement.actor)
+  out["host"] = host.finish_record(parts.host, book.hosts[:-1])
+  if cfg.distributed.num_processes > 1:  # every process's machine, process 0's first
+    out["host"] = dict(out["host"], other_processes=distributed.allgather_json(out["host"])[1:])
+  out["eval"] = evaluator.summary()
+  out["timing"].update(evaluator.timing())
+  # XLA compilations inside the timed run (functions' names): none is expected.
+  out["compiled_during_run"] = compiled
+  if evaluator.videos:
+    out["videos"] = [dict(v) for v in evaluator.videos]
+  return out

@@ -36,7 +36,6 @@ written by that process alone.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from typing import Any, Dict, List, Optional
@@ -44,17 +43,14 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import orbax.checkpoint as ocp
 
-from hts_jax.runtime.outputs import files, integrity, signing
+from hts_jax.runtime.outputs import checkpoint_own as process_part, integrity, signing
+from hts_jax.runtime.outputs.checkpoint_own import process_directory
 from hts_jax.validation import ConfigError
 from hts_jax.runtime.outputs.integrity import CorruptCheckpoint  # what callers catch
 
 
 def directory(logdir: str) -> str:
   return os.path.join(os.path.abspath(logdir), "checkpoints")
-
-
-def process_directory(logdir: str, process: int) -> str:
-  return os.path.join(os.path.abspath(logdir), f"checkpoints-process-{process}")
 
 
 def _manager(logdir: str, step: Optional[int] = None) -> ocp.CheckpointManager:
@@ -134,7 +130,7 @@ def precheck(logdir: str, step: int, process: int) -> Optional[str]:
   try:
     saved_host(logdir, step)
     integrity.check_files(os.path.join(directory(logdir), str(step)))
-    _restore_own(logdir, process, step)
+    process_part.restore(logdir, process, step)
   except CorruptCheckpoint as e:
     return str(e)
   except Exception as e:  # pylint: disable=broad-except
@@ -164,7 +160,7 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
           digest=ocp.args.JsonSave(integrity.digest(train_state, storage, envs, host)))
   else:
     # Each process's own part first: a step the shared manager lists is complete everywhere.
-    _save_own(logdir, process, step, storage, envs,
+    process_part.save(logdir, process, step, storage, envs,
               {k: v for k, v in host.items() if k not in SHARED_HOST})
     shared = {k: host[k] for k in SHARED_HOST}
     _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state),
@@ -174,46 +170,6 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
   if not process:  # one writer; orbax has finished every process's files when process 0's returns
     integrity.write_files(path)
   return path
-
-
-def _save_own(logdir: str, process: int, step: int, storage, envs, host) -> None:
-  """A process's own part, as plain files (orbax writes host-local arrays from process 0 only):
-  written to a temporary folder, then renamed; the three newest are kept (it is written before
-  the shared part: if the run dies between the two, the shared folder's two steps still have
-  theirs)."""
-  root = process_directory(logdir, process)
-  tmp = os.path.join(root, f".{step}.tmp")
-  shutil.rmtree(tmp, ignore_errors=True)
-  os.makedirs(tmp)
-  np.savez(os.path.join(tmp, "storage.npz"), **{k: np.asarray(v) for k, v in storage.items()})
-  np.savez(os.path.join(tmp, "envs.npz"), **envs)
-  with open(os.path.join(tmp, "host.json"), "w") as f:
-    json.dump(host, f)
-  with open(os.path.join(tmp, "digest.json"), "w") as f:
-    json.dump(integrity.digest(storage=storage, envs=envs, host=host), f)
-  final = os.path.join(root, str(step))
-  shutil.rmtree(final, ignore_errors=True)
-  os.rename(tmp, final)
-  steps = sorted(int(d) for d in os.listdir(root) if d.isdigit())
-  for old in steps[:-3]:
-    shutil.rmtree(os.path.join(root, str(old)), ignore_errors=True)
-
-
-def _npz(path: str) -> Dict[str, np.ndarray]:
-  with files.open_read(path) as f, np.load(f) as z:
-    return {k: z[k] for k in z.files}
-
-
-def _restore_own(logdir: str, process: int, step: int) -> Dict[str, Any]:
-  path = os.path.join(process_directory(logdir, process), str(step))
-  integrity.check_tree(path)
-  storage, envs = (_npz(os.path.join(path, f"{part}.npz")) for part in ("storage", "envs"))
-  with files.open_read(os.path.join(path, "host.json"), "r") as f:
-    host = json.load(f)
-  if os.path.exists(os.path.join(path, "digest.json")):
-    with files.open_read(os.path.join(path, "digest.json"), "r") as f:
-      integrity.verify(path, json.load(f), integrity.digest(storage=storage, envs=envs, host=host))
-  return {"storage": storage, "envs": envs, "host": host}
 
 
 def _save(mngr: ocp.CheckpointManager, step: int, **items) -> None:
@@ -240,12 +196,43 @@ def restore(logdir: str, abstract_state, step: Optional[int] = None,
     if step is None:
       raise FileNotFoundError(f"no checkpoint in {directory(logdir)}")
   path = os.path.join(directory(logdir), str(step))
+  return _reading(path, lambda: _restore(logdir, abstract_state, step, process, path,
+                                         accept_unverified))
+
+
+def _reading(path: str, read):
+  """`read()`, any failure but a refusal as CorruptCheckpoint (one line)."""
   try:
-    return _restore(logdir, abstract_state, step, process, path, accept_unverified)
+    return read()
   except (CorruptCheckpoint, Unverified):
     raise
   except Exception as e:  # pylint: disable=broad-except
     raise CorruptCheckpoint(f"checkpoint {path} cannot be read: {integrity.read_error(e)}") from e
+
+
+def restore_state(logdir: str, abstract_state, step: int):
+  """Checkpoint `step`'s TrainState alone, checked against its files and digest (`hts-eval
+  --checkpoint`: no storage read, no env state unpickled); CorruptCheckpoint if it fails."""
+  path = os.path.join(directory(logdir), str(step))
+
+  def read():
+    integrity.check_files(path)
+    out = _read_items(logdir, step, dict(state=ocp.args.StandardRestore(abstract_state)))
+    if "digest" in out:
+      integrity.verify(path, dict(out["digest"]), integrity.digest(out["state"]))
+    return out["state"]
+  return _reading(path, read)
+
+
+def _read_items(logdir: str, step: int, items) -> Dict[str, Any]:
+  """Orbax's restore of `items` of checkpoint `step`, with its digest where it has one."""
+  if os.path.isdir(os.path.join(directory(logdir), str(step), "digest")):
+    items = dict(items, digest=ocp.args.JsonRestore())
+  mngr = _manager(logdir, step)
+  try:
+    return dict(mngr.restore(step, args=ocp.args.Composite(**items)))
+  finally:
+    mngr.close()
 
 
 def _restore(logdir, abstract_state, step, process, path, accept_unverified) -> Dict[str, Any]:
@@ -258,18 +245,12 @@ def _restore(logdir, abstract_state, step, process, path, accept_unverified) -> 
   items = dict(state=ocp.args.StandardRestore(abstract_state), host=ocp.args.JsonRestore())
   if process is None:
     items.update(storage=ocp.args.StandardRestore(), envs=ocp.args.StandardRestore())
-  if verified:
-    items.update(digest=ocp.args.JsonRestore())
-  mngr = _manager(logdir, step)
-  try:
-    out = dict(mngr.restore(step, args=ocp.args.Composite(**items)))
-  finally:
-    mngr.close()
+  out = _read_items(logdir, step, items)
   if verified:
     integrity.verify(path, dict(out["digest"]), integrity.digest(
         out["state"], out.get("storage"), out.get("envs"), out["host"]))
   if process is not None:
-    mine = _restore_own(logdir, process, step)
+    mine = process_part.restore(logdir, process, step)
     out.update(storage=mine["storage"], envs=mine["envs"], host=dict(out["host"], **mine["host"]))
   host = out["host"]
   integrity.check_host(path, host)

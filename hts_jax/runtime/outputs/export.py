@@ -1,12 +1,14 @@
-"""The trained policy, kept: every run ends by writing `<logdir>/policy/` (process 0), whatever
-`--checkpoint_every` says.
+"""The trained policy, kept: every run that ends writes `<logdir>/policy/` (process 0), whatever
+`--checkpoint_every` says: a finished run its final params, a run stopped by a signal or a failing
+part those of the last segment boundary it passed (`Controller`).
 
-  params.msgpack  the final params (Flax's msgpack serialization: `flax.serialization`), the
+  params.msgpack  the params (Flax's msgpack serialization: `flax.serialization`), the
                   observation normaliser's statistics included (they are params' collections)
   policy.json     what rebuilds the network and its env without the run's code path: the env id
                   and kwargs, the network, the policy head's kind, the recurrent core, the
                   observation's shape and dtype, how evaluations act (greedy or sampled), the
-                  run's param_sha256, env steps, updates and evaluations, and its whole config
+                  params' param_sha256, env steps and updates, the run's evaluations so far, how
+                  it ended (`ended`: finished, interrupted, error) and its whole config
 
 Both are written to a temporary file and renamed, so a reader sees a whole export or the previous
 one. `hts_jax.load_policy` reads it (`hts_jax/trained.py`), `hts-eval` evaluates it.
@@ -28,17 +30,18 @@ def directory(logdir: str) -> str:
   return os.path.join(logdir, "policy")
 
 
-def spec_of(cfg, kind: str, summary: Dict[str, Any]) -> Dict[str, Any]:
-  """policy.json's content for a run of `cfg` (`RunConfig`) with the resolved network `kind`,
-  from its summary (`summary.json`'s dict)."""
+def spec_of(cfg, kind: str, param_sha256: str, env_steps: int, updates: int, evaluations: int,
+            ended: str = "finished") -> Dict[str, Any]:
+  """policy.json's content for params after `updates` updates (`env_steps`) of a run of `cfg`
+  (`RunConfig`) with the resolved network `kind`, `evaluations` evaluated; `ended`: how the run
+  ended (finished, interrupted, error)."""
   r = cfg.rollout
   return {"format": FORMAT, "env": r.env, "env_kwargs": dict(r.env_kwargs), "network": kind,
           "core": r.core, "core_size": r.core_size,
           "normalize_obs": cfg.learner.normalize_obs, "greedy": cfg.evaluates_greedy,
           "eval_max_steps": cfg.evaluation.eval_max_steps, "seed": r.seed,
-          "algo": cfg.learner.algo, "mode": cfg.mode,
-          "param_sha256": summary["param_sha256"], "env_steps": summary["env_steps"],
-          "updates": summary["updates"], "evaluations": len(summary.get("eval") or []),
+          "algo": cfg.learner.algo, "mode": cfg.mode, "param_sha256": param_sha256,
+          "env_steps": env_steps, "updates": updates, "evaluations": evaluations, "ended": ended,
           "config": json.loads(json.dumps(cfg.to_dict()))}
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from hts_jax.runtime.outputs import checkpoint, reporting, tracking
 from hts_jax.runtime.outputs.evaluation import Evaluator
@@ -160,6 +160,8 @@ class CheckpointWriter(Observer):
     self._thread: Optional[threading.Thread] = None
     self._abandoned = False
     self.written: Optional[int] = None  # the updates of the newest checkpoint written
+    self.written_params: Optional[tuple] = None  # its (updates, params, segment)
+    self.last_write_s = 0.0  # the seconds the newest write took
     self.skipped = 0
     self.error: Optional[str] = None
 
@@ -181,6 +183,7 @@ class CheckpointWriter(Observer):
           self._thread = None
           self._cond.notify_all()
           return
+      t0 = time.perf_counter()
       try:
         book = dict(snapshot.host["book"])
         book["eval"] = [dict(r) for r in self.evaluator.results_upto(snapshot.evaluations,
@@ -189,6 +192,8 @@ class CheckpointWriter(Observer):
                         snapshot.env_states, dict(snapshot.host, book=book),
                         process=snapshot.process)
         self.written = snapshot.updates
+        self.written_params = (snapshot.updates, snapshot.state.params, snapshot.host["segment"])
+        self.last_write_s = time.perf_counter() - t0
       except Exception as e:  # pylint: disable=broad-except
         if self.error is None:
           self.error = "checkpoint: " + error_line(e, checkpoint.directory(self.logdir))
@@ -197,6 +202,14 @@ class CheckpointWriter(Observer):
     """The updates of the checkpoint being written now, if one is."""
     with self._cond:
       return self._writing
+
+  def finish_in_flight(self, steps_per_segment: int) -> Tuple[int, Any, int]:
+    """The write in flight finished, the waiting snapshot dropped (a signal's stop); returns the
+    written checkpoint's (updates, params, env steps)."""
+    self.drop_waiting()
+    self.flush()
+    updates, params, segment = self.written_params
+    return updates, params, (segment + 1) * steps_per_segment
 
   def drop_waiting(self) -> None:
     """Forgets the snapshot waiting to be written, if any (a signal finishes at most one write)."""
