@@ -7,7 +7,7 @@ block), resumable across sittings: a finished run is never run again.
   hts-reproduce mujoco [flags]       HTS-PPO against synchronous PPO on MuJoCo
   hts-reproduce memory [flags]       recurrent HTS-PPO on CartPole without velocities
   hts-reproduce corrections [flags]  the policy-lag corrections study (results/corrections)
-  hts-reproduce benchmarks [--check] README's throughput block from results/benchmarks/*.json
+  hts-reproduce benchmarks [--check] docs/benchmarks.md's blocks from results/benchmarks/*.json
   hts-reproduce <grid> --report_only   only the report, from the runs there are
   hts-reproduce <grid> --help          the grid's flags
 

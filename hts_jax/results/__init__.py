@@ -15,8 +15,8 @@
   (its Atari Tables 1/A7, A8 and A1 at CPU scale), `atari` (full Atari Pong), `mujoco`, `memory`;
   `paper_report` computes the paper's metrics for the first three, `compare` every grid's
   paired time ratios and aggregates across tasks; `corrections` (the policy-lag
-  corrections study, with its decision rule). `benchmarks` renders README's throughput block
-  from the benchmark scripts' JSON.
+  corrections study, with its decision rule). `benchmarks` renders docs/benchmarks.md's
+  throughput blocks from the benchmark scripts' JSON.
 
 Nothing here is imported by the runtime; the benchmark scripts in `experiments/` use `launch` and
 `provenance` and import no other script.

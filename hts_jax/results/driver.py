@@ -150,7 +150,7 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
     out = report(g, FLAGS.results, root)
   if root and g.name in headline.GRIDS:  # the repository's README: its headline too
     headline.refresh(root)
-    print(f"wrote {headline.JSON} and README's headline block")
+    print(f"wrote {headline.JSON}, README's headline and docs/results.md's details")
   print(render_markdown(g, out), end="")
   for p in out.get("plots") or []:
     print(f"wrote {p}")
