@@ -11,7 +11,8 @@ end: `hts_jax.runtime.outputs.export`).
 it samples from the policy (one key per row, split from it), without one it takes the head's mode
 (argmax, the Gaussian's mean). A recurrent policy (`--core=lstm`) also takes and returns the rows'
 core states: `actions, state = policy.act(obs, key, state)`, from `policy.initial_state(N)` (zero it
-for a row whose episode begins).
+for a row whose episode begins). `load_checkpoint(logdir, N)` gives the policy of a checkpoint the
+run kept (`<logdir>/checkpoints/N/`), the same way.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ What the controller holds and how it shuts down is its `session.Session`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -138,11 +139,12 @@ class Controller(Session):
       return  # after the last segment the run finishes (a signal then stops the final evaluation)
     if signum is not None and not multi and self.writer.in_flight() is not None:
       # A signal finishes at most one write: the one in flight is the run's last checkpoint.
-      raise self._interrupted(signum, self.writer.finish_in_flight(cfg.rollout.steps_per_segment))
+      raise self._interrupted(signum, updates,
+                              self.writer.finish_in_flight(cfg.rollout.steps_per_segment))
     self._snapshot(segment, learned)
     if signum is not None:
       self.writer.flush()
-      raise self._interrupted(signum, self._whole)
+      raise self._interrupted(signum, updates, self._whole)
 
   def _snapshot(self, segment: int, learned: bool, wall: Optional[float] = None) -> None:
     """Takes a checkpoint's snapshot now (the executors at the barrier) for the writer."""
@@ -160,7 +162,8 @@ class Controller(Session):
     multi = cfg.distributed.num_processes > 1
     self._notify("on_checkpoint", Snapshot(self.parts.learner.version, self.parts.learner.state,
                                            storage, env_states, saved, self.evaluator.submitted,
-                                           cfg.distributed.process_id if multi else None))
+                                           cfg.distributed.process_id if multi else None,
+                                           final=wall is not None))
     if multi:  # every process writes now, together (orbax)
       self.writer.flush()
 
@@ -170,10 +173,8 @@ class Controller(Session):
       super().__exit__(exc_type, exc, tb)
     finally:  # a stop exports the params of the last boundary passed, if any (`_whole`)
       if exc_type in (RunError, Interrupted) and self._whole and not self._exported:
-        try:
+        with contextlib.suppress(Exception):  # the run ends with its own line (a full disk)
           self._export(*self._whole, "error" if exc_type is RunError else "interrupted")
-        except Exception:  # pylint: disable=broad-except
-          pass  # the run already ends with its own line (a full disk fails this too)
 
   def _export(self, updates: int, params, env_steps: int, ended: str, sha=None) -> None:
     """Writes `<logdir>/policy/` (process 0): `params` after `updates` updates; how the run
@@ -185,14 +186,12 @@ class Controller(Session):
           self.config, self.parts.model.kind, sha or reporting.param_sha256(params), env_steps,
           updates, self.evaluator.submitted, ended))
 
-  def _interrupted(self, signum: int, whole) -> Interrupted:
-    """A signal's stop at a boundary, the params of the checkpoint it leaves exported (`whole`:
-    its updates, params, env steps)."""
-    logdir = self.config.outputs.logdir
+  def _interrupted(self, signum: int, updates: int, whole) -> Interrupted:
+    """A signal's stop at update `updates`, the params of the checkpoint it leaves exported
+    (`whole`: its updates, params, env steps; policy.json says the update)."""
     self._export(*whole, "interrupted")
-    path = os.path.join(checkpoint.directory(logdir), str(whole[0]))
-    return Interrupted(f"{interrupted_message(signum, whole[0], path)}; the policy at update "
-                       f"{whole[0]} is in {export.directory(logdir)}", signum)
+    path = os.path.join(checkpoint.directory(self.config.outputs.logdir), str(whole[0]))
+    return Interrupted(interrupted_message(signum, updates, path), signum)
 
   # ------------------------------------------------------------ the end
   def finish(self, env_steps: int,

@@ -10,7 +10,8 @@ its update on segment `seg - 1` (the swap point, where nothing is in flight). It
   host     JSON: the segment index, episode returns so far, evaluation history, lags, idle/timing
            sums, the config. Action keys derive from (seed, env, global step), so the segment
            index is the position of every action seed stream.
-Checkpoints live in `<logdir>/checkpoints/<updates>/`; the two newest are kept.
+Checkpoints live in `<logdir>/checkpoints/<updates>/`; the two newest are kept, and a finished
+run's last checkpoint beside the two before it (`Controller.finish`).
 
 Integrity (`integrity`): each checkpoint records the sha256 of each of its parts when written
 (`digest`: the state's leaves in a fixed order, the storage, the envs, the host JSON, the params'
@@ -53,7 +54,7 @@ def directory(logdir: str) -> str:
   return os.path.join(os.path.abspath(logdir), "checkpoints")
 
 
-def _manager(logdir: str, step: Optional[int] = None) -> ocp.CheckpointManager:
+def _manager(logdir: str, step: Optional[int] = None, keep: int = 2) -> ocp.CheckpointManager:
   """Orbax's manager, made once each checkpoint folder holds only folders and regular files (it
   reads their metadata): CorruptCheckpoint for `step`'s folder, ConfigError for another's."""
   if step is not None:
@@ -67,7 +68,7 @@ def _manager(logdir: str, step: Optional[int] = None) -> ocp.CheckpointManager:
         raise ConfigError(f"{e}: remove it, or move it out of {directory(logdir)}") from None
   return ocp.CheckpointManager(
       directory(logdir),
-      options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True,
+      options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                            enable_async_checkpointing=False))
 
 
@@ -144,8 +145,9 @@ SHARED_HOST = ("segment", "learned", "config")
 
 def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
          env_states: Optional[Dict[int, bytes]], host: Dict[str, Any],
-         process: Optional[int] = None) -> str:
-  """Saves a checkpoint; in a multi-process run every process calls it (with its `process`)."""
+         process: Optional[int] = None, keep: int = 2) -> str:
+  """Saves a checkpoint; in a multi-process run every process calls it (with its `process`).
+  The `keep` newest are kept (a finished run's last: 3, the two periodic ones before it too)."""
   # Envs that cannot be pickled leave a placeholder (orbax refuses an empty tree); a resume then
   # rebuilds them (`env_states_saved` False).
   envs = {"none": np.zeros((1,), np.uint8)} if env_states is None else {
@@ -155,7 +157,7 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
   storage = {k: np.asarray(v) for k, v in storage.items()}
   own = dict(storage=ocp.args.StandardSave(storage), envs=ocp.args.StandardSave(envs))
   if process is None:
-    _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state), **own,
+    _save(_manager(logdir, keep=keep), step, state=ocp.args.StandardSave(train_state), **own,
           host=ocp.args.JsonSave(host),
           digest=ocp.args.JsonSave(integrity.digest(train_state, storage, envs, host)))
   else:
@@ -163,7 +165,7 @@ def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
     process_part.save(logdir, process, step, storage, envs,
               {k: v for k, v in host.items() if k not in SHARED_HOST})
     shared = {k: host[k] for k in SHARED_HOST}
-    _save(_manager(logdir), step, state=ocp.args.StandardSave(train_state),
+    _save(_manager(logdir, keep=keep), step, state=ocp.args.StandardSave(train_state),
           host=ocp.args.JsonSave(shared),
           digest=ocp.args.JsonSave(integrity.digest(train_state, host=shared)))
   path = os.path.join(directory(logdir), str(step))

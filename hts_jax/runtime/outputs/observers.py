@@ -47,6 +47,7 @@ class Snapshot:
   host: Dict[str, Any]            # segment, learned, book (without evaluations), config
   evaluations: int                # the evaluations submitted so far (recorded in the book)
   process: Optional[int]          # multi-process: this process's part
+  final: bool = False             # a finished run's last: kept beside the two newest periodic
 
 
 class Observer:
@@ -183,14 +184,14 @@ class CheckpointWriter(Observer):
           self._thread = None
           self._cond.notify_all()
           return
-      t0 = time.perf_counter()
       try:
         book = dict(snapshot.host["book"])
         book["eval"] = [dict(r) for r in self.evaluator.results_upto(snapshot.evaluations,
                                                                      _wait_plain)]
+        t0 = time.perf_counter()
         checkpoint.save(self.logdir, snapshot.updates, snapshot.state, snapshot.storage,
                         snapshot.env_states, dict(snapshot.host, book=book),
-                        process=snapshot.process)
+                        process=snapshot.process, keep=3 if snapshot.final else 2)
         self.written = snapshot.updates
         self.written_params = (snapshot.updates, snapshot.state.params, snapshot.host["segment"])
         self.last_write_s = time.perf_counter() - t0
