@@ -158,12 +158,11 @@ class Controller(Session):
     book.wall_time_s = self.wall() if wall is None else wall
     book.hosts[-1] = host.saved_record(book.hosts[-1])  # this session's steal up to here
     saved = {"segment": segment, "learned": learned, "book": book.to_json(),
-             "config": json.loads(json.dumps(cfg.to_dict()))}
+             "config": json.loads(json.dumps(cfg.to_dict())), **({"final": True} if wall else {})}
     multi = cfg.distributed.num_processes > 1
     self._notify("on_checkpoint", Snapshot(self.parts.learner.version, self.parts.learner.state,
                                            storage, env_states, saved, self.evaluator.submitted,
-                                           cfg.distributed.process_id if multi else None,
-                                           final=wall is not None))
+                                           cfg.distributed.process_id if multi else None))
     if multi:  # every process writes now, together (orbax)
       self.writer.flush()
 

@@ -145,9 +145,10 @@ SHARED_HOST = ("segment", "learned", "config")
 
 def save(logdir: str, step: int, train_state, storage: Dict[str, np.ndarray],
          env_states: Optional[Dict[int, bytes]], host: Dict[str, Any],
-         process: Optional[int] = None, keep: int = 2) -> str:
+         process: Optional[int] = None) -> str:
   """Saves a checkpoint; in a multi-process run every process calls it (with its `process`).
-  The `keep` newest are kept (a finished run's last: 3, the two periodic ones before it too)."""
+  The two newest are kept; with a finished run's last (`host["final"]`), the two before it too."""
+  keep = 3 if host.get("final") else 2
   # Envs that cannot be pickled leave a placeholder (orbax refuses an empty tree); a resume then
   # rebuilds them (`env_states_saved` False).
   envs = {"none": np.zeros((1,), np.uint8)} if env_states is None else {

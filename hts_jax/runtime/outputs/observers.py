@@ -47,7 +47,6 @@ class Snapshot:
   host: Dict[str, Any]            # segment, learned, book (without evaluations), config
   evaluations: int                # the evaluations submitted so far (recorded in the book)
   process: Optional[int]          # multi-process: this process's part
-  final: bool = False             # a finished run's last: kept beside the two newest periodic
 
 
 class Observer:
@@ -161,7 +160,7 @@ class CheckpointWriter(Observer):
     self._thread: Optional[threading.Thread] = None
     self._abandoned = False
     self.written: Optional[int] = None  # the updates of the newest checkpoint written
-    self.written_params: Optional[tuple] = None  # its (updates, params, segment)
+    self.written_params: Optional[tuple] = None  # its (updates, state, segment)
     self.last_write_s = 0.0  # the seconds the newest write took
     self.skipped = 0
     self.error: Optional[str] = None
@@ -191,9 +190,9 @@ class CheckpointWriter(Observer):
         t0 = time.perf_counter()
         checkpoint.save(self.logdir, snapshot.updates, snapshot.state, snapshot.storage,
                         snapshot.env_states, dict(snapshot.host, book=book),
-                        process=snapshot.process, keep=3 if snapshot.final else 2)
+                        process=snapshot.process)
         self.written = snapshot.updates
-        self.written_params = (snapshot.updates, snapshot.state.params, snapshot.host["segment"])
+        self.written_params = (snapshot.updates, snapshot.state, snapshot.host["segment"])
         self.last_write_s = time.perf_counter() - t0
       except Exception as e:  # pylint: disable=broad-except
         if self.error is None:
@@ -209,8 +208,8 @@ class CheckpointWriter(Observer):
     written checkpoint's (updates, params, env steps)."""
     self.drop_waiting()
     self.flush()
-    updates, params, segment = self.written_params
-    return updates, params, (segment + 1) * steps_per_segment
+    updates, state, segment = self.written_params
+    return updates, state.params, (segment + 1) * steps_per_segment
 
   def drop_waiting(self) -> None:
     """Forgets the snapshot waiting to be written, if any (a signal finishes at most one write)."""
