@@ -5,6 +5,7 @@ env's action clipping are unit-tested in tests/unit/test_gaussian_head.py."""
 
 import functools
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -54,7 +55,9 @@ def test_mujoco_behaviour_correction_is_bitwise_identical_for_any_actor_and_exec
 def test_mujoco_resume_is_bit_exact_with_the_normalisers(tmp_path):
   straight = modes.run(_cfg(tmp_path, "straight", total_steps=4 * 16 * 6))
   modes.run(_cfg(tmp_path, "split", total_steps=4 * 16 * 4, checkpoint_every=2))
-  assert checkpoint.latest_step(str(tmp_path / "split")) == 2
+  # A finished run checkpoints its last update too; it is set aside: this resumes mid-way.
+  assert checkpoint.steps(str(tmp_path / "split"))[:2] == [4, 2]
+  shutil.rmtree(os.path.join(checkpoint.directory(str(tmp_path / "split")), "4"))
   with pytest.raises(ConfigError, match="^--resume: normalize_obs differs from the checkpoint"):
     modes.make_runner(_cfg(tmp_path, "split", total_steps=4 * 16 * 6, learner=LearnerConfig(
         algo="ppo", num_minibatches=4, ppo_epochs=2, optimizer="adam", learning_rate=3e-4,
@@ -147,6 +150,9 @@ def test_acting_extrapolation_is_bitwise_identical_for_any_count_and_on_resume(t
   plain = modes.run(_cfg(tmp_path, "plain", learner=ppo(0.0), total_steps=six))
   assert plain["param_sha256"] != a["param_sha256"]
   modes.run(_cfg(tmp_path, "split", learner=ppo(1.0), total_steps=4 * 16 * 4, checkpoint_every=2))
+  # Mid-way: resumed from a finished run's last checkpoint, the first segment acts with θ_{j-1}
+  # unextrapolated (θ_{j-2} is not kept; docs/training.md#failures).
+  shutil.rmtree(os.path.join(checkpoint.directory(str(tmp_path / "split")), "4"))
   resumed = modes.run(_cfg(tmp_path, "split", learner=ppo(1.0), total_steps=six), resume=True)
   assert resumed["param_sha256"] == a["param_sha256"]
   assert resumed["episode_returns"] == a["episode_returns"]

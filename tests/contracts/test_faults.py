@@ -6,6 +6,7 @@ import glob
 import os
 import pickle
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -105,7 +106,8 @@ def test_a_stale_lock_of_a_killed_run_is_taken_over(tmp_path):
 
 
 def test_a_finished_run_is_not_overwritten_without_resume_or_overwrite(tmp_path):
-  """Defect 12: a finished run without checkpoints was overwritten silently."""
+  """Defect 12: a finished run without periodic checkpoints was overwritten silently (it now
+  checkpoints its last update: --resume with a larger --total_steps continues it)."""
   logdir = str(tmp_path)
   first = modes.run(_tiny(logdir))
   with open(os.path.join(logdir, "summary.json")) as f:
@@ -115,8 +117,8 @@ def test_a_finished_run_is_not_overwritten_without_resume_or_overwrite(tmp_path)
   assert time.monotonic() - t0 < 25
   assert proc.returncode == 2
   assert error_lines(proc.stderr) == [
-      f"error: {os.path.join(logdir, 'summary.json')} holds an earlier run: it has no checkpoint "
-      "to --resume from; pass --overwrite to replace it, or choose another --logdir"]
+      f"error: {os.path.join(logdir, 'summary.json')} holds an earlier run: pass --resume to "
+      "continue it (from its checkpoint), --overwrite to replace it, or choose another --logdir"]
   assert not os.path.exists(os.path.join(logdir, ".lock"))  # neither run left its lock file
   with open(os.path.join(logdir, "summary.json")) as f:
     assert f.read() == before
@@ -233,9 +235,11 @@ def straight(tmp_path_factory):
 
 
 def _checkpointed(logdir):
-  """A 4-segment run checkpointed at every update; returns its checkpoint steps, newest first."""
-  modes.run(RunConfig.make(total_steps=4 * 8 * 4, checkpoint_every=1, logdir=logdir,
-                           **RESUMABLE))
+  """A 4-segment run checkpointed at every update, its last checkpoint (the finished run's, kept
+  beside the two before it) set aside; returns the periodic steps kept, newest first."""
+  s = modes.run(RunConfig.make(total_steps=4 * 8 * 4, checkpoint_every=1, logdir=logdir,
+                               **RESUMABLE))
+  shutil.rmtree(os.path.join(checkpoint.directory(logdir), str(s["updates"])))
   return checkpoint.steps(logdir)
 
 

@@ -39,7 +39,9 @@ def template(tmp_path_factory):
   """A 4-segment run checkpointed at every update (two kept: 2 and 1, or 0 when the writer
   skipped 1), done in one go."""
   logdir = tmp_path_factory.mktemp("template") / "run"
-  _run(logdir, checkpoint_every=1)
+  s = _run(logdir, checkpoint_every=1)
+  # Its last checkpoint (kept beside the two before it) set aside: a run stopped there.
+  shutil.rmtree(os.path.join(checkpoint.directory(str(logdir)), str(s["updates"])))
   return logdir
 
 
@@ -258,7 +260,9 @@ def test_a_run_resumed_from_checkpoint_0_writes_the_same_first_row(tmp_path):
   logdir = tmp_path / "run"
   straight = _run(logdir, checkpoint_every=100)  # one checkpoint: at update 0
   first_row = _rows(logdir)[0]
-  assert checkpoint.steps(str(logdir)) == [0] and first_row["train_return"]
+  assert checkpoint.steps(str(logdir))[-1] == 0 and first_row["train_return"]
+  # The finished run's last checkpoint set aside: this resumes from checkpoint 0.
+  shutil.rmtree(os.path.join(checkpoint.directory(str(logdir)), str(straight["updates"])))
   proc = run_cli(str(logdir), *FLAGS, "--resume")
   assert proc.returncode == 0, proc.stderr
   assert summary(str(logdir))["param_sha256"] == straight["param_sha256"]

@@ -132,7 +132,7 @@ def test_sigterm_checkpoints_every_process_and_resume_is_bit_exact(tmp_path):
   mp.settle(logdir)
   assert sorted(n for n in os.listdir(logdir)
                 if not n.startswith(("events.out.tfevents.", ".lock"))) == [
-      "checkpoints", "checkpoints-process-0", "checkpoints-process-1", "metrics.csv"]
+      "checkpoints", "checkpoints-process-0", "checkpoints-process-1", "metrics.csv", "policy"]
   proc = mp.launch(logdir, "--total_steps=2560", "--num_executors=1", "--num_actors=2", "--resume")
   _, err = proc.communicate(timeout=600)
   assert proc.returncode == 0, err[-2000:]

@@ -16,6 +16,7 @@ import pytest
 
 from hts_jax.config import LearnerConfig, RunConfig
 from hts_jax.runtime import modes
+from hts_jax.runtime.outputs import checkpoint
 from tests.support import ROOT
 from tests.support.runs import small_config, video_frames
 
@@ -127,6 +128,9 @@ def test_resumed_run_continues_its_tensorboard_log(tmp_path):
                      learner=LearnerConfig(algo="a2c", unroll_length=8), **kw)
   straight = modes.run(cfg("straight", 6))
   modes.run(cfg("split", 4, checkpoint_every=2))
+  # A finished run checkpoints its last update too; it is set aside: this resumes mid-way.
+  assert checkpoint.steps(str(tmp_path / "split"))[:2] == [4, 2]
+  shutil.rmtree(os.path.join(checkpoint.directory(str(tmp_path / "split")), "4"))
   resumed = modes.run(cfg("split", 6, video_every=64, wandb_project="hts-jax-tests",
                           wandb_mode="offline"), resume=True)
   assert resumed["resumed_from_update"] == 2

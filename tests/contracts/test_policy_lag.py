@@ -6,6 +6,8 @@ the alpha barrier); only the learner's overlap (and so the lag) goes."""
 
 import dataclasses
 import functools
+import os
+import shutil
 import subprocess
 import sys
 
@@ -13,6 +15,7 @@ import pytest
 
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from hts_jax.runtime import modes
+from hts_jax.runtime.outputs import checkpoint
 from tests.support import ROOT
 from tests.support import processes as mp
 from tests.support.cli import summary
@@ -87,6 +90,9 @@ def test_lag_0_resumes_bit_exactly_into_syncs_run(tmp_path):
                  checkpoint_every=2))
   with pytest.raises(ConfigError, match="policy_lag differs"):
     modes.run(_cfg(tmp_path, "split", learner=PPO), resume=True)
+  # A finished run checkpoints its last update too; it is set aside: this resumes mid-way.
+  assert checkpoint.steps(str(tmp_path / "split"))[:2] == [3, 2]
+  shutil.rmtree(os.path.join(checkpoint.directory(str(tmp_path / "split")), "3"))
   resumed = modes.run(_cfg(tmp_path, "split", policy_lag=0, learner=PPO), resume=True)
   assert resumed["resumed_from_update"] == 2
   assert resumed["param_sha256"] == sync["param_sha256"]

@@ -4,6 +4,7 @@ NaNs, failing actor/learner threads; no leftover processes or shared memory."""
 import csv
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -174,7 +175,9 @@ def test_resume_with_a_longer_budget_matches_one_long_run(tmp_path, mode, bootst
     return RunConfig.make(**dict(base, **kw))
   straight = modes.run(cfg("straight", 6))
   modes.run(cfg("split", 4, checkpoint_every=2))
-  assert checkpoint.latest_step(str(tmp_path / "split")) == 2
+  # A finished run checkpoints its last update too; it is set aside: this resumes mid-way.
+  assert checkpoint.steps(str(tmp_path / "split"))[:2] == [4, 2]
+  shutil.rmtree(os.path.join(checkpoint.directory(str(tmp_path / "split")), "4"))
   resumed = modes.run(cfg("split", 6, num_executors=4), resume=True)
   assert resumed["resumed_from_update"] == 2
   assert resumed["param_sha256"] == straight["param_sha256"]
@@ -254,6 +257,9 @@ def test_checkpoints_do_not_hold_executors_at_the_barrier_for_evaluations(tmp_pa
   # 5 checkpoints x 0.6 s of evaluation would be >= 3 s at the barrier per executor (2 of them:
   # >= 6 s in all); without them the executors wait for start-up, the boundaries and the saves.
   assert s["idle"]["executors_at_barrier"] < 3.0, s["idle"]
-  ckpt = checkpoint.restore(str(tmp_path / "slow"), modes.make_runner(
-      RunConfig.make(logdir=str(tmp_path / "slow"), **cfg), resume=True).parts.learner.state)
+  # The newest periodic checkpoint (the finished run's last one, newer, records the boundaries'
+  # evaluations, not the final one), restored into a fresh runner's state (its tree).
+  fresh = modes.make_runner(RunConfig.make(logdir=str(tmp_path / "tree"), **cfg))
+  ckpt = checkpoint.restore(str(tmp_path / "slow"), fresh.parts.learner.state,
+                            step=checkpoint.steps(str(tmp_path / "slow"))[1])
   assert len(ckpt["host"]["book"]["eval"]) == ckpt["host"]["segment"] + 1
