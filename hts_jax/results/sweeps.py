@@ -11,6 +11,7 @@ that finished with other settings is refused, naming the flag), an unfinished on
     print(format_summary(summarize(rows, ["alpha", "policy_lag"], "sps")))
 """
 
+import datetime
 import itertools
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -32,7 +33,8 @@ def run_grid(axes: Mapping[str, Sequence[Any]], base_flags: Mapping[str, Any], l
   `seeds` (None: base_flags' seed, left out of the folder name), other flags from `base_flags`,
   each in `<logroot>/<logdir_name(setting)>`. Returns one row per run: the setting, its seed,
   SPS, the final metric (the mean of the last `last` evaluations), its wall time, env steps,
-  updates, mean policy lag, param_sha256, the evaluation curve and the logdir. RuntimeError (one
+  updates, mean policy lag, param_sha256, the evaluation curve, the logdir and when the run
+  finished (its summary.json's time). RuntimeError (one
   line) when a run fails or a finished run there ran with other settings."""
   names = list(axes)
   rows = []
@@ -51,12 +53,15 @@ def run_grid(axes: Mapping[str, Sequence[Any]], base_flags: Mapping[str, Any], l
 
 def _row(setting: Dict[str, Any], run: metrics.Run, last: int, logdir: str) -> Dict[str, Any]:
   s = run.summary
+  finished = datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(logdir, "summary.json")),
+                                             datetime.timezone.utc)
   curve = [(e["env_steps"], metrics.eval_return(e)) for e in run.evals]
   return {**setting, "seed": s["config"]["seed"], "sps": s["sps"],
           "final_metric": metrics.final_metric(run, last), "wall_time_s": s["wall_time_s"],
           "env_steps": s["env_steps"], "updates": s["updates"],
           "policy_lag_mean": s["policy_lag"]["mean"], "param_sha256": s["param_sha256"],
-          "episode_returns": s["episode_returns"], "eval_curve": curve, "logdir": logdir}
+          "episode_returns": s["episode_returns"], "eval_curve": curve, "logdir": logdir,
+          "finished": finished.strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def run_sweep(name: str, values: Sequence[Any], base_flags: Mapping[str, Any], logroot: str, *,
@@ -85,10 +90,15 @@ def format_summary(summary: Sequence[Mapping[str, Any]]) -> str:
   lines = ["| " + " | ".join(by + [f"{name}: median [min, max]", "seeds"]) + " |",
            "|" + "---|" * (len(by) + 2)]
   for s in summary:
-    cells = [str(s[b]) for b in by] + [f"{s['median']:,.1f} [{s['min']:,.1f}, {s['max']:,.1f}]",
+    cells = [str(s[b]) for b in by] + [f"{_num(s['median'])} [{_num(s['min'])}, {_num(s['max'])}]",
                                        str(s["seeds"])]
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+  """SPS as whole numbers, small figures (scores in [0, 1]) to three significant digits."""
+  return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def plot_bands(ax, rows: Sequence[Mapping[str, Any]], x: str, value: str,
@@ -106,6 +116,8 @@ def plot_bands(ax, rows: Sequence[Mapping[str, Any]], x: str, value: str,
                     color=line.get_color(), linewidth=0)
   if log_x:
     ax.set_xscale("log", base=2)
+  ticks = sorted(dict.fromkeys(r[x] for r in rows))  # the swept values, as they were given
+  ax.set_xticks(ticks, [str(t) for t in ticks])
   ax.set_xlabel(x)
   ax.set_ylabel(value)
   if hue:
