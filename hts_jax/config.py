@@ -256,11 +256,17 @@ def incompatible_changes(saved: Dict[str, Any], current: Dict[str, Any]) -> Dict
   return out
 
 
+def from_json(values: Dict[str, Any]) -> RunConfig:
+  """The RunConfig of a saved `to_dict()` (a checkpoint's or summary.json's; JSON's lists back to
+  tuples)."""
+  return RunConfig.make(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
 def _lr_decay_change(saved: int, now: int, current: Dict[str, Any]) -> str:
   """The line refusing a resume whose --lr_decay horizon (`lr_decay_updates`, optimizer steps,
   which no flag names) is not the checkpoint's, with the flags that keep it. The horizon is fixed
   when a run starts; resumed past it, updates would train at learning rate 0."""
-  cfg = RunConfig.make(**{k: tuple(v) if isinstance(v, list) else v for k, v in current.items()})
+  cfg = from_json(current)
   env_steps = saved // (cfg.optimizer_steps // cfg.learner_updates) * cfg.steps_per_update
   if not saved:
     return "--resume: the checkpoint's run has a constant learning rate: leave --lr_decay out"

@@ -236,6 +236,16 @@ def make_network(kind: str, head: "Head | int", normalize_obs: bool = False, cor
   return MLP(head, normalize_obs=normalize_obs)
 
 
+def resolve_kind(kind: str, env: str, obs_shape: Sequence[int]) -> str:
+  """The network `--network=<kind>` runs on `env`: `kind` itself, or for "auto" the env family's
+  own (`env_families.EnvFamily.network`), else `default_network_for` the observation's shape."""
+  if kind != "auto":
+    return kind
+  from hts_jax import env_families  # pylint: disable=import-outside-toplevel
+  family = env_families.family_of(env)
+  return (family and family.network) or default_network_for(obs_shape)
+
+
 def default_network_for(obs_shape: Sequence[int]) -> str:
   """'cnn' for image-like observations `[H, W, C]`, 'mlp' for vectors: `--network=auto` where the
   env's family names no network of its own (`env_families.EnvFamily.network`)."""

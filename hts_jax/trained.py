@@ -146,8 +146,8 @@ def load_checkpoint(logdir: str, step: int) -> Policy:
   params alone, restored into the TrainState the run's saved config builds, as `--resume` does
   (no storage is read, no env state unpickled)."""
   # pylint: disable=import-outside-toplevel
-  from hts_jax import env_families, learner
-  from hts_jax.config import ConfigError, RunConfig
+  from hts_jax import config, learner
+  from hts_jax.config import ConfigError
   from hts_jax.runtime.outputs import checkpoint, reporting
   kept = checkpoint.steps(logdir)
   if step not in kept:
@@ -155,16 +155,11 @@ def load_checkpoint(logdir: str, step: int) -> Policy:
                       f"(kept: {', '.join(map(str, kept)) or 'none'})")
   try:
     host = checkpoint.saved_host(logdir, step)
-    cfg = RunConfig.make(**{k: tuple(v) if isinstance(v, list) else v  # JSON's lists
-                            for k, v in host["config"].items()})
+    cfg = config.from_json(host["config"])
   except (checkpoint.CorruptCheckpoint, ConfigError, TypeError) as e:
     raise PolicyError(f"checkpoint {step} of {logdir}: {e}") from None
   r = cfg.rollout
-  kind = r.network
-  if kind == "auto":  # resolved as the runner does
-    family = env_families.family_of(r.env)
-    kind = (family and family.network) or networks.default_network_for(
-        envs.env_info(r.env, r.env_kwargs).obs_shape)
+  kind = networks.resolve_kind(r.network, r.env, envs.env_info(r.env, r.env_kwargs).obs_shape)
 
   def load(template, _, info):
     state = learner.init_train_state(

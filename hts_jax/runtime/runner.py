@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hts_jax import env_families, envs, heads, learner, networks, seeding
+from hts_jax import envs, heads, learner, networks, seeding
 from hts_jax.config import ConfigError, RunConfig, incompatible_changes
 from hts_jax.runtime import distributed, host
 from hts_jax.runtime.outputs import checkpoint, signing, video
@@ -70,10 +70,7 @@ class Runner:
     videos = config.evaluation.video_every or config.evaluation.video_final
     if videos and config.distributed.process_id == 0:
       video.check_recordable(r.env, r.env_kwargs)  # process 0 records
-    kind = r.network
-    if kind == "auto":
-      family = env_families.family_of(r.env)
-      kind = (family and family.network) or networks.default_network_for(info.obs_shape)
+    kind = networks.resolve_kind(r.network, r.env, info.obs_shape)
     head = heads.for_env(info)
     network = networks.make_network(kind, head, config.learner.normalize_obs, r.core, r.core_size)
     shape = Shape.of(config, info, networks.state_size(network))

@@ -159,8 +159,7 @@ class CheckpointWriter(Observer):
     self._writing: Optional[int] = None  # the updates of the snapshot being written
     self._thread: Optional[threading.Thread] = None
     self._abandoned = False
-    self.written: Optional[int] = None  # the updates of the newest checkpoint written
-    self.written_params: Optional[tuple] = None  # its (updates, state, segment)
+    self.written_params: Optional[tuple] = None  # the newest checkpoint's (updates, state, segment)
     self.last_write_s = 0.0  # the seconds the newest write took
     self.skipped = 0
     self.error: Optional[str] = None
@@ -191,7 +190,6 @@ class CheckpointWriter(Observer):
         checkpoint.save(self.logdir, snapshot.updates, snapshot.state, snapshot.storage,
                         snapshot.env_states, dict(snapshot.host, book=book),
                         process=snapshot.process)
-        self.written = snapshot.updates
         self.written_params = (snapshot.updates, snapshot.state, snapshot.host["segment"])
         self.last_write_s = time.perf_counter() - t0
       except Exception as e:  # pylint: disable=broad-except
