@@ -8,6 +8,8 @@ the cells that moved are listed. `--change`:
 - `pairs` (2026-11-29): a paired ratio's block counted where neither run was flagged by its host
   kind's median calibration; now where neither run was marked and the two runs' calibrations are
   within 1.5x of each other. Rendered before any new run was added.
+- `marks` (2026-12-05): not a rule, the rule applied: two runs whose commit messages disclosed
+  other work on their machine are marked as the rule says.
 
 Both sides are read from git: "before" at the change's `before` commit and "now" at its `now`
 commit (the one that applied it), so a re-run writes the same table whatever runs were added since
@@ -60,6 +62,14 @@ CHANGES = {
         "(`{before}`: a block counted where neither run calibrated above 1.5x its host kind's "
         "median) and now (`{now}`: where neither run was marked and the two runs' calibrations "
         "are within 1.5x of each other), on the same runs.", ("memory", "corrections")),
+    "marks": Change(
+        "324c9d5", "worktree", "results/marks_changes.json",
+        publish.Block("marks-changes", "", by="python -m experiments.rules_changes --change=marks"),
+        "The time ratios moved on 2026-12-05 by marking the two runs whose commit messages had "
+        "disclosed other work on their machine but carried no `shared_machine.json` (Pong's "
+        "`a2c` seed 0: 024dddd; run to score's `sync_ppo` seed 1: 87cfbc3, whose twin `impala` "
+        "seed 1 was marked on 2026-11-27), before (`{before}`) and after (`{now}`), under the "
+        "rules of 2026-12-02.", ("memory", "corrections")),
 }
 flags.DEFINE_enum("change", "rules", list(CHANGES), "Which change of the rules to list.")
 flags.DEFINE_string("before", None, "The commit before the change (default: the change's own).")

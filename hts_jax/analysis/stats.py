@@ -181,13 +181,47 @@ def pair_shared(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
   CALIBRATION_SHARED x apart (a run without one is judged by its mark)."""
   if a.get("marked") or b.get("marked"):
     return "marked"
-  why = stolen(a) or stolen(b)
-  if why:
-    return why
+  return stolen(a) or stolen(b) or _pair_calibrations(a, b)
+
+
+def _pair_calibrations(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
+  if a.get("marked") or b.get("marked"):
+    return "marked"
   ca, cb = a.get("calibration_ms"), b.get("calibration_ms")
   if ca and cb and max(ca, cb) > CALIBRATION_SHARED * min(ca, cb):
     return f"calibrations {ca:.0f} and {cb:.0f} ms, more than {CALIBRATION_SHARED}x apart"
   return None
+
+
+def _kind_median(a: Dict[str, Any], b: Dict[str, Any],
+                 kind_hosts: Sequence[Dict[str, Any]]) -> Optional[str]:
+  no_steal = lambda r: dict(r, steal_share=None)
+  return (shared(no_steal(a), kind_hosts, bool(a.get("marked")))
+          or shared(no_steal(b), kind_hosts, bool(b.get("marked"))))
+
+
+@dataclasses.dataclass(frozen=True)
+class PairRule:
+  """A rule that leaves a paired block out, as it stood from `since`: `left_out(a, b,
+  kind_hosts)` says why (None: the block counts); `kind_hosts` is every run's record of the
+  block's host kind. `text` is the rule in a sentence, naming every exclusion it applies."""
+  since: str
+  text: str
+  left_out: Any
+
+
+# Every pair rule in force since the grids' first paired ratios, oldest first; the last is the
+# rule now (`pair_shared`). A figure that any change moved shows each reading (`readings`).
+PAIR_RULES = (
+    PairRule("2026-11-27", "a block counts where neither run was marked as sharing the machine "
+             "or calibrated above 1.5x its host kind's median", _kind_median),
+    PairRule("2026-11-29", "a block counts where neither run was marked as sharing the machine "
+             "and the two runs' calibrations are within 1.5x of each other",
+             lambda a, b, _: _pair_calibrations(a, b)),
+    PairRule("2026-12-02", "a block counts where neither run was marked as sharing the machine, "
+             "the two runs' calibrations are within 1.5x of each other and neither run lost "
+             "more than 5% of its CPU time to other virtual machines (CPU steal)",
+             lambda a, b, _: pair_shared(a, b)))
 
 
 def provenance_commit(root: str, paths: Sequence[str]) -> Optional[str]:

@@ -138,4 +138,9 @@ GRID = Grid(
     changes=(
         render.STATS_RULES,
         "2026-11-28: this file is rendered from the grid's record (`GRID`), no value changed.",
-        render.CENSORED_MEANS, render.PAIRED_CALIBRATION, render.STOLEN_CPU))
+        render.CENSORED_MEANS, render.PAIRED_CALIBRATION, render.STOLEN_CPU,
+        "2026-12-05: Pong's `a2c` seed 0 carries the mark its commit message disclosed "
+        "(024dddd: unit and tooling tests at nice 19 beside it). With seed 1's runs on two host "
+        "kinds and seed 2's CPU steal, no Pong block counts in the paired ratios; the ratios it "
+        "moved, before and after, are in docs/results.md (`rules_changes --change=marks`), and "
+        "README's headline shows Pong's reading under the rules before 2026-12-02."))

@@ -29,7 +29,8 @@ class Spec:
 
 def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
            time: Callable[[Dict[str, Any]], stats.Censored], over_reference: bool = True,
-           every_block: bool = False) -> Dict[str, Any]:
+           every_block: bool = False, rule: stats.PairRule = stats.PAIR_RULES[-1],
+           population: Optional[Sequence[Dict[str, Any]]] = None) -> Dict[str, Any]:
   """One task's paired ratio (`here`: its run records, with `method`, `seed`, `host`, `marked`
   and `calibration_ms`; `time(run)`: its time to the target, censored at its end where it
   missed): per block (seed) the method's time over the reference's (`over_reference`; else the
@@ -38,13 +39,15 @@ def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
   host kind (the block's other methods may have run elsewhere: a block re-run for some methods
   only); `shared`: left out by `stats.pair_shared` (a run marked, or the two calibrations too far
   apart); `left_out`: the rest. `every_block`: every block counts, for figures that depend on
-  neither the host nor a shared machine (env steps)."""
+  neither the host nor a shared machine (env steps). `rule`: the pair rule (the one now, else
+  an earlier one of `stats.PAIR_RULES`, for a figure's earlier reading) judges a run against
+  `population`'s runs of its host kind (default: `here`'s; the grid's runs for the first rule)."""
   ref = {r["seed"]: r for r in here if r["method"] == reference}
   pairs, seeds = [], []
   out: Dict[str, List[int]] = {"could": [], "shared": [], "left_out": []}
   for r in (r for r in here if r["method"] == method and r["seed"] in ref):
     base = ref[r["seed"]]
-    why = None if every_block else _left_out(r, base)
+    why = None if every_block else _left_out(r, base, rule, population or here)
     if why != "left_out":
       out["could"].append(r["seed"])
     if why:
@@ -55,13 +58,15 @@ def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
   return {**stats.ratio(pairs), "blocks": seeds, **out}
 
 
-def _left_out(r: Dict[str, Any], base: Dict[str, Any]) -> Optional[str]:
+def _left_out(r: Dict[str, Any], base: Dict[str, Any], rule: stats.PairRule,
+              runs: Sequence[Dict[str, Any]]) -> Optional[str]:
   """Why a block's two runs are not paired: 'left_out' (not one known host kind), 'shared'
-  (`stats.pair_shared`); None: they count."""
+  (`rule`); None: they count."""
   kinds = {r["host"], base["host"]}
   if len(kinds) != 1 or metrics.UNKNOWN_HOST in kinds:
     return "left_out"
-  return "shared" if stats.pair_shared(r, base) else None
+  kind_hosts = [q for q in runs if q["host"] == r["host"]]
+  return "shared" if rule.left_out(r, base, kind_hosts) else None
 
 
 def paired_ratios(runs: List[Dict[str, Any]], spec: Spec) -> Dict[str, Any]:

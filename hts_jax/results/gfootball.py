@@ -297,4 +297,11 @@ GRID = Grid(
         render.PAIRED_CALIBRATION, "2026-11-29: the throughput benchmark re-run with `hts_ppo` "
         "(`none`) beside `sync_ppo`, `impala` and `hts_ppo_behaviour` in one sitting, nothing else "
         "running; the 2026-11-26 benchmark of the three is in git history (6d87b90).",
-        render.STOLEN_CPU))
+        render.STOLEN_CPU,
+        "2026-12-05: run to score's `sync_ppo` seed 1 carries the mark its commit message "
+        "disclosed (87cfbc3: report tests at nice 19 beside it), as its twin `impala` seed 1 has "
+        "since 2026-11-27; the ratios it moved, before and after, are in docs/results.md "
+        "(`rules_changes --change=marks`). The pair rule of 2026-11-29 was registered after close "
+        "seeds 1 and 2 had been committed (5539ee9), not only before seeds 3 and 4: README's "
+        "headline and docs/results.md show each time ratio under the earlier rules where it "
+        "reads otherwise (`stats.PAIR_RULES`)."))

@@ -5,7 +5,8 @@ ratios over the blocks (one seed's runs, back to back on one host kind), each th
 over HTS's so that above 1 favours HTS:
 
 - time to the target (the grid's own `paired` cell, its statistics rules: geometric mean, a miss
-  censored at its run's end);
+  censored at its run's end), and its reading under each earlier pair rule that gives another
+  (`stats.PAIR_RULES`: a rule changed after runs were made shows both readings);
 - throughput: HTS's whole-run SPS over the other's (the speedup HTS would have if it learned as
   much per env step: the ceiling);
 - sample efficiency: the other's env steps to the target over HTS's (censored at the run's end),
@@ -71,9 +72,14 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
       through = compare.paired(runs, other, hts, lambda r: stats.Censored(1.0 / r["sps"]))
       time = (report["paired"].get(task, {}).get(other, {}).get(target)
               or dict(stats.ratio([]), blocks=[]))
+      earlier = [(rule, compare.paired(runs, other, hts, lambda r: stats.Censored.of(
+          r["required"][target]["minutes"], r["wall_time_s"] / 60), rule=rule,
+          population=report["runs"])) for rule in stats.PAIR_RULES[:-1]]
       row["methods"][other] = {
           "label": labels[other], "seeds": seeds(other), "time": time, "throughput": through,
-          "steps": steps,
+          "steps": steps, "earlier_rules": [
+              {"since": rule.since, **{k: cell[k] for k in ("mean", "n", "bound", "blocks")}}
+              for rule, cell in earlier if (cell["mean"], cell["n"]) != (time["mean"], time["n"])],
           "censored": [b for b in steps["blocks"] if (hts, b) in missed or (other, b) in missed],
           "neither": [b for b in steps["blocks"] if (hts, b) in missed and (other, b) in missed]}
     rows.append(row)

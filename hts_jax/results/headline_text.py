@@ -38,7 +38,7 @@ def spread(m: Dict[str, Any], key: str = "time") -> str:
   apart = len(cell.get("left_out") or ())
   if cell.get("mean") is None:
     shared = len(cell.get("shared") or ())
-    return (f"no block counts yet ({shared} marked or calibrated apart)" if shared
+    return (f"no block counts yet ({shared} left out by the pair rule)" if shared
             else "no paired block yet" + (f" ({apart} on two host kinds)" if apart else ""))
   total = len(cell.get("could") or ()) + apart
   n = f"n={cell['n']}" + (f" of {total}" if total > cell["n"] else "")
@@ -91,7 +91,7 @@ def _against_sync(out: Dict[str, Any]) -> List[Tuple[Dict[str, Any], str, Dict[s
 
 
 def bottom_line(out: Dict[str, Any]) -> List[str]:
-  """docs/results.md's bottom line, at most 5 lines, each from the JSON."""
+  """docs/results.md's bottom line, at most 6 lines, each from the JSON."""
   sync = [(t, m) for t, _, m in _against_sync(out)]
   lines = ["**Time to target**, sync's over HTS's (paired blocks, geometric mean [min, max]; "
            "> 1: HTS sooner): " + "; ".join(
@@ -119,7 +119,8 @@ def bottom_line(out: Dict[str, Any]) -> List[str]:
   behind = [f"{task_name(t['task'])} ({_why_not(m)})" for t, m in sync if not_sooner(m)]
   if behind:
     lines.append("**Not sooner** on " + "; ".join(behind) + ".")
-  return lines
+  earlier = earlier_rules_line(out)
+  return lines + ([earlier] if earlier else [])
 
 
 def _where(t: Dict[str, Any]) -> str:
@@ -138,10 +139,14 @@ def _first(out: Dict[str, Any]) -> Optional[str]:
   at_least = "at least " if m["time"].get("bound") == "lower" else ""
   rest = sorted(x[2]["time"]["mean"] for x in ahead if x[2] is not m)
   count = WORDS[len(rest)] if len(rest) < len(WORDS) else str(len(rest))
-  others = (f" ({rest[0]:.2f} to {rest[-1]:.2f} times on the other {count})" if len(rest) > 1
-            else f" ({rest[0]:.2f} times on the other one)" if rest else "")
-  return (f"HTS reached the target score sooner than synchronous training on {len(ahead)} of the "
-          f"{len(timed)} tasks timed here, most of all on {_where(t)}, where "
+  span = (f"{rest[0]:.2f} to {rest[-1]:.2f}" if f"{rest[0]:.2f}" != f"{rest[-1]:.2f}"
+          else f"{rest[0]:.2f}") if rest else ""
+  others = (f" ({span} times on the other {count})" if len(rest) > 1
+            else f" ({span} times on the other one)" if rest else "")
+  of = (f"all {len(timed)}" if len(ahead) == len(timed) else f"{len(ahead)} of the "
+        f"{len(timed)}")
+  return (f"HTS reached the target score sooner than synchronous training on {of} tasks timed "
+          f"here, most of all on {_where(t)}, where "
           f"{PLAIN.get(k, m['label'])} took {at_least}{m['time']['mean']:.2f} times as long as "
           f"{t['label']} to reach a score of {t['target']}{others}.")
 
@@ -160,31 +165,88 @@ def _second(out: Dict[str, Any]) -> Optional[str]:
           f"cases on {cores} cores{varied}.")
 
 
+def _before_change(m: Dict[str, Any]) -> Optional[Tuple[Dict[str, Any], str]]:
+  """The time ratio's reading just before the last pair-rule change that moved it, and that
+  change's date (`stats.PAIR_RULES`); None where no change moved it."""
+  since = [r.since for r in stats.PAIR_RULES]
+  got = m.get("earlier_rules") or []
+  if not got:
+    return None
+  last = max(got, key=lambda e: since.index(e["since"]))
+  return last, since[since.index(last["since"]) + 1]
+
+
+def _reading(t: Dict[str, Any], cell: Dict[str, Any]) -> str:
+  if cell["mean"] is None:
+    return f"{task_name(t['task'])} had no block that counted"
+  at = {"upper": "at most ", "lower": "at least "}.get(cell.get("bound"), "")
+  blocks = WORDS[cell["n"]] if cell["n"] < len(WORDS) else str(cell["n"])
+  return (f"{task_name(t['task'])} read {at}{cell['mean']:.2f} times from {blocks} "
+          f"block{'s' if cell['n'] != 1 else ''}")
+
+
+def _fourth(out: Dict[str, Any]) -> Optional[str]:
+  """Each time ratio above as it read before a change of the pair rules made after its runs:
+  both readings, the earliest change first."""
+  got = sorted(((t, *_before_change(m)) for t, _, m in _against_sync(out) if _before_change(m)),
+               key=lambda x: x[2])
+  if not got:
+    return None
+  parts = [f"{_reading(t, cell)} (before {date})" for t, cell, date in got]
+  listed = "; ".join(parts)
+  return ("The rule for which runs pair changed after some of these runs were made; under the "
+          f"rules before, {listed}.")
+
+
+def earlier_rules_line(out: Dict[str, Any]) -> Optional[str]:
+  """docs/results.md's line of each time ratio that read otherwise before the last pair-rule
+  change that moved it (`_before_change`)."""
+  cells = [f"{task_name(t['task'])} {m['label']} {ratio(cell)} (before {date})"
+           for t in out["tasks"] for m in t["methods"].values()
+           for cell, date in [_before_change(m) or (None, None)] if cell]
+  if not cells:
+    return None
+  return ("**Earlier pair rules** (`stats.PAIR_RULES`), each time ratio that read otherwise: "
+          + "; ".join(cells) + ".")
+
+
+def _steps_cost(t: Dict[str, Any], m: Dict[str, Any], than: str = "") -> str:
+  """'needed at least 1.08 times as many environment steps [as synchronous A2C] to reach ...'."""
+  at_least = "at least " if m["steps"].get("bound") == "upper" else ""
+  return (f"needed {at_least}{1 / m['steps']['mean']:.2f} times as many environment steps"
+          f"{than} to reach a score of {t['target']}, the cost of learning from experience one "
+          "update old")
+
+
 def _third(out: Dict[str, Any]) -> Optional[str]:
-  """Where HTS was not sooner, and whether speed or environment steps are why."""
-  parts = []
+  """Where HTS was not sooner, and whether speed or environment steps are why; where no block
+  could be timed, what the env steps (every block counts) say."""
+  parts, untimed = [], []
   for t, k, m in _against_sync(out):
-    if not not_sooner(m):
-      continue
     through, steps = m["throughput"].get("mean"), m["steps"].get("mean")
     sync = PLAIN.get(k, m["label"])
+    if m["time"].get("mean") is None and steps is not None and steps < 1.0:
+      untimed.append(f"On {_where(t)} no block could be timed "
+                     f"(each block ran on two host kinds or had a run that shared its machine), but {t['label']} "
+                     f"{_steps_cost(t, m, f' as {sync}')}.")
+      continue
+    if not not_sooner(m):
+      continue
     if through is not None and through <= 1.0:
       why = f"{t['label']} ran no faster than {sync}"
     elif steps is not None and steps < 1.0:
-      at_least = "at least " if m["steps"].get("bound") == "upper" else ""
-      why = (f"{t['label']} ran {through:.2f} times as fast as {sync} but needed {at_least}"
-             f"{1 / steps:.2f} times as many environment steps to reach a score of "
-             f"{t['target']}, the cost of learning from experience one update old")
+      why = f"{t['label']} ran {through:.2f} times as fast as {sync} but {_steps_cost(t, m)}"
     else:
       why = "the runs differ more than HTS's speed and its environment steps explain"
     parts.append(f"on {_where(t)}: {why}")
-  return ("It was not faster " + "; ".join(parts) + ".") if parts else None
+  return " ".join(([f"It was not faster {'; '.join(parts)}."] if parts else []) + untimed) or None
 
 
 def plain_sentences(out: Dict[str, Any]) -> List[str]:
-  """README's three sentences: what HTS does faster, by how much and on which task; how many
-  more env steps it collects a second; and where it was not faster, and why."""
-  return [s for s in (_first(out), _second(out), _third(out)) if s]
+  """README's sentences: what HTS does faster, by how much and on which task; how many more env
+  steps it collects a second; where it was not faster, and why; and how those time ratios read
+  before the pair-rule changes made after their runs."""
+  return [s for s in (_first(out), _second(out), _third(out), _fourth(out)) if s]
 
 
 def plain(out: Dict[str, Any]) -> str:
@@ -228,9 +290,9 @@ def details(out: Dict[str, Any]) -> str:
                    for s in out["sources"].values())
   return ("\n".join(f"- {line}" for line in bottom_line(out)) + "\n\n"
           "Each cell is the compared method's figure over HTS's, a geometric mean over paired "
-          "blocks (n: blocks whose two runs ran on one host kind, neither marked as sharing the "
-          f"machine by its driver, calibrated within {stats.CALIBRATION_SHARED}x of each other: "
-          "the statistics rules; ≥ / ≤: a bound where a run missed the target). "
+          "blocks (n: blocks whose two runs ran on one host kind, where "
+          f"{stats.PAIR_RULES[-1].text}: the statistics rules of {stats.PAIR_RULES[-1].since}; "
+          "≥ / ≤: a bound where a run missed the target). "
           "Time to target: its time over HTS's. Throughput: HTS's SPS over its SPS. Sample "
           "efficiency: its env steps to the target over HTS's, over every block (env steps "
           "depend on neither the host nor a shared machine). "

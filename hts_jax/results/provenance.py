@@ -7,11 +7,11 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics
+from hts_jax.runtime import host
 from hts_jax.runtime.cpu import cpu_model
 
 # The checkout's root (hts_jax/results/ is two levels below it): where git says the commit, and
@@ -45,15 +45,10 @@ def run_host(summary: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def commit() -> str:
-  """HEAD's hash, `+dirty` when the code (hts_jax, experiments) has uncommitted changes."""
-  try:
-    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "hts_jax", "experiments"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    return out + ("+dirty" if dirty else "")
-  except (OSError, subprocess.CalledProcessError):
-    return "unknown"
+  """HEAD's hash, `+dirty` when the code (hts_jax, experiments) has uncommitted changes;
+  "unknown" outside a clone."""
+  record = host.code()
+  return host.code_label(record) if record["source"] == "clone" else "unknown"
 
 
 def command_line(argv: Sequence[str]) -> str:

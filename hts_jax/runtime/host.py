@@ -1,20 +1,23 @@
-"""The host a run ran on (host side): summary.json's `host` block.
+"""The host a run ran on and the code it ran (host side): summary.json's `host` block.
 
 Wall times are only comparable on one host: 2-core machines of this project's kind have given ~3x
 different SPS for the same config (AMD EPYC vs Intel Xeon), and float reductions make `param_sha256`
 differ between CPU models. So every run records its CPU model and identity, the cores the process
 may use (its affinity mask capped by its cgroup's CPU quota, as in a container) and memory (`cpu`),
-the load average at its start and end, the library versions, and a calibration: the time of a
-fixed, seeded CPU workload run before anything of the run starts (`calibrate`), so SPS from
+the load average at its start and end, the code (`code`: the commit and whether it had
+uncommitted changes, or the installed version) and library versions, and a calibration: the time
+of a fixed, seeded CPU workload run before anything of the run starts (`calibrate`), so SPS from
 different hosts can be compared or normalised, and again at its end. A host that slowed inside
-the run shows there, and in the run's CPU steal share (`cpu_times`: the time the hypervisor gave this VM's CPUs to other VMs, as vmstat's
-`st` column). Reports group wall-time figures by `hts_jax.analysis.metrics.host_kind` (CPU model
-and usable cores).
+the run shows there, and in the run's CPU steal share (`cpu_times`: the time the hypervisor gave
+this VM's CPUs to other VMs, as vmstat's `st` column). Reports group wall-time figures by
+`hts_jax.analysis.metrics.host_kind` (CPU model and usable cores). A resumed run's block keeps
+each earlier session's record, its code included.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
@@ -24,6 +27,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
+import hts_jax
 from hts_jax.runtime import cpu
 
 # Libraries whose versions a result depends on; the env packages are recorded where installed.
@@ -41,6 +45,49 @@ def versions() -> Dict[str, str]:
     except importlib.metadata.PackageNotFoundError:
       pass
   return out
+
+
+# The clone's root, where git says the commit (hts_jax/ is one level below it), and the paths whose
+# uncommitted changes make a run's code dirty (results, logs and notebooks are not code).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(hts_jax.__file__)))
+CODE_PATHS = ("hts_jax", "experiments", "pyproject.toml", "requirements.txt")
+
+
+def _git(*args: str) -> str:
+  return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True,
+                        timeout=30).stdout.strip()
+
+
+def code() -> Dict[str, Any]:
+  """The code that runs: hts_jax's `version` and, from a clone (the package inside a git work
+  tree), its `commit` and whether the code (CODE_PATHS) has uncommitted changes (`dirty`, new
+  files included). Installed outside a clone, the commit is the one pip recorded when it installed
+  from a git URL (PEP 610's direct_url.json) and `dirty` is None; None both where unknown."""
+  out: Dict[str, Any] = {"version": hts_jax.__version__, "commit": None, "dirty": None}
+  try:
+    if os.path.realpath(_git("rev-parse", "--show-toplevel")) == os.path.realpath(ROOT):
+      out["commit"] = _git("rev-parse", "HEAD")
+      out["dirty"] = bool(_git("status", "--porcelain", "--", *CODE_PATHS))
+      return dict(out, source="clone")
+  except (OSError, subprocess.SubprocessError):
+    pass
+  try:
+    direct = json.loads(importlib.metadata.distribution("hts_jax").read_text("direct_url.json")
+                        or "{}")
+    out["commit"] = (direct.get("vcs_info") or {}).get("commit_id")
+  except (importlib.metadata.PackageNotFoundError, ValueError):
+    pass
+  return dict(out, source="installed")
+
+
+def code_label(record: Dict[str, Any]) -> str:
+  """A `code` record as one string: the commit (`+dirty` where the code had uncommitted changes),
+  else `version <v>`, else "not recorded" (runs from before summary.json recorded it)."""
+  if not record:
+    return "not recorded"
+  if record.get("commit"):
+    return record["commit"] + ("+dirty" if record.get("dirty") else "")
+  return f"version {record.get('version')}"
 
 
 def _median_s(fn, repeats: int = REPEATS) -> float:
@@ -184,7 +231,7 @@ def start_record(calibration: bool = True) -> Dict[str, Any]:
       "logical_cpus": os.cpu_count(), "memory_gib": round(cpu.memory_gib(), 2),
       "hostname": platform.node(), "platform": platform.platform(),
       "python": platform.python_version(), "load_start": list(os.getloadavg()),
-      "versions": versions(), "accelerators": accelerators(), "cpu_times_start": cpu_times()}
+      "code": code(), "versions": versions(), "accelerators": accelerators(), "cpu_times_start": cpu_times()}
   if calibration:
     record["calibration"] = calibrate()
   return record

@@ -8,7 +8,7 @@ import pytest
 
 from hts_jax.analysis import metrics
 from hts_jax.config import LearnerConfig, RunConfig
-from hts_jax.runtime import modes
+from hts_jax.runtime import host, modes
 from tests.support.runs import small_config
 
 SUMMARY_KEYS = {"env_steps", "updates", "wall_time_s", "sps", "mode", "algo", "env", "alpha",
@@ -95,6 +95,9 @@ def test_lagged_ppo_corrections_are_deterministic_for_any_actor_count_and_resume
   assert first["cpu_times_saved"]["total"] >= first["cpu_times_start"]["total"]
   assert metrics.host_kind(resumed["host"]) == metrics.host_kind(first)
   assert metrics.host_kind(dict(resumed["host"], cpu_model="other")).startswith("mixed (")
+  # Each session records the code it ran: this clone's commit.
+  assert first["code"] == resumed["host"]["code"] == host.code()
+  assert resumed["host"]["code"]["commit"] == host._git("rev-parse", "HEAD")
 
 
 @pytest.mark.smoke

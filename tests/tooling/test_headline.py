@@ -52,7 +52,7 @@ def test_the_three_paired_ratios_by_golden_values():
   assert "| IMPALA (1) / HTS-PPO (4) " in second
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
   assert headline_text.spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
-      "no block counts yet (1 marked or calibrated apart)")
+      "no block counts yet (1 left out by the pair rule)")
   # Of the 4 blocks with both runs, 3 count (block 3 shared the machine); IMPALA's one block ran
   # on two host kinds.
   assert headline_text.spread(row["methods"]["sync_ppo"]) == "≥1.88x [0.50, 6.67] (n=3 of 4)"
@@ -159,9 +159,9 @@ def test_the_committed_headline_is_the_committed_grids_rendered():
     with open(os.path.join(ROOT, doc)) as f:
       assert block.wrap(render(saved)) in f.read(), (doc, "python -m experiments.headline")
   lines = headline_text.bottom_line(saved)
-  assert len(lines) <= 5 and all(len(line) <= 300 for line in lines)
+  assert len(lines) <= 6 and all(len(line) <= 300 for line in lines)
   sentences = headline_text.plain_sentences(saved)
-  assert len(sentences) == 3 and all(len(s) <= 300 for s in sentences), sentences
+  assert len(sentences) <= 4 and all(len(s) <= 300 for s in sentences), sentences
   assert os.path.exists(os.path.join(ROOT, headline.FIGURE))
 
 
@@ -179,3 +179,34 @@ def test_a_paired_ratio_counts_a_slow_hosts_quiet_pair_and_not_a_pair_calibrated
   steps = compare.paired(runs, "sync_ppo", "hts_ppo", lambda r: stats.Censored(
       r["required"]["0.8"]["env_steps"]), every_block=True)
   assert steps["blocks"] == [0, 1] and steps["ratios"] == pytest.approx([1.0, 2.0])
+
+
+def test_a_time_ratio_that_a_later_pair_rule_moved_shows_the_earlier_reading():
+  """`stats.PAIR_RULES`: under the rule of 2026-11-27 a run calibrated above 1.5x its host
+  kind's median is left out (block 0, on a host twice as slow when quiet); the pair rule of
+  2026-11-29 keeps the pair; the CPU-steal rule of 2026-12-02 leaves out block 1, whose HTS run
+  lost 10% of its CPU time. The headline keeps the reading before the last change that moved it,
+  and README's fourth sentence says it."""
+  runs = [dict(_run("hts_ppo", 0, 10.0, 100_000, 400.0), calibration_ms=126.0),
+          dict(_run("sync_ppo", 0, 15.0, 100_000, 300.0), calibration_ms=130.0),
+          dict(_run("hts_ppo", 1, 10.0, 100_000, 400.0), steal_share=0.1),
+          _run("sync_ppo", 1, 20.0, 100_000, 300.0),
+          _run("hts_ppo", 2, 10.0, 100_000, 400.0), _run("sync_ppo", 2, 30.0, 100_000, 300.0)]
+  time = lambda r: stats.Censored(r["required"]["0.8"]["minutes"])  # noqa: E731
+  blocks = [compare.paired(runs, "sync_ppo", "hts_ppo", time, rule=rule)["blocks"]
+            for rule in stats.PAIR_RULES]
+  assert blocks == [[1, 2], [0, 1, 2], [0, 2]]
+  row, = headline.task_rows(_report(runs), "hts_ppo", ("sync_ppo",),
+                            {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"})
+  sync = row["methods"]["sync_ppo"]
+  assert (sync["time"]["blocks"], sync["time"]["mean"]) == ([0, 2], pytest.approx(4.5 ** 0.5))
+  earlier = [(e["since"], e["blocks"], e["mean"]) for e in sync["earlier_rules"]]
+  assert earlier == [("2026-11-27", [1, 2], pytest.approx(6.0 ** 0.5)),
+                     ("2026-11-29", [0, 1, 2], pytest.approx(9.0 ** (1 / 3)))]
+  out = {"tasks": [dict(row, grid="gfootball")], "sampler": {"ratios": {}, "machine": None},
+         "variance": {"rows": []}, "executors": {}}
+  assert headline_text.plain_sentences(out)[-1] == (
+      "The rule for which runs pair changed after some of these runs were made; under the rules "
+      "before, Empty goal close read 2.08 times from three blocks (before 2026-12-02).")
+  assert "Empty goal close sync PPO 2.08x (n=3) (before 2026-12-02)" in \
+      headline_text.bottom_line(out)[-1]

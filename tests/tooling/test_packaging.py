@@ -2,6 +2,7 @@
 requirements.txt (so `-c requirements.txt` gives the tested versions), console commands that run
 from any directory, and the clone's `python -m experiments.<name>` shims being those commands."""
 
+import json
 import os
 import re
 import subprocess
@@ -10,6 +11,7 @@ import tomllib
 
 import pytest
 
+import hts_jax
 from tests.support import ROOT
 
 
@@ -115,6 +117,10 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
             "--alpha=20", "--total_steps=200", "--eval_episodes=1", "--eval_max_steps=200",
             "--logdir=breakout", "--notensorboard")
   assert "done: " in out and os.path.exists(elsewhere / "breakout" / "summary.json")
+  with open(elsewhere / "breakout" / "summary.json") as f:
+    code = json.load(f)["host"]["code"]  # outside a clone: the version (no git URL, no commit)
+  assert code == {"version": hts_jax.__version__, "commit": None, "dirty": None,
+                  "source": "installed"}, code
   out = run("hts-report", str(elsewhere / "cartpole"))
   assert "CartPole-v1" in out
   # docs/library.md's sweeps, from the installed package (one setting, two seeds, resumed).

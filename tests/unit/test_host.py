@@ -1,11 +1,13 @@
 """The host record's core count: the affinity mask capped by the cgroup's CPU quota; the host kind
-that decides which wall times compare."""
+that decides which wall times compare; the code a run ran."""
 
 import math
 import os
+import subprocess
 
 import pytest
 
+import hts_jax
 from hts_jax.analysis import metrics
 from hts_jax.runtime import cpu, host
 
@@ -127,3 +129,32 @@ def test_the_cpu_identity_tells_cpus_of_one_model_name_apart(tmp_path):
       "isa": ["avx", "avx2", "fma", "avx512f", "amx_tile"]}
   assert cpu.cpu_identity(str(tmp_path / "missing")) == {}
   assert host.start_record(calibration=False)["cpu_identity"] == cpu.cpu_identity()
+
+
+def test_the_code_record_is_the_clone_s_commit_and_says_when_the_code_had_changes(
+    tmp_path, monkeypatch):
+  """summary.json's `host.code`: from a clone, the commit and whether hts_jax, experiments or the
+  pins had uncommitted changes (a new file counts; results and logs do not); outside a clone, the
+  version alone."""
+  git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True,
+                                  text=True).stdout.strip()
+  git("init", "-q")
+  (tmp_path / "hts_jax").mkdir()
+  (tmp_path / "hts_jax" / "a.py").write_text("x = 1\n")
+  git("add", ".")
+  git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+  monkeypatch.setattr(host, "ROOT", str(tmp_path))
+  clean = host.code()
+  assert clean == {"version": hts_jax.__version__, "commit": git("rev-parse", "HEAD"),
+                   "dirty": False, "source": "clone"}
+  assert host.code_label(clean) == clean["commit"]
+  (tmp_path / "results").mkdir()
+  (tmp_path / "results" / "r.json").write_text("{}")  # a result is not code
+  assert host.code()["dirty"] is False
+  (tmp_path / "hts_jax" / "b.py").write_text("y = 2\n")  # a new module is
+  assert host.code()["dirty"] is True and host.code_label(host.code()).endswith("+dirty")
+  monkeypatch.setattr(host, "ROOT", str(tmp_path / "hts_jax"))  # not a clone's root
+  installed = host.code()
+  assert installed["source"] == "installed" and installed["dirty"] is None
+  assert host.code_label({}) == "not recorded"
+  assert host.code_label({"version": "0.1.0", "commit": None}) == "version 0.1.0"
