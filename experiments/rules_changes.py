@@ -63,7 +63,7 @@ CHANGES = {
         "median) and now (`{now}`: where neither run was marked and the two runs' calibrations "
         "are within 1.5x of each other), on the same runs.", ("memory", "corrections")),
     "marks": Change(
-        "324c9d5", "worktree", "results/marks_changes.json",
+        "324c9d5", "db8e47c", "results/marks_changes.json",
         publish.Block("marks-changes", "", by="python -m experiments.rules_changes --change=marks"),
         "The time ratios moved on 2026-12-05 by marking the two runs whose commit messages had "
         "disclosed other work on their machine but carried no `shared_machine.json` (Pong's "
