@@ -44,10 +44,11 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   `optim.Adam(lr, eps)`, as Kurach et al.'s PPO does, so we follow the code that produced the
   results; 5M env steps (§5); evaluation every 100k steps with sampled actions (script
   `--eval-every-step 100000`; `evaluation_aug.py` samples `Categorical(logits).sample()`).
-  `--correction=behaviour`: the released PPO's update under HTS (its epochs start at the newest
-  params θ_j, the ratio's denominator and the old values are the behaviour policy θ_{j-1}'s,
-  `ppo_aug.py` with the rollouts' `old_action_log_probs`), not the paper's Eq. 6 delayed gradient
-  (`--correction=delayed`, what the GFootball grid runs as a fourth method where time allows).
+  The policy-lag correction is `HTS_PPO_CORRECTION` (`none`, the corrections study's pick, below).
+  The released PPO's own update under HTS is `--correction=behaviour` (its epochs start at the
+  newest params θ_j, the ratio's denominator and the old values are the behaviour policy
+  θ_{j-1}'s, `ppo_aug.py` with the rollouts' `old_action_log_probs`); the paper's Eq. 6 delayed
+  gradient is `--correction=delayed`.
 
 - `gfootball_impala`: the paper's IMPALA baseline on GFootball (Table A6, "IMPALA"; §F.2: Kurach
   et al.'s settings with 16 actors and a smaller batch), run by `--mode=async` (V-trace): 16
@@ -151,7 +152,7 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
 
 # HTS-PPO's policy-lag correction in every HTS-PPO preset (gfootball_ppo, mujoco_hts_ppo,
 # memory_lstm_ppo, atari_ppo): the one the corrections study picked by its pre-registered rule
-# (results/corrections/PROTOCOL.md; results.json's `decision`, rendered under README's table).
+# (results/corrections/PROTOCOL.md; results.json's `decision`, rendered in docs/results.md).
 # Before it: `behaviour`, the reference HTS-RL code's (the steps start at θ_j; PPO's ratio, old
 # values and GAE are θ_{j-1}'s), which the earlier MuJoCo and memory grids had favoured over the
 # delayed gradient (results/mujoco, results/memory); `--correction=behaviour` runs it.
