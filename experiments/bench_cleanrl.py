@@ -1,5 +1,5 @@
 r"""`--preset=atari_ppo` against CleanRL's `ppo_atari_envpool_xla_jax.py` on identical work, side
-by side on one host (issue 53): PPO on envpool's Pong with 8 envs x 128 steps per update, 4 epochs
+by side on one host: PPO on envpool's Pong with 8 envs x 128 steps per update, 4 epochs
 x 4 minibatches, the Nature CNN and CleanRL's values (`hts_jax/presets.py` cites each), runs
 interleaved, each in a fresh process. Prints one JSON object.
 

@@ -6,7 +6,7 @@ Prints one JSON object (and each row to stderr as it finishes).
   python -m experiments.bench_sampler --compare=core --cases=atari16   # LSTM's cost, in HTS
 
 Cases (the same flags for both modes; only --mode differs):
-  cartpole16  CartPole-v1, MLP, 16 envs, 2 executors, alpha = unroll = 128 (issue 11's table), A2C
+  cartpole16  CartPole-v1, MLP, 16 envs, 2 executors, alpha = unroll = 128, A2C
   cartpole64  CartPole-v1, MLP, 64 envs, 2 executors, alpha = unroll = 128, A2C
   atari16     Atari Breakout (ale-py executors), the paper's CNN, 16 envs, 4 executors,
               actor batch 4 envs, alpha = unroll = 5 (Table A3), A2C

@@ -1,4 +1,4 @@
-r"""Confirmation runs for `--policy_lag=0` (issue 74, part 5): a committed grid run's exact
+r"""Confirmation runs for `--policy_lag=0`: a committed grid run's exact
 configuration (its summary.json's `config`) run again as sync and as HTS at lag 0, back to back on
 one host, each in a fresh process; then one JSON with both runs' wall times, SPS, hosts and
 `param_sha256`s, which must be equal.

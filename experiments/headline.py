@@ -1,4 +1,4 @@
-r"""The headline (issue 54): HTS against sync, time to each task's top target, from the committed
+r"""The headline: HTS against sync, time to each task's top target, from the committed
 results only (`hts_jax.results.headline`). Writes results/headline.json, results/headline.png,
 README's `headline` block (three plain sentences and the figure) and docs/results.md's
 `headline-details` block (the statistics and both tables). `hts-reproduce <grid>` runs it too when

@@ -2,7 +2,7 @@ r"""What a change of the statistics rules (`hts_jax/analysis/stats.py`) moved in
 grids' paired time ratios, from the JSON before (at the change's `before` commit) and now; only
 the cells that moved are listed. `--change`:
 
-- `rules` (issue 52, 2026-11-27): before them, arithmetic means over the blocks where both runs
+- `rules` (2026-11-27): before them, arithmetic means over the blocks where both runs
   reached the target, shared machines counted; after, geometric means over the blocks where
   neither run shared the machine, a miss censored at its run's end and the ratio marked a bound.
 - `pairs` (2026-11-29): a paired ratio's block counted where neither run was flagged by its host

@@ -1,4 +1,4 @@
-"""The statistics rules every grid's report follows (issue 52), as pure functions with golden tests
+"""The statistics rules every grid's report follows, as pure functions with golden tests
 (`tests/unit/test_stats.py`):
 
 - **Per-seed values always.** `spread` keeps them; with n < MIN_N_INTERVAL (6) seeds its interval

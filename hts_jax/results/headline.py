@@ -1,4 +1,4 @@
-"""The headline (issue 54): does HTS reach each score sooner than sync, and why or why not, from
+"""The headline: does HTS reach each score sooner than sync, and why or why not, from
 the committed results only. Per task of the paper-style grids (`SOURCES`), at the highest of its
 protocol's targets that a run of HTS or sync reached (its top target where none did), three paired
 ratios over the blocks (one seed's runs, back to back on one host kind), each the other method's

@@ -1,4 +1,4 @@
-"""The envs' own rate for a run's layout (issue 53's ceiling): the run's executor processes, envs,
+"""The envs' own rate for a run's layout (its ceiling): the run's executor processes, envs,
 blocks and storages, built as a run builds them, each executor stepping its blocks with actions
 drawn by it (uniform over the action space, seeded per executor, all drawn before the clock
 starts): no actor calls, no learner, no barrier. A run's SPS over this rate is the share of the envs' own speed the rest of the

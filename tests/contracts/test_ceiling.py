@@ -1,4 +1,4 @@
-"""The envs' own rate for a run's layout (`hts_jax.runtime.ceiling`, issue 53): the run's
+"""The envs' own rate for a run's layout (`hts_jax.runtime.ceiling`): the run's
 executors step whole segments of every block with actions drawn inside them, and the rate is their
 env steps over the wall time from the moment all are ready."""
 

@@ -1,4 +1,4 @@
-"""Fault injection against the real runtime (issue 36): real processes, real signals, real files.
+"""Fault injection against the real runtime: real processes, real signals, real files.
 Each attack asserts the exit code, exactly one `error:` line, the time to exit, no leftover process
 or /dev/shm block, and what stays on disk (param_sha256 after --resume where it applies)."""
 
@@ -130,7 +130,7 @@ def test_a_finished_run_is_not_overwritten_without_resume_or_overwrite(tmp_path)
 
 
 def test_overwrite_empties_symlinked_output_folders_and_keeps_the_links(tmp_path, monkeypatch):
-  """Issue 51, defect 9: with `checkpoints/` (or `videos/`) a symlink (outputs kept on another
+  """With `checkpoints/` (or `videos/`) a symlink (outputs kept on another
   disk), --overwrite deleted metrics.csv and summary.json, then crashed ("Cannot call rmtree on a
   symbolic link"). Now the linked folders are emptied, the links kept, and a link found inside
   one is removed without following it."""
@@ -392,7 +392,7 @@ def test_resume_refuses_in_one_line_when_no_checkpoint_verifies(tmp_path):
 
 
 def test_a_checkpoint_without_a_digest_is_refused_unless_accepted(tmp_path):
-  """Issue 51, defect 6: a checkpoint without files.json and digest/ (the path of checkpoints from
+  """A checkpoint without files.json and digest/ (the path of checkpoints from
   before digests) was restored unchecked and silently: a flipped bit resumed with rc 0 and another
   param_sha256."""
   logdir = str(tmp_path)
@@ -441,7 +441,7 @@ class _RunsCode:
 
 
 def test_a_crafted_checkpoint_runs_no_code_on_resume_without_opt_in(tmp_path, monkeypatch):
-  """Issue 51, defect 3: the executor unpickled a checkpoint's env states, and a pickle with a
+  """The executor unpickled a checkpoint's env states, and a pickle with a
   crafted __reduce__ ran on --resume; its digests, rewritten to match, could not tell."""
   logdir, ran = str(tmp_path / "run"), str(tmp_path / "code_ran")
   newest = _planted(logdir, pickle.dumps(_RunsCode(ran)), str(tmp_path / "attacker.key"),
@@ -482,7 +482,7 @@ def test_a_checkpoint_from_another_key_resumes_only_with_opt_in_and_then_bit_for
 
 
 def test_resume_names_every_checkpoint_it_set_aside(tmp_path):
-  """Issue 51, defect 12: with the two newest checkpoints both truncated, the error named only
+  """With the two newest checkpoints both truncated, the error named only
   one as set aside."""
   logdir = str(tmp_path)
   steps = _checkpointed(logdir)
@@ -498,7 +498,7 @@ def test_resume_names_every_checkpoint_it_set_aside(tmp_path):
 
 
 def test_a_symlinked_corrupt_folder_is_refused_in_one_line_and_nothing_outside_changes(tmp_path):
-  """Issue 51, defect 5: with `checkpoints-corrupt/` a symlink, the fallback deleted (rmtree) an
+  """With `checkpoints-corrupt/` a symlink, the fallback deleted (rmtree) an
   older copy and moved the corrupt checkpoint outside the logdir, through the link."""
   logdir, outside = str(tmp_path / "run"), tmp_path / "outside"
   newest = _checkpointed(logdir)[0]
@@ -667,9 +667,9 @@ def test_one_sigint_stops_a_stalled_run_within_seconds(tmp_path):
   assert checkpoint.steps(logdir)
 
 
-# ------------------------------------------------------------ issue 51, 1: a failed evaluator
+# ------------------------------------------------------------ a failed evaluator
 def test_an_evaluator_that_fails_mid_run_stops_the_run_at_the_next_boundary(tmp_path):
-  """Issue 51, defect 1: an env raising in the evaluator's reset was noticed only at the end
+  """An env raising in the evaluator's reset was noticed only at the end
   (all 1,500 updates trained, no summary), blamed on the checkpoint, and every checkpoint after
   the failed evaluation's waited on it. Evaluation 1 is due at 2,000 steps (update 49 or 50),
   between the checkpoints at updates 40 and 60."""
@@ -695,7 +695,7 @@ def test_an_evaluator_that_fails_mid_run_stops_the_run_at_the_next_boundary(tmp_
   assert summary(logdir)["resumed_from_update"] == 40
 
 
-# ------------------------------------------------------------ issue 51, 2: a stalled start-up
+# ------------------------------------------------------------ a stalled start-up
 HANGING_START = "--env=tests.support.fault_envs:HangingStartCartPole-v0"
 
 
@@ -707,7 +707,7 @@ HANGING_START = "--env=tests.support.fault_envs:HangingStartCartPole-v0"
     (["--env=CartPole-v1", "SIGSTOP"], r"(spawn|env make, env [0-7]|first reset, env [0-7])", 10)],
     ids=["first_reset", "env_make", "sigstop"])
 def test_a_stalled_start_up_stops_with_one_line_within_its_limit(tmp_path, env, stage, limit):
-  """Issue 51, defect 2: an executor stopped while the run started, or an env whose constructor or
+  """An executor stopped while the run started, or an env whose constructor or
   first reset hangs, held start-up without a word until a signal ended it (the watchdog starts
   after start-up). Now each stage of an executor's start-up has --startup_s."""
   flags = [f for f in env if f != "SIGSTOP"]
@@ -772,7 +772,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_keeps_the_last_complete_check
 
 
 def test_a_link_planted_at_the_summarys_temporary_is_replaced_not_written_through(tmp_path):
-  """Issue 51, defect 12 wrote summary.json through a planted summary.json.tmp -> /dev/full (a
+  """summary.json was once written through a planted summary.json.tmp -> /dev/full (a
   real ENOSPC; that case is now test_faults_outputs' failing write): the link is replaced, the
   summary written, and what it pointed to untouched."""
   logdir = str(tmp_path)
@@ -836,7 +836,7 @@ def _running_job(logdir):
 
 
 def test_a_stray_process_on_a_jobs_port_is_refused_and_the_job_goes_on(tmp_path):
-  """Issue 51, defect 4: a second `hts-train --num_processes=2 --process_id=1` on a running
+  """A second `hts-train --num_processes=2 --process_id=1` on a running
   hts-launch job's coordinator port made JAX's service abort the job's process 0 (pages of C++
   stack, rc 134) and hung. Each stray now asks the job check beside the coordinator first and
   is refused in one line: another job's process, a second process 1 of this very job (its
@@ -873,7 +873,7 @@ def test_a_stray_process_on_a_jobs_port_is_refused_and_the_job_goes_on(tmp_path)
 
 
 def test_a_native_abort_of_a_jobs_process_is_one_line(tmp_path):
-  """Issue 51, defect 4's last part: a worker aborted by JAX's distributed service (here made to
+  """A worker aborted by JAX's distributed service (here made to
   by a raw `jax.distributed` client on the job's port, which no job check can stop) printed pages
   of glog lines, an absl stack and every thread's Python stack through the launcher."""
   job, line = _running_job(str(tmp_path / "run"))

@@ -24,7 +24,7 @@ def launch(tmp_path, *flags, timeout=300):
     (["--env_kwargs={bad"], "--env_kwargs is not valid JSON"),
     (["--algo=a2c", "--alpha=7", "--unroll_length=5"], "multiple of unroll_length"),
     (["--lr=-1"], "learning_rate must be > 0"),
-    # Issue 51, defect 10: NaN and inf passed the range checks and failed at the first update.
+    # NaN and inf passed the range checks and failed at the first update.
     (["--entropy_coef=nan"], "--entropy_coef must be a finite number, got nan"),
     (["--lr=inf"], "--lr must be a finite number, got inf"),
     (["--log_every_s=0"], "log_every_s must be > 0, got 0.0"),

@@ -113,7 +113,7 @@ def test_env_exception_names_executor_env_and_exception(tmp_path):
                                               ("InfObsCartPole-v0", "observation", "inf")])
 def test_a_non_finite_reward_or_observation_names_the_executor_env_and_field(tmp_path, env,
                                                                              field, value):
-  """Issue 51, defect 11: a NaN from the env was blamed on the learner ('non-finite loss at
+  """A NaN from the env was blamed on the learner ('non-finite loss at
   update 61'); the executor checks the rewards and float observations it writes."""
   logdir = str(tmp_path)
   name = f"tests.support.fault_envs:{env}"

@@ -245,7 +245,7 @@ def _sentences(text: str) -> List[str]:
 
 
 def test_readme_stays_a_front_page():
-  """Issue 54, then issue 76 (a README read in a minute): README gives the plain headline and sends
+  """README gives the plain headline and sends
   the statistics and every table to docs/results.md and the benchmarks to docs/benchmarks.md: at
   most 120 lines, no sentence over 300 characters, and at most two numbers in a table cell (its
   first column, the row's label, aside)."""
@@ -281,7 +281,7 @@ def _method_keys() -> List[str]:
 
 
 def test_readmes_first_screen_is_plain_words():
-  """Issue 76: what a reader meets before README's first table (what hts_jax is, the commands and
+  """What a reader meets before README's first table (what hts_jax is, the commands and
   what HTS buys) has no statistics jargon and no method key; the one preset it names is the one
   `make train` runs."""
   from hts_jax.presets import PRESETS  # pylint: disable=import-outside-toplevel

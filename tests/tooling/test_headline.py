@@ -1,5 +1,5 @@
-"""The headline (issue 54): its paired ratios by golden values, its bottom line's limits, README's
-three plain sentences (issue 76), and the committed README and docs/results.md blocks and
+"""The headline: its paired ratios by golden values, its bottom line's limits, README's
+sentences, and the committed README and docs/results.md blocks and
 results/headline.json as the committed grids' JSON rendered."""
 
 import json
@@ -101,7 +101,7 @@ def test_the_bottom_line_says_where_hts_is_not_sooner_and_why():
 
 
 def test_readmes_three_sentences_say_where_hts_is_sooner_by_how_much_and_where_not():
-  """Issue 76: README's first screen says in plain words what is faster, by how much, on which
+  """README's first screen says in plain words what is faster, by how much, on which
   task, and where it is not (no statistics' marks: those are docs/results.md's)."""
   labels = {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"}
   fast = [_run("hts_ppo", s, 10.0, 100_000, 400.0) for s in (0, 1)] + [

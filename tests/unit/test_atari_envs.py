@@ -202,7 +202,7 @@ def test_envpool_fake_steps_are_masked_like_the_ale_py_path():
 
 
 def test_making_envs_prints_no_ale_banner():
-  """Issue 51, defect 12: ALE printed its version banner ("A.L.E: ...", "[Powered by Stella]")
+  """ALE printed its version banner ("A.L.E: ...", "[Powered by Stella]")
   for every env, interleaved across executors."""
   proc = run_python(
       "from hts_jax import envs\n"

@@ -53,7 +53,7 @@ def test_a_checkpoint_written_before_a_field_existed_resumes_as_its_default():
 
 
 def test_a_derived_default_is_compared_as_resolved_on_resume():
-  """Issue 51, defect 12: `--resume --actor_batch=4` at 8 envs, equal to the effective default
+  """`--resume --actor_batch=4` at 8 envs, equal to the effective default
   (0: num_envs // 2), was refused ("0 there, 4 now")."""
   saved = RunConfig.make(num_envs=8).to_dict()
   assert saved["actor_batch"] == 0

@@ -70,7 +70,7 @@ def test_all_paper_scenarios_exist():
 
 
 def test_making_an_env_prints_no_third_party_banner():
-  """Issue 51, defect 12: every GFootball process printed gym's "unmaintained since 2022"
+  """Every GFootball process printed gym's "unmaintained since 2022"
   banner (3 lines per executor); a warning that matters would still print."""
   proc = run_python(
       "from hts_jax import envs\n"

@@ -119,7 +119,7 @@ def _float_flags():
 
 
 def test_every_float_flag_refuses_nan_and_inf_naming_the_flag():
-  """Issue 51, defect 10: --entropy_coef=nan, --value_coef=nan and --lr=inf failed at the first
+  """--entropy_coef=nan, --value_coef=nan and --lr=inf failed at the first
   update about 16 s later naming no flag; --stop_at_return=nan and --log_every_s=nan (and 0) were
   accepted."""
   names = _float_flags()

@@ -1,4 +1,4 @@
-"""The statistics rules of the grids' reports (issue 52), by golden values: the n < 6 [min, max]
+"""The statistics rules of the grids' reports, by golden values: the n < 6 [min, max]
 label, censored medians and ratios, the geometric mean over blocks, floors, the shared-machine
 flag, the provenance commit, and the across-task aggregates (IQM, probability of improvement)."""
 

@@ -37,7 +37,7 @@ def test_a_stalled_executor_is_named_with_the_policy_call_it_waits_on():
 
 
 def test_each_stage_of_an_executors_start_up_has_the_start_up_limit():
-  """Issue 51, defect 2: start-up had no limit; the clock restarts at each stage the heartbeat
+  """Start-up had no limit; the clock restarts at each stage the heartbeat
   shows (spawn, then env make and first reset per env), and a started executor is not watched."""
   beats = [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]  # + start-up stage, env
   dog = Watchdog(lambda k: [2 * k, 2 * k + 1], beats, 0.0, startup_s=3.0)
@@ -110,7 +110,7 @@ def test_a_watched_thread_returns_raises_and_keeps_its_caller_checking():
 
 
 def test_the_automatic_timeout_says_how_to_raise_it():
-  """Issue 51, defect 12: one 30 s env step (a slow simulator) is stopped by the automatic
+  """One 30 s env step (a slow simulator) is stopped by the automatic
   timeout's 10 s minimum; its line now says how that limit is made and which flag raises it."""
   beats = [[3, 2, 7, 4, 0]]
   dog = Watchdog(lambda k: [0, 1], beats, 0.0)
