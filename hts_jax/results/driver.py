@@ -225,7 +225,16 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
 
 def report(g: Grid, results: str, root: Optional[str] = None) -> Dict[str, Any]:
   """results.json and table.md (and the tables' blocks in README and docs under `root`, where
-  given) from the finished runs."""
+  given) from the finished runs, and the grid's curves."""
+  out = build(g, results)
+  if g.plot is not None and out["runs"]:
+    g.plot(results, out["runs"])
+  return _publish(g, results, out, root)
+
+
+def build(g: Grid, results: str) -> Dict[str, Any]:
+  """What results.json holds (less its provenance) from the finished runs: a record per run, a
+  cell per (task, method), the aggregates across tasks."""
   tasked = any(t.name for t in g.tasks)
   found = list(grid.finished_runs(results, tasks=tasked, methods=[m.name for m in g.methods]))
   for (task, method), where in g.borrowed.items():
@@ -250,9 +259,7 @@ def report(g: Grid, results: str, root: Optional[str] = None) -> Dict[str, Any]:
              g.reference, f"each run's `{g.aggregate}`") if g.aggregate else None}
   if g.report_extra:
     out.update(g.report_extra(out))
-  if g.plot is not None and runs:
-    g.plot(results, runs)
-  return _publish(g, results, out, root)
+  return out
 
 
 def _publish(g: Grid, results: str, out: Dict[str, Any], root: Optional[str]) -> Dict[str, Any]:

@@ -23,7 +23,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import grid, publish, render
+from hts_jax.results import grid, named, publish, render
 from hts_jax.results.record import Column, Grid, Method, Table, Task
 
 TASKS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5")
@@ -34,14 +34,13 @@ CLEANRL = {
     "returns": {"HalfCheetah-v4": "1442.64 ± 46.03", "Walker2d-v4": "2287.95 ± 571.78",
                 "Hopper-v4": "2382.86 ± 271.74", "InvertedPendulum-v4": "963.09 ± 22.20"},
 }
-UPDATE_KEYS = (("clip_frac", "clipped", "{:.3f}"), ("approx_kl", "KL", "{:.4f}"),
-               ("entropy", "entropy", "{:.2f}"))
+UPDATE_KEYS = named.UPDATE_KEYS
+final_return = named.final_return
+_early = named.early
 
 
-def final_return(summary: Dict[str, Any]) -> float:
-  """The mean over envs of each env's last finished training episode."""
-  last = [rs[-1] for rs in summary["episode_returns"] if rs]
-  return sum(last) / len(last)
+def _update_cell(c: Dict[str, Any]) -> str:
+  return named.update_cell(None, c)
 
 
 def _run_extra(f: grid.Finished) -> Dict[str, Any]:
@@ -54,45 +53,16 @@ def _run_extra(f: grid.Finished) -> Dict[str, Any]:
           "early_update": metrics.early_update(run)}
 
 
-def _early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-  """The PPO update over the first quarter of the budget (`metrics.early_update`), per-seed with
-  its [min, max] over the seeds that logged it; None where none did."""
-  early = [r["early_update"] for r in runs if r.get("early_update")]
-  if not early:
-    return None
-  windows = sorted({e["window_steps"] for e in early})
-  return {"window_steps": windows[0] if len(windows) == 1 else windows,
-          **{k: stats.spread([e[k] for e in early]) for k, _, _ in UPDATE_KEYS
-             if all(k in e for e in early)}}
-
-
 def _cell_extra(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
   return {"final_return": stats.spread([r["final_return"] for r in runs]),
           "early_update": _early(runs)}
-
-
-def _update_cell(c: Dict[str, Any]) -> str:
-  e = c.get("early_update") or {}
-  return "; ".join(f"{name} {stats.interval_cell(e[k], fmt)}" for k, name, fmt in UPDATE_KEYS
-                   if k in e) or "-"
 
 
 def _cleanrl(c: Dict[str, Any]) -> str:
   return CLEANRL["returns"].get(c["task"].replace("-v5", "-v4"), "")
 
 
-def _clipped_line(out: Dict[str, Any]) -> str:
-  """README's line: the clipped share over the first quarter, the methods side by side."""
-  methods = [m.name for m in GRID.methods if any(m.name in t for t in out["table"].values())]
-
-  def clip(t, m):
-    return ((t.get(m) or {}).get("early_update") or {}).get("clip_frac")
-  if not any(clip(t, m) for t in out["table"].values() for m in methods):
-    return ""
-  return ("Share of samples with a clipped ratio over the first quarter of the budget (mean over "
-          f"seeds; {' / '.join(methods)}): " + "; ".join(
-              f"{task} " + " / ".join("-" if not clip(t, m) else f"{clip(t, m)['mean']:.2f}"
-                                      for m in methods) for task, t in out["table"].items()) + ".")
+_clipped_line = named.clipped_line
 
 
 METHODS_NOTE = (

@@ -12,38 +12,7 @@ import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from hts_jax.results import compare, grid, publish
-
-
-@dataclasses.dataclass(frozen=True)
-class Method:
-  name: str
-  flags: Mapping[str, Any]  # over its task's flags
-  label: str  # what it is (PROTOCOL.md's methods table)
-  default: bool = True  # run by `hts-reproduce <grid>` without --methods (else opt-in)
-  short: str = ""  # its column's header in paper-style tables (default: its name)
-  tasks: Optional[Tuple[str, ...]] = None  # the tasks whose blocks hold it (None: every task)
-
-  @property
-  def header(self) -> str:
-    return self.short or self.name
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-  name: Optional[str]  # runs/<task>/...; None: a one-task grid (runs/<method>/seed<k>)
-  env: str
-  flags: Mapping[str, Any]  # preset, env, evaluation cadence
-  budget: int
-  seeds: Tuple[int, ...]
-  eval_every: int
-  target: Optional[float] = None  # env steps (and time) to a running average of it
-  window: int = 10  # evaluations in that running average
-  evals: int = 0  # evaluations per run: `eval_every` is then the run's steps over it
-
-  @property
-  def first_window(self) -> int:
-    """Env steps of the earliest evaluation that can reach the target (a floor there)."""
-    return self.window * self.eval_every
+from hts_jax.results.spec import Method, Task  # pylint: disable=unused-import
 
 
 @dataclasses.dataclass(frozen=True)

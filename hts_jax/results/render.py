@@ -9,7 +9,7 @@ import os
 from typing import Any, Callable, Dict, List
 
 from hts_jax.analysis import stats
-from hts_jax.results import compare, provenance, publish
+from hts_jax.results import compare, provenance, publish, spec
 from hts_jax.results.record import Grid, Table
 
 
@@ -98,17 +98,6 @@ def spread_cell(key: str, fmt: str = "{:,.0f}") -> Callable[[Dict[str, Any]], st
   return lambda c: stats.interval_cell(c[key], fmt) if c.get(key) else "-"
 
 
-def steps_cell(c: Dict[str, Any]) -> str:
-  """Env steps to the target: the censored median and how many seeds reached it."""
-  s = c.get("steps_to_target")
-  if not s or s["median"] is None:
-    return "-"
-  median = stats.Censored(**s["median"])
-  floors = sum(bool(f) for f in s["floors"])
-  return (f"{median.cell()} ({s['reached']}/{len(s['per_seed'])} reached"
-          + (f"; {floors} at the first window, a floor" if floors else "") + ")")
-
-
 def ratio_cell(c: Dict[str, Any]) -> str:
   return stats.ratio_cell(c.get("time_ratio"))
 
@@ -158,25 +147,36 @@ STOLEN_CPU = (
     "(`--host_probe_s`), and warns where its runs would count as shared.")
 
 
+def methods_table(g: Grid) -> str:
+  """PROTOCOL.md's methods: name, flags over each task's, what it is."""
+  return stats.markdown(["name", "flags over each task's", "what it is"],
+                        [[f"`{m.name}`", " ".join(f"`--{k}={v}`" for k, v in m.flags.items()),
+                          m.label + (f" (only on {', '.join(m.tasks)})" if m.tasks else "")]
+                         for m in g.methods]).rstrip()
+
+
+def tasks_table(g: Grid) -> str:
+  """PROTOCOL.md's tasks: env, flags, budget, seeds, evaluation cadence, target."""
+  return stats.markdown(["task", "env", "flags", "env steps", "seeds", "evaluations", "target"],
+                        [[str(t.name or "-"), f"`{t.env}`",
+                          " ".join(f"`--{k}={v}`" for k, v in t.flags.items()),
+                          f"{t.budget:,}", ", ".join(map(str, t.seeds)),
+                          f"every {t.eval_every:,} env steps",
+                          "-" if t.target is None else
+                          f"{t.target:g} (running average of {t.window})"]
+                         for t in g.tasks]).rstrip()
+
+
 def protocol_markdown(g: Grid) -> str:
-  """PROTOCOL.md, rendered from the record."""
+  """PROTOCOL.md: a grid of data's PROTOCOL.md.in with its tables, or rendered from the record."""
+  if isinstance(g, spec.Grid):
+    return (g.template.replace("{{methods}}", methods_table(g))
+            .replace("{{tasks}}", tasks_table(g)).replace("{{reference}}", g.reference))
   lines = [f"# {g.title}: protocol", "",
            f"Fixed on {g.fixed}; rendered from `GRID` in `hts_jax/results/{g.name}.py` (a value "
            "is never changed after seeing results: a change goes under \"Changes\" with its date "
-           "and reason).", "", "## Question", g.question, "", "## Methods",
-           stats.markdown(["name", "flags over each task's", "what it is"],
-                          [[f"`{m.name}`", " ".join(f"`--{k}={v}`" for k, v in m.flags.items()),
-                            m.label + (f" (only on {', '.join(m.tasks)})" if m.tasks else "")]
-                           for m in g.methods]).rstrip(), "",
-           "## Tasks, budgets, seeds, evaluation",
-           stats.markdown(["task", "env", "flags", "env steps", "seeds", "evaluations", "target"],
-                          [[str(t.name or "-"), f"`{t.env}`",
-                            " ".join(f"`--{k}={v}`" for k, v in t.flags.items()),
-                            f"{t.budget:,}", ", ".join(map(str, t.seeds)),
-                            f"every {t.eval_every:,} env steps",
-                            "-" if t.target is None else
-                            f"{t.target:g} (running average of {t.window})"]
-                           for t in g.tasks]).rstrip(), "",
+           "and reason).", "", "## Question", g.question, "", "## Methods", methods_table(g), "",
+           "## Tasks, budgets, seeds, evaluation", tasks_table(g), "",
            *(x for heading, text in g.prose for x in (f"## {heading}", text, "")),
            "## Blocks, statistics, hosts",
            f"A block is one (task, seed)'s runs of every method, back to back on one host in a "

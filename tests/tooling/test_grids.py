@@ -1,6 +1,7 @@
-"""Every grid record (`hts_jax.results.record`) by one test each: its committed results.json
-rendered is its table.md and README block, its PROTOCOL.md is the record rendered, and its run
-flags are what its committed runs ran with."""
+"""Every grid (data: results/<grid>/grid.toml, `hts_jax.results.spec`; or a record,
+`hts_jax.results.record`) by one test each: its committed results.json rendered is its table.md
+and README block, its PROTOCOL.md is the grid rendered, and its run flags are what its committed
+runs ran with; a grid of data's report from its committed runs is its committed results.json."""
 
 import functools
 import json
@@ -8,11 +9,31 @@ import os
 
 import pytest
 
-from hts_jax.results import (atari, corrections, gfootball, memory, minatar, mujoco, publish,
-                             render)
+from hts_jax.results import (atari, corrections, driver, gfootball, minatar, mujoco, provenance,
+                             publish, render, spec)
 from tests.support import ROOT
 
-GRIDS = [memory.GRID, mujoco.GRID, minatar.GRID, atari.GRID, gfootball.GRID, corrections.GRID]
+DATA = [spec.load(name) for name in spec.names()]
+GRIDS = [*DATA, mujoco.GRID, minatar.GRID, atari.GRID, gfootball.GRID, corrections.GRID]
+PROVENANCE = ("date", "commit", "machine", "command", "source")
+
+
+@pytest.mark.parametrize("g", DATA, ids=lambda g: g.name)
+def test_a_grid_of_data_renders_its_committed_outputs_from_its_runs(g):
+  """The report from the committed runs (no training) holds the committed results.json's values
+  (a field added since it was written aside), and renders to its committed table.md, its blocks
+  and its PROTOCOL.md."""
+  results = os.path.join(ROOT, g.results)
+  with open(os.path.join(results, "results.json")) as f:
+    committed = json.load(f)
+  out = json.loads(json.dumps(provenance.metrics.json_safe(driver.build(g, results))))
+  out.update({k: committed[k] for k in PROVENANCE})
+  out["runs"] = [{k: r[k] for k in c} for r, c in zip(out["runs"], committed["runs"])]
+  assert out == committed
+  assert open(os.path.join(results, render.table_file(g))).read() == render.render_markdown(g, out)
+  for t in g.tables:
+    assert t.block.wrap(render.render_table(g, t, out)) in open(os.path.join(ROOT, t.doc)).read()
+  assert open(os.path.join(results, "PROTOCOL.md")).read() == render.protocol_markdown(g)
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)

@@ -1,0 +1,181 @@
+"""A grid as data: `results/<grid>/grid.toml` (its methods, tasks, seeds, budgets, targets, the
+reference of its time ratios, its tables' columns and the blocks they go to, its named metrics and
+its curves) and `results/<grid>/PROTOCOL.md.in` (the protocol's prose, with `{{methods}}`,
+`{{tasks}}` and `{{reference}}` where the tables and values rendered from the TOML go), read into
+frozen dataclasses by `load`. A column, a line or a metric the TOML names is a function of
+`hts_jax.results.named`; the driver (`hts_jax.results.driver`) runs and reports the grid and
+`hts_jax.results.render` writes its tables and PROTOCOL.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from hts_jax.results import grid, named, provenance, publish
+
+RESULTS = os.path.join(provenance.ROOT, "results")
+
+
+def names() -> List[str]:
+  """The grids that are data: the folders of results/ holding a grid.toml."""
+  return sorted(n for n in os.listdir(RESULTS)
+                if os.path.exists(os.path.join(RESULTS, n, "grid.toml")))
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+  name: str
+  flags: Mapping[str, Any]  # over its task's flags
+  label: str  # what it is (PROTOCOL.md's methods table)
+  default: bool = True  # run by `hts-reproduce <grid>` without --methods (else opt-in)
+  short: str = ""  # its column's header in paper-style tables (default: its name)
+  tasks: Optional[Tuple[str, ...]] = None  # the tasks whose blocks hold it (None: every task)
+
+  @property
+  def header(self) -> str:
+    return self.short or self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  name: Optional[str]  # runs/<task>/...; None: a one-task grid (runs/<method>/seed<k>)
+  env: str
+  flags: Mapping[str, Any]  # preset, env, evaluation cadence
+  budget: int
+  seeds: Tuple[int, ...]
+  eval_every: int
+  target: Optional[float] = None  # env steps (and time) to a running average of it
+  window: int = 10  # evaluations in that running average
+  evals: int = 0  # evaluations per run: `eval_every` is then the run's steps over it
+
+  @property
+  def first_window(self) -> int:
+    """Env steps of the earliest evaluation that can reach the target (a floor there)."""
+    return self.window * self.eval_every
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+  """A table's column: `cell` names a function of `named.CELLS`, given this column (its `key`,
+  `fmt` and per-task `values`) and a results.json cell with its task."""
+  header: str
+  kind: str
+  key: str = ""
+  fmt: str = "{:,.0f}"
+  values: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+  def cell(self, c: Dict[str, Any]) -> str:
+    return named.CELLS[self.kind](self, c)
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+  """A rendered table: a row per task and method, or (`pivot`) a row per task and a column per
+  method holding the first column's cell; `note` the paragraph above it, `tail` a line of
+  `named.LINES` under it. The grid's first table is table.md."""
+  columns: Tuple[Column, ...]
+  note: str
+  block: Optional[publish.Block] = None
+  doc: str = "README.md"
+  pivot: bool = False
+  tail_line: str = ""
+  aggregates: bool = True
+  sections: Tuple[Any, ...] = ()
+  after = None
+
+  def notes(self, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
+    return self.note
+
+  def tail(self, out: Dict[str, Any]) -> str:
+    return named.LINES[self.tail_line](out) if self.tail_line else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Plot:
+  """curves.png: a panel per task, a band per method over the runs' `series` ([[x, y]])."""
+  series: str
+  ylabel: str
+  hline: bool = False  # the task's target as a line
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+  name: str
+  title: str
+  results: str  # its folder, from the repository's root
+  methods: Tuple[Method, ...]
+  tasks: Tuple[Task, ...]
+  reference: str  # the method time ratios are taken against
+  tables: Tuple[Table, ...]
+  template: str  # PROTOCOL.md.in
+  about: str = ""  # what it runs (`hts-reproduce <grid> --help`)
+  run_metrics: Tuple[str, ...] = ()  # more per-run fields: functions of `named.RUN`
+  cell_metrics: Tuple[str, ...] = ()  # more per-cell fields: functions of `named.CELL`
+  aggregate: Optional[str] = None  # a per-run metric (higher better) aggregated across tasks
+  curves: Optional[Plot] = None
+  task_flag: str = "tasks"
+  options: Tuple[Any, ...] = ()
+  paper = None
+  identity = None
+  make_task = None
+  seed_major = False
+  borrowed: Mapping[Tuple[str, str], str] = dataclasses.field(default_factory=dict)
+  report_extra = None
+
+  def method(self, name: str) -> Method:
+    return next(m for m in self.methods if m.name == name)
+
+  def task(self, name: Optional[str]) -> Task:
+    return next(t for t in self.tasks if t.name == name)
+
+  def run_flags(self, task: Optional[str], method: str, seed: int, steps: Optional[int] = None,
+                options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """One run's launcher flags: the task's, the method's over them, the seed and budget."""
+    del options  # a grid of data has no options of its own
+    t = self.task(task)
+    if steps is None and t.budget < 1:
+      raise grid.GridError(f"no budget for {task!r}: give --steps={task}=N")
+    steps = t.budget if steps is None else steps
+    cadence = {"eval_every": max(1, steps // t.evals)} if t.evals else {}
+    return {**t.flags, **cadence, **self.method(method).flags, "seed": seed,
+            "total_steps": steps}
+
+  def run_extra(self, f: grid.Finished) -> Dict[str, Any]:
+    return {k: v for name in self.run_metrics for k, v in named.RUN[name](f).items()}
+
+  def cell_extra(self, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    return {k: v for name in self.cell_metrics for k, v in named.CELL[name](runs).items()}
+
+  def plot(self, results: str, runs: List[Dict[str, Any]]) -> None:
+    if self.curves:
+      named.plot(self, results, runs)
+
+
+def _table(t: Dict[str, Any], grid_name: str) -> Table:
+  block = t.get("block")
+  return Table(columns=tuple(Column(**c) for c in t["columns"]), note=t["note"],
+               block=publish.Block(block, grid_name) if block else None,
+               doc=t.get("doc", "README.md"), pivot=t.get("pivot", False),
+               tail_line=t.get("tail", ""), aggregates=t.get("aggregates", True))
+
+
+def load(name: str, root: str = RESULTS) -> Grid:
+  """`<root>/<name>/grid.toml` and its PROTOCOL.md.in as a `Grid`."""
+  folder = os.path.join(root, name)
+  with open(os.path.join(folder, "grid.toml"), "rb") as f:
+    d = tomllib.load(f)
+  with open(os.path.join(folder, "PROTOCOL.md.in")) as f:
+    template = f.read()
+  methods = tuple(Method(**dict(m, tasks=tuple(m["tasks"]) if "tasks" in m else None))
+                  for m in d["methods"])
+  tasks = tuple(Task(**dict(t, name=t.get("name"), seeds=tuple(t["seeds"]))) for t in d["tasks"])
+  return Grid(name=name, title=d["title"], results=f"results/{name}", methods=methods,
+              tasks=tasks, reference=d["reference"],
+              tables=tuple(_table(t, name) for t in d["tables"]), template=template,
+              about=d.get("about", ""),
+              run_metrics=tuple(d.get("run_metrics", ())),
+              cell_metrics=tuple(d.get("cell_metrics", ())), aggregate=d.get("aggregate"),
+              curves=Plot(**d["plot"]) if "plot" in d else None)
