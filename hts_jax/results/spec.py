@@ -154,9 +154,12 @@ class Grid:
       named.plot(self, results, runs)
 
 
-def _table(t: Dict[str, Any], grid_name: str) -> Table:
+def _table(t: Dict[str, Any], grid_name: str, d: Dict[str, Any]) -> Table:
+  """A table of the TOML; a column's `values` may name a table of the TOML's (per-task text)."""
   block = t.get("block")
-  return Table(columns=tuple(Column(**c) for c in t["columns"]), note=t["note"],
+  columns = tuple(Column(**dict(c, values=d[c["values"]]) if isinstance(c.get("values"), str)
+                         else c) for c in t["columns"])
+  return Table(columns=columns, note=t["note"],
                block=publish.Block(block, grid_name) if block else None,
                doc=t.get("doc", "README.md"), pivot=t.get("pivot", False),
                tail_line=t.get("tail", ""), aggregates=t.get("aggregates", True))
@@ -174,7 +177,7 @@ def load(name: str, root: str = RESULTS) -> Grid:
   tasks = tuple(Task(**dict(t, name=t.get("name"), seeds=tuple(t["seeds"]))) for t in d["tasks"])
   return Grid(name=name, title=d["title"], results=f"results/{name}", methods=methods,
               tasks=tasks, reference=d["reference"],
-              tables=tuple(_table(t, name) for t in d["tables"]), template=template,
+              tables=tuple(_table(t, name, d) for t in d["tables"]), template=template,
               about=d.get("about", ""),
               run_metrics=tuple(d.get("run_metrics", ())),
               cell_metrics=tuple(d.get("cell_metrics", ())), aggregate=d.get("aggregate"),

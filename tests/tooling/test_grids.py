@@ -9,12 +9,12 @@ import os
 
 import pytest
 
-from hts_jax.results import (atari, corrections, driver, gfootball, minatar, mujoco, provenance,
-                             publish, render, spec)
+from hts_jax.results import (atari, corrections, driver, gfootball, minatar, provenance, publish,
+                             render, spec)
 from tests.support import ROOT
 
 DATA = [spec.load(name) for name in spec.names()]
-GRIDS = [*DATA, mujoco.GRID, minatar.GRID, atari.GRID, gfootball.GRID, corrections.GRID]
+GRIDS = [*DATA, minatar.GRID, atari.GRID, gfootball.GRID, corrections.GRID]
 PROVENANCE = ("date", "commit", "machine", "command", "source")
 
 
