@@ -279,6 +279,17 @@ def paper(g: Grid, results: str, root: Optional[str], resamples: int,
           options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """A paper-style grid's report (`paper_report`: the paper's metrics per task and method), with
   the protocol's settings and `deviations` from them, the paper's figures and the curves."""
+  out = _publish(g, results, paper_build(g, results, resamples, deviations, options), root)
+  prefix, ylabel, ylim = g.paper.curves
+  out["plots"] = paper_report.plot_curves(out, results, list(g.paper.benchmarked),
+                                          {m.name: m.header for m in g.methods}, g.paper.panel,
+                                          prefix, ylabel, ylim)
+  return out
+
+
+def paper_build(g: Grid, results: str, resamples: int, deviations: Dict[str, Any],
+                options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """What a paper-style grid's results.json holds (less its provenance) from its runs."""
   p = g.paper
   settings = {"methods": {m.name: dict(m.flags) for m in g.methods},
               "tasks": {t.name: {"budget": t.budget, "seeds": list(t.seeds),
@@ -292,9 +303,4 @@ def paper(g: Grid, results: str, root: Optional[str], resamples: int,
     out.update(p.extras(results, out, resamples))
   if g.identity:
     out["identity"] = paper_report.identity_report(results)
-  out = _publish(g, results, out, root)
-  prefix, ylabel, ylim = p.curves
-  out["plots"] = paper_report.plot_curves(out, results, list(p.benchmarked),
-                                          {m.name: m.header for m in g.methods}, p.panel,
-                                          prefix, ylabel, ylim)
   return out

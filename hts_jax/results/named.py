@@ -1,7 +1,9 @@
 """The functions a grid's TOML names (`hts_jax.results.spec`): a table's cells (`CELLS`, given the
-column and a results.json cell), lines under a table (`LINES`, given the report), more per-run
-fields from a finished run (`RUN`) and more per-cell fields from a cell's runs (`CELL`). A grid that
-needs a new metric adds one function here and names it in its grid.toml."""
+column and a results.json cell; `SECTIONS`, a paper-style table's, given the section, the task,
+the method, its summary row and the report), the paper's figures beside them (`FIGURES`), lines
+beside a table (`LINES`, given the report), more per-run fields from a finished run (`RUN`),
+more per-cell fields from a cell's runs (`CELL`), a paper-style grid's targets (`targets`). A
+grid that needs a new metric adds one function here and names it in its grid.toml."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import os
 from typing import Any, Callable, Dict, List, Optional
 
 from hts_jax.analysis import metrics, plots, stats
+from hts_jax.results import paper_report
+from hts_jax.results.publish import fmt_ci, fmt_steps
 
 
 def _spread(col, c: Dict[str, Any]) -> str:
@@ -63,7 +67,80 @@ def clipped_line(out: Dict[str, Any]) -> str:
                                       for m in methods) for task, t in out["table"].items()) + ".")
 
 
-LINES: Dict[str, Callable[[Dict[str, Any]], str]] = {"clipped_share": clipped_line}
+def partial_seeds(out: Dict[str, Any]) -> str:
+  """A label for tasks where a method has fewer finished seeds than the protocol's, or ''; each
+  method's count where they differ."""
+  parts = []
+  for task, s in out["summary"].items():
+    counts = {m: len(r["seeds"]) for m, r in s["methods"].items()}
+    seeds, protocol = min(counts.values()), len(
+        out["protocol"]["settings"]["tasks"][task]["seeds"])
+    if seeds >= protocol:
+      continue
+    if len(set(counts.values())) > 1:
+      parts.append(f"{task} has " + ", ".join(f"{n} of `{m}`" for m, n in counts.items())
+                   + f" of the protocol's {protocol} seeds so far")
+    else:
+      parts.append(f"{task} has {seeds} of the protocol's {protocol} seeds so far"
+                   + (" (one run per method: no interval, one block's time ratio)"
+                      if seeds == 1 else ""))
+  return f" **Partial:** {'; '.join(parts)}." if parts else ""
+
+
+def targets_line(out: Dict[str, Any]) -> str:
+  """Each task's targets."""
+  return "; ".join(f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values())
+                   for g, s in out["summary"].items() if s["targets"]) + "."
+
+
+LINES: Dict[str, Callable[[Dict[str, Any]], str]] = {
+    "clipped_share": clipped_line, "partial_seeds": partial_seeds, "targets": targets_line}
+
+
+def _last_target_steps(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
+  return f"{fmt_ci(r['final'], sec.fmt)}; {fmt_steps(list(r['required_steps'].values())[-1])}"
+
+
+def _final_time_among(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
+  return fmt_ci(r["final"], sec.fmt) + (f"; {fmt_ci(r['final_time'], sec.fmt)}"
+                                        if r.get("final_time") and m in sec.among else "")
+
+
+SECTIONS: Dict[str, Callable[..., str]] = {
+    "final": lambda sec, task, m, r, out: fmt_ci(r["final"], sec.fmt),
+    "final_time": lambda sec, task, m, r, out: fmt_ci(r.get("final_time"), sec.fmt),
+    "required_steps": lambda sec, task, m, r, out: " / ".join(
+        map(fmt_steps, r["required_steps"].values())),
+    "paired": lambda sec, task, m, r, out: paper_report.paired_cell(task, m, out),
+    "bench_minutes": lambda sec, task, m, r, out: paper_report.bench_minutes(task, m, out),
+    "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
+    "final_and_sps": lambda sec, task, m, r, out: (
+        f"{fmt_ci(r['final'], sec.fmt)}; {fmt_ci(r['sps'], '{:,.0f}')} SPS"),
+    "final_and_last_target_steps": _last_target_steps,
+    "final_and_final_time": _final_time_among,
+}
+
+FIGURES: Dict[str, Callable[[Any], str]] = {
+    "mean_pm": lambda v: f"{v[0]:,} ± {v[1]:,}",
+    "each_g": lambda v: " / ".join("-" if x is None else f"{x:g}" for x in v),
+    "plain": lambda v: f"{v:,}",
+}
+
+
+def targets(settings: Dict[str, Any]) -> Callable[[str, List[Dict[str, Any]]], Dict[str, float]]:
+  """A task's targets from the protocol's settings: `targets` (fixed scores: name -> score, or
+  the scores' names) or `target_fractions` of `reference_method`'s mean final metric over its
+  seeds on the task (none before it has a finished run)."""
+  if "target_fractions" in settings:
+    fractions, method = settings["target_fractions"], settings["reference_method"]
+
+    def of_reference(task, runs):  # pylint: disable=unused-argument
+      ref = [r["final"] for r in runs if r["method"] == method and r["final"] is not None]
+      return {f"{f:.0%}": f * sum(ref) / len(ref) for f in fractions} if ref else {}
+    return of_reference
+  fixed = settings["targets"]
+  scores = dict(fixed) if isinstance(fixed, dict) else {t: float(t) for t in fixed}
+  return lambda task, runs: dict(scores)
 
 
 def final_return(summary: Dict[str, Any]) -> float:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from hts_jax.results import compare, grid, publish
-from hts_jax.results.spec import Method, Task  # pylint: disable=unused-import
+from hts_jax.results import grid, publish
+from hts_jax.results.spec import Method, Paper, Task  # pylint: disable=unused-import
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,21 +59,6 @@ class Section:
   def title_in(self, out: Dict[str, Any]) -> Optional[str]:
     """Its title for the report `out` (None: the section is left out)."""
     return self.title(out) if callable(self.title) else self.title
-
-
-@dataclasses.dataclass(frozen=True)
-class Paper:
-  """What a paper-style grid's report adds (`paper_report`: the paper's metrics per task and
-  method, paired ratios, the final time metric by `spec.limit_method`'s clock)."""
-  spec: compare.Spec
-  figures: Mapping[str, Any]  # the paper's own numbers for these tasks, shown beside ours
-  benchmark: Tuple[int, int]  # `--benchmark`: repeats and env steps per method and task
-  benchmarked: Tuple[str, ...]  # the methods the benchmark runs
-  curves: Tuple[str, str, Optional[Tuple[float, float]]]  # their file prefix, y label, limits
-  settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # more protocol values
-  panel: Callable[[str], str] = str  # a task's curve panel's title
-  # (results, the report, resamples) -> more parts of the report, computed from its runs.
-  extras: Optional[Callable[[str, Dict[str, Any], int], Dict[str, Any]]] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from hts_jax.results import grid, named, provenance, publish
+from hts_jax.results import compare, grid, named, paper_report, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results")
 
@@ -72,25 +72,87 @@ class Column:
 
 
 @dataclasses.dataclass(frozen=True)
+class Section:
+  """A paper-style table: a row per task, a column per method of `methods` (None: every method)
+  with runs there, each cell `named.SECTIONS[kind]` of the task's summary row of the method, then
+  the paper's figure `figure` of (task, method) where it has one, formatted by
+  `named.FIGURES[figure_fmt]`. A title holding `{host}` names the throughput benchmark's host and
+  leaves the section out before the benchmark ran."""
+  title: str
+  kind: str
+  fmt: str = "{:.1f}"
+  methods: Optional[Tuple[str, ...]] = None
+  tasks: Optional[Tuple[str, ...]] = None  # its rows (None: every task)
+  among: Tuple[str, ...] = ()  # the methods a cell's second part is for (`named.SECTIONS`)
+  figure: str = ""
+  figure_fmt: str = ""
+  data = "summary"
+  row = None
+  head = None
+
+  def title_in(self, out: Dict[str, Any]) -> Optional[str]:
+    if "{host}" in self.title:
+      return out.get("throughput") and self.title.format(host=out["throughput"].get("host", "?"))
+    return self.title
+
+  def cell(self, task: str, method: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+    text = named.SECTIONS[self.kind](self, task, method, r, out)
+    if self.figure:
+      text += paper_report.paper_cell(out.get("paper") or {}, self.figure,
+                                      named.FIGURES[self.figure_fmt])(task, method)
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
 class Table:
   """A rendered table: a row per task and method, or (`pivot`) a row per task and a column per
-  method holding the first column's cell; `note` the paragraph above it, `tail` a line of
-  `named.LINES` under it. The grid's first table is table.md."""
+  method holding the first column's cell, or a paper-style grid's `sections` (`by_task`: a table
+  per task, a row per section); `note` the paragraph above it (then the line `named.LINES[
+  note_line]`), `tail` a line of `named.LINES` under it after `tail_prefix`. The grid's first
+  table is table.md (tables.md for a paper-style grid)."""
   columns: Tuple[Column, ...]
   note: str
   block: Optional[publish.Block] = None
   doc: str = "README.md"
   pivot: bool = False
   tail_line: str = ""
+  tail_prefix: str = ""
+  note_line: str = ""
   aggregates: bool = True
-  sections: Tuple[Any, ...] = ()
+  sections: Tuple[Section, ...] = ()
+  head: str = "task"
+  row_label: str = ""  # a task's row: `{task}`, `{budget}` and `{seeds}` of its summary
+  by_task: bool = False
   after = None
 
-  def notes(self, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
-    return self.note
+  def notes(self, out: Dict[str, Any]) -> str:
+    return self.note + (named.LINES[self.note_line](out) if self.note_line else "")
 
   def tail(self, out: Dict[str, Any]) -> str:
-    return named.LINES[self.tail_line](out) if self.tail_line else ""
+    line = named.LINES[self.tail_line](out) if self.tail_line else ""
+    return self.tail_prefix + line if line else ""
+
+  @property
+  def row(self):
+    if not self.row_label:
+      return None
+    return lambda task, s: self.row_label.format(
+        task=task, budget=s["budget"], seeds=max(len(r["seeds"]) for r in s["methods"].values()))
+
+
+@dataclasses.dataclass(frozen=True)
+class Paper:
+  """What a paper-style grid's report adds (`paper_report`: the paper's metrics per task and
+  method, paired ratios, the final time metric by `spec.limit_method`'s clock)."""
+  spec: compare.Spec
+  figures: Mapping[str, Any]  # the paper's own numbers for these tasks, shown beside ours
+  benchmark: Tuple[int, int]  # `--benchmark`: repeats and env steps per method and task
+  benchmarked: Tuple[str, ...]  # the methods the benchmark runs
+  curves: Tuple[str, str, Optional[Tuple[float, float]]]  # their file prefix, y label, limits
+  settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # more protocol values
+  panel: Callable[[str], str] = str  # a task's curve panel's title
+  # (results, the report, resamples) -> more parts of the report, computed from its runs.
+  extras: Optional[Callable[[str, Dict[str, Any], int], Dict[str, Any]]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,8 +179,8 @@ class Grid:
   aggregate: Optional[str] = None  # a per-run metric (higher better) aggregated across tasks
   curves: Optional[Plot] = None
   task_flag: str = "tasks"
+  paper: Optional[Paper] = None
   options: Tuple[Any, ...] = ()
-  paper = None
   identity = None
   make_task = None
   seed_major = False
@@ -154,15 +216,40 @@ class Grid:
       named.plot(self, results, runs)
 
 
+def _tuples(d: Dict[str, Any], *keys: str) -> Dict[str, Any]:
+  """`d` with the lists under `keys` as tuples."""
+  return {k: tuple(v) if k in keys else v for k, v in d.items()}
+
+
 def _table(t: Dict[str, Any], grid_name: str, d: Dict[str, Any]) -> Table:
   """A table of the TOML; a column's `values` may name a table of the TOML's (per-task text)."""
-  block = t.get("block")
+  block = t.pop("block", None)
   columns = tuple(Column(**dict(c, values=d[c["values"]]) if isinstance(c.get("values"), str)
-                         else c) for c in t["columns"])
-  return Table(columns=columns, note=t["note"],
-               block=publish.Block(block, grid_name) if block else None,
-               doc=t.get("doc", "README.md"), pivot=t.get("pivot", False),
-               tail_line=t.get("tail", ""), aggregates=t.get("aggregates", True))
+                         else c) for c in t.pop("columns", ()))
+  sections = tuple(Section(**_tuples(x, "methods", "tasks", "among"))
+                   for x in t.pop("sections", ()))
+  return Table(columns=columns, sections=sections,
+               block=publish.Block(block, grid_name) if block else None, **t)
+
+
+def _nulls(x: Any) -> Any:
+  """The paper's figures with "-" (none) as None."""
+  if isinstance(x, dict):
+    return {k: _nulls(v) for k, v in x.items()}
+  if isinstance(x, list):
+    return tuple(None if v == "-" else _nulls(v) for v in x)
+  return x
+
+
+def _paper(p: Dict[str, Any], methods: Tuple[Method, ...]) -> Paper:
+  settings, curves = p.get("settings", {}), p["curves"]
+  return Paper(spec=compare.Spec(
+      methods=[m.name for m in methods], reference=p["reference"],
+      limit_method=p["limit_method"], targets=named.targets(settings),
+      baseline=p.get("baseline", "")), figures=_nulls(p.get("figures", {})),
+      benchmark=tuple(p["benchmark"]), benchmarked=tuple(p["benchmarked"]),
+      curves=(curves["prefix"], curves["ylabel"],
+              tuple(curves["ylim"]) if "ylim" in curves else None), settings=settings)
 
 
 def load(name: str, root: str = RESULTS) -> Grid:
@@ -181,4 +268,6 @@ def load(name: str, root: str = RESULTS) -> Grid:
               about=d.get("about", ""),
               run_metrics=tuple(d.get("run_metrics", ())),
               cell_metrics=tuple(d.get("cell_metrics", ())), aggregate=d.get("aggregate"),
-              curves=Plot(**d["plot"]) if "plot" in d else None)
+              curves=Plot(**d["plot"]) if "plot" in d else None,
+              task_flag=d.get("task_flag", "tasks"),
+              paper=_paper(d["paper"], methods) if "paper" in d else None)
