@@ -9,12 +9,11 @@ import os
 
 import pytest
 
-from hts_jax.results import (corrections, driver, gfootball, minatar, provenance, publish, render,
-                             spec)
+from hts_jax.results import corrections, driver, gfootball, provenance, publish, render, spec
 from tests.support import ROOT
 
 DATA = [spec.load(name) for name in spec.names()]
-GRIDS = [*DATA, minatar.GRID, gfootball.GRID, corrections.GRID]
+GRIDS = [*DATA, gfootball.GRID, corrections.GRID]
 PROVENANCE = ("date", "commit", "machine", "command", "source")
 
 
