@@ -53,9 +53,9 @@ CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
 }
 
 
-def clipped_line(out: Dict[str, Any]) -> str:
+def clipped_line(ctx, out: Dict[str, Any]) -> str:
   """The clipped share over the first quarter of the budget, the methods side by side."""
-  methods = list(dict.fromkeys(m for t in out["table"].values() for m in t))
+  methods = [m.name for m in ctx.methods if any(m.name in t for t in out["table"].values())]
 
   def clip(t, m):
     return ((t.get(m) or {}).get("early_update") or {}).get("clip_frac")
@@ -67,7 +67,7 @@ def clipped_line(out: Dict[str, Any]) -> str:
                                       for m in methods) for task, t in out["table"].items()) + ".")
 
 
-def partial_seeds(out: Dict[str, Any]) -> str:
+def partial_seeds(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
   """A label for tasks where a method has fewer finished seeds than the protocol's, or ''; each
   method's count where they differ."""
   parts = []
@@ -87,13 +87,13 @@ def partial_seeds(out: Dict[str, Any]) -> str:
   return f" **Partial:** {'; '.join(parts)}." if parts else ""
 
 
-def targets_line(out: Dict[str, Any]) -> str:
+def targets_line(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
   """Each task's targets."""
   return "; ".join(f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values())
                    for g, s in out["summary"].items() if s["targets"]) + "."
 
 
-LINES: Dict[str, Callable[[Dict[str, Any]], str]] = {
+LINES: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
     "clipped_share": clipped_line, "partial_seeds": partial_seeds, "targets": targets_line}
 
 
@@ -149,13 +149,13 @@ def final_return(summary: Dict[str, Any]) -> float:
   return sum(last) / len(last)
 
 
-RUN: Dict[str, Callable[[Any], Dict[str, Any]]] = {
-    "final_return": lambda f: {"final_return": final_return(f.summary)},
+RUN: Dict[str, Callable[[Any, Any], Dict[str, Any]]] = {
+    "final_return": lambda ctx, f: {"final_return": final_return(f.summary)},
     # [[env_steps, recent training return]] from metrics.csv (none without the file)
-    "train_curve": lambda f: {"curve": [
+    "train_curve": lambda ctx, f: {"curve": [
         [int(r["env_steps"]), r["train_return"]]
         for r in metrics.Run(f.logdir, f.summary, ()).train_curve() if "train_return" in r]},
-    "early_update": lambda f: {
+    "early_update": lambda ctx, f: {
         "early_update": metrics.early_update(metrics.Run(f.logdir, f.summary, ()))},
 }
 

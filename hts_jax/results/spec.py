@@ -58,6 +58,20 @@ class Task:
 
 
 @dataclasses.dataclass(frozen=True)
+class Context:
+  """What a named function may read of its grid: its methods, its tasks, the TOML's [settings]."""
+  methods: Tuple[Method, ...] = ()
+  tasks: Tuple[Task, ...] = ()
+  settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+  def task(self, name: Optional[str]) -> Task:
+    return next(t for t in self.tasks if t.name == name)
+
+
+CONTEXT = dataclasses.field(default_factory=Context, compare=False, repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
 class Column:
   """A table's column: `cell` names a function of `named.CELLS`, given this column (its `key`,
   `fmt` and per-task `values`) and a results.json cell with its task."""
@@ -66,6 +80,7 @@ class Column:
   key: str = ""
   fmt: str = "{:,.0f}"
   values: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  ctx: Context = CONTEXT
 
   def cell(self, c: Dict[str, Any]) -> str:
     return named.CELLS[self.kind](self, c)
@@ -123,14 +138,21 @@ class Table:
   head: str = "task"
   row_label: str = ""  # a task's row: `{task}`, `{budget}` and `{seeds}` of its summary
   by_task: bool = False
-  after = None
+  after_line: str = ""  # paragraphs of `named.LINES` between it and `tail`
+  ctx: Context = CONTEXT
+
+  def _line(self, name: str, out: Dict[str, Any]) -> str:
+    return named.LINES[name](self.ctx, out) if name else ""
 
   def notes(self, out: Dict[str, Any]) -> str:
-    return self.note + (named.LINES[self.note_line](out) if self.note_line else "")
+    return self.note + self._line(self.note_line, out)
 
   def tail(self, out: Dict[str, Any]) -> str:
-    line = named.LINES[self.tail_line](out) if self.tail_line else ""
+    line = self._line(self.tail_line, out)
     return self.tail_prefix + line if line else ""
+
+  def after(self, out: Dict[str, Any]) -> str:
+    return self._line(self.after_line, out)
 
   @property
   def row(self):
@@ -174,8 +196,10 @@ class Grid:
   tables: Tuple[Table, ...]
   template: str  # PROTOCOL.md.in
   about: str = ""  # what it runs (`hts-reproduce <grid> --help`)
+  ctx: Context = CONTEXT
   run_metrics: Tuple[str, ...] = ()  # more per-run fields: functions of `named.RUN`
   cell_metrics: Tuple[str, ...] = ()  # more per-cell fields: functions of `named.CELL`
+  report_metrics: Tuple[str, ...] = ()  # more parts of results.json: functions of `named.REPORT`
   aggregate: Optional[str] = None  # a per-run metric (higher better) aggregated across tasks
   curves: Optional[Plot] = None
   task_flag: str = "tasks"
@@ -183,9 +207,10 @@ class Grid:
   options: Tuple[Any, ...] = ()
   identity = None
   make_task = None
-  seed_major = False
+  seed_major: bool = False  # run every task's block of a seed before the next seed's
+  # (task, method) -> its runs kept elsewhere, from `results` ("{seed}" in it): they count, and
+  # are never run by this grid.
   borrowed: Mapping[Tuple[str, str], str] = dataclasses.field(default_factory=dict)
-  report_extra = None
 
   def method(self, name: str) -> Method:
     return next(m for m in self.methods if m.name == name)
@@ -206,10 +231,14 @@ class Grid:
             "total_steps": steps}
 
   def run_extra(self, f: grid.Finished) -> Dict[str, Any]:
-    return {k: v for name in self.run_metrics for k, v in named.RUN[name](f).items()}
+    return {k: v for name in self.run_metrics for k, v in named.RUN[name](self.ctx, f).items()}
 
   def cell_extra(self, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     return {k: v for name in self.cell_metrics for k, v in named.CELL[name](runs).items()}
+
+  def report_extra(self, out: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for name in self.report_metrics
+            for k, v in named.REPORT[name](self.ctx, out).items()}
 
   def plot(self, results: str, runs: List[Dict[str, Any]]) -> None:
     if self.curves:
@@ -221,14 +250,16 @@ def _tuples(d: Dict[str, Any], *keys: str) -> Dict[str, Any]:
   return {k: tuple(v) if k in keys else v for k, v in d.items()}
 
 
-def _table(t: Dict[str, Any], grid_name: str, d: Dict[str, Any]) -> Table:
-  """A table of the TOML; a column's `values` may name a table of the TOML's (per-task text)."""
+def _table(t: Dict[str, Any], grid_name: str, ctx: Context) -> Table:
+  """A table of the TOML; a column's `values` may name a table of its [settings] (per-task
+  text)."""
   block = t.pop("block", None)
-  columns = tuple(Column(**dict(c, values=d[c["values"]]) if isinstance(c.get("values"), str)
-                         else c) for c in t.pop("columns", ()))
+  columns = tuple(Column(**dict(c, ctx=ctx, **(
+      {"values": ctx.settings[c["values"]]} if isinstance(c.get("values"), str) else {})))
+                  for c in t.pop("columns", ()))
   sections = tuple(Section(**_tuples(x, "methods", "tasks", "among"))
                    for x in t.pop("sections", ()))
-  return Table(columns=columns, sections=sections,
+  return Table(columns=columns, sections=sections, ctx=ctx,
                block=publish.Block(block, grid_name) if block else None, **t)
 
 
@@ -260,14 +291,15 @@ def load(name: str, root: str = RESULTS) -> Grid:
   with open(os.path.join(folder, "PROTOCOL.md.in")) as f:
     template = f.read()
   methods = tuple(Method(**dict(m, tasks=tuple(m["tasks"]) if "tasks" in m else None))
-                  for m in d["methods"])
-  tasks = tuple(Task(**dict(t, name=t.get("name"), seeds=tuple(t["seeds"]))) for t in d["tasks"])
-  return Grid(name=name, title=d["title"], results=f"results/{name}", methods=methods,
-              tasks=tasks, reference=d["reference"],
-              tables=tuple(_table(t, name, d) for t in d["tables"]), template=template,
-              about=d.get("about", ""),
-              run_metrics=tuple(d.get("run_metrics", ())),
-              cell_metrics=tuple(d.get("cell_metrics", ())), aggregate=d.get("aggregate"),
-              curves=Plot(**d["plot"]) if "plot" in d else None,
-              task_flag=d.get("task_flag", "tasks"),
-              paper=_paper(d["paper"], methods) if "paper" in d else None)
+                  for m in d.pop("methods"))
+  tasks = tuple(Task(**dict(t, name=t.get("name"), seeds=tuple(t["seeds"])))
+                for t in d.pop("tasks"))
+  ctx = Context(methods, tasks, d.pop("settings", {}))
+  tables = tuple(_table(t, name, ctx) for t in d.pop("tables"))
+  for key in ("run_metrics", "cell_metrics", "report_metrics"):
+    d[key] = tuple(d.get(key, ()))
+  d.update(curves=Plot(**d.pop("plot")) if "plot" in d else None,
+           paper=_paper(d["paper"], methods) if "paper" in d else None,
+           borrowed={(b["task"], b["method"]): b["path"] for b in d.pop("borrowed", ())})
+  return Grid(name=name, results=f"results/{name}", methods=methods, tasks=tasks, tables=tables,
+              template=template, ctx=ctx, **d)

@@ -10,7 +10,7 @@ from tests.support import ROOT
 def test_the_mujoco_update_statistics_render():
   """The PPO update over the first quarter of the budget, per task and method (docs' column and
   README's clipped-share line): per seed, [min, max] over the seeds whose metrics.csv logged it."""
-  from hts_jax.results import named  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import named, spec  # pylint: disable=import-outside-toplevel
   runs = [{"early_update": {"window_steps": 250_000, "clip_frac": c, "approx_kl": 0.01,
                             "entropy": 3.0}} for c in (0.2, 0.3)] + [{"early_update": None}]
   early = named.early(runs)
@@ -22,7 +22,7 @@ def test_the_mujoco_update_statistics_render():
       "3.00 [3.00, 3.00] (min-max)")
   out = {"table": {"Hopper-v5": {"sync_ppo": {"early_update": early},
                                  "hts_ppo": {"early_update": None}}}}
-  assert named.clipped_line(out) == (
+  assert named.clipped_line(spec.load("mujoco").ctx, out) == (
       "Share of samples with a clipped ratio over the first quarter of the budget (mean over "
       "seeds; sync_ppo / hts_ppo): Hopper-v5 0.25 / -.")
 
