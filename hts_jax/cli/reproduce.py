@@ -28,7 +28,7 @@ from hts_jax.cli import common as cli
 # None: a grid of data (results/<grid>/grid.toml, `hts_jax.results.spec`)
 GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": None,
          "atari": None, "mujoco": None,
-         "memory": None, "corrections": "hts_jax.results.corrections",
+         "memory": None, "corrections": None,
          "benchmarks": "hts_jax.results.benchmarks"}
 
 

@@ -7,11 +7,13 @@ grid that needs a new metric adds one function here and names it in its grid.tom
 
 from __future__ import annotations
 
+import math
 import os
+import statistics
 from typing import Any, Callable, Dict, List, Optional
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import paper_report
+from hts_jax.results import compare, paper_report
 from hts_jax.results.publish import fmt_ci, fmt_steps
 
 
@@ -172,9 +174,10 @@ def early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
              if all(k in e for e in found)}}
 
 
-CELL: Dict[str, Callable[[List[Dict[str, Any]]], Dict[str, Any]]] = {
-    "final_return": lambda runs: {"final_return": stats.spread([r["final_return"] for r in runs])},
-    "early_update": lambda runs: {"early_update": early(runs)},
+CELL: Dict[str, Callable[[Any, List[Dict[str, Any]]], Dict[str, Any]]] = {
+    "final_return": lambda ctx, runs: {
+        "final_return": stats.spread([r["final_return"] for r in runs])},
+    "early_update": lambda ctx, runs: {"early_update": early(runs)},
 }
 
 
@@ -191,3 +194,252 @@ def plot(g, results: str, runs: List[Dict[str, Any]]) -> None:
   hline = g.task(tasks[0]).target if p.hline else None
   plots.band_figure(os.path.join(results, "curves.png"), panels, xlabel="env steps",
                     ylabel=p.ylabel, hline=hline)
+
+
+# The corrections study's decision rule (its PROTOCOL.md) and its cells: the TOML's [settings]
+# give the `corrections` it judges against the grid's reference, the `pass_ratio` of the steps
+# tasks (those with a target) and the update's `diagnostics` averaged per quarter of the budget.
+
+
+def quarters(run: metrics.Run, budget: int, keys: List[str]) -> List[Dict[str, float]]:
+  """Each quarter of the budget's mean of the diagnostics its metrics.csv rows carry."""
+  rows = run.train_curve()
+  out = []
+  for q in range(4):
+    lo, hi = q * budget / 4, (q + 1) * budget / 4
+    mine = [r for r in rows if lo < r.get("env_steps", 0) <= hi]
+    out.append({k: sum(r[k] for r in mine if k in r) / sum(1 for r in mine if k in r)
+                for k in keys if any(k in r for r in mine)})
+  return out
+
+
+def quarter_medians(ctx, runs: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+  """Per diagnostic, each quarter's median over the runs (seeds) that recorded it there, and how
+  many runs recorded it at all."""
+  out = {}
+  for key in ctx.settings["diagnostics"]:
+    have = [r["quarters"] for r in runs if any(key in q for q in r["quarters"])]
+    if have:
+      out[key] = {"seeds": len(have), "median": [
+          statistics.median(vals) if vals else None
+          for vals in ([q[i][key] for q in have if key in q[i]] for i in range(4))]}
+  return out
+
+
+def _mean(xs: List[Optional[float]]) -> Optional[float]:
+  xs = [x for x in xs if x is not None]
+  return sum(xs) / len(xs) if xs else None
+
+
+def _update_quarters(ctx, f) -> Dict[str, Any]:
+  run = metrics.load_run(f.logdir)
+  return {"clip_frac": _mean([r.get("clip_frac") for r in run.train_curve()]),
+          "quarters": quarters(run, ctx.task(f.task).budget, ctx.settings["diagnostics"])}
+
+
+RUN["update_quarters"] = _update_quarters
+CELL["per_seed"] = lambda ctx, runs: {"per_seed": {
+    k: [r[k] for r in runs] for k in ("steps_to_target", "final_metric", "clip_frac")}}
+CELL["quarter_medians"] = lambda ctx, runs: {"quarters": quarter_medians(ctx, runs)}
+
+
+def _median(xs: List[Optional[float]], missing: float = math.inf) -> float:
+  """The median with None (a censored miss; a run without evaluations) as `missing`."""
+  return statistics.median([missing if x is None else x for x in xs])
+
+
+def score_q(ref: float, c: float) -> float:
+  """Steps tasks' score S_sync / S_c: a miss by both is 1, a correction's miss 0, at most 10."""
+  if math.isinf(c):
+    return 1.0 if math.isinf(ref) else 0.0
+  return min(ref / c, 10.0)
+
+
+def _complete(ctx, table: Dict[str, Dict[str, Any]]) -> List[str]:
+  return [t for t, cells in table.items()
+          if all(len(cells.get(m.name, {}).get("seeds", [])) == len(ctx.task(t).seeds)
+                 for m in ctx.methods)]
+
+
+def _steps_tasks(ctx) -> List[str]:
+  return [t.name for t in ctx.tasks if t.target is not None]
+
+
+def decide(ctx, table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+  """The decision rule over the tasks that have every method's seeds (`table`: per task and
+  method, `seeds` and the per-seed `steps_to_target` / `final_metric`); `passes`, per task and
+  correction, whether it passes there (None: the task is not complete yet)."""
+  corrections, ref_name = ctx.settings["corrections"], ctx.reference  # the first keeps a tie
+  passes = {c: [] for c in corrections}
+  scores = {c: [] for c in corrections}
+  complete = _complete(ctx, table)
+  verdicts = {t: {c: None for c in corrections if c in cells} for t, cells in table.items()}
+  for task in complete:
+    cells = table[task]
+    ref = cells[ref_name]
+    for c in corrections:
+      if task in _steps_tasks(ctx):
+        s_c, s_ref = _median(cells[c]["steps_to_target"]), _median(ref["steps_to_target"])
+        ok, q = s_c <= ctx.settings["pass_ratio"] * s_ref, score_q(s_ref, s_c)
+      else:
+        f_c = _median(cells[c]["final_metric"], -math.inf)
+        ok = f_c >= min(-math.inf if f is None else f for f in ref["final_metric"])
+        q = f_c / _median(ref["final_metric"], -math.inf)
+      if ok:
+        passes[c].append(task)
+      verdicts[task][c] = ok
+      scores[c].append(max(q, 0.01))
+  if not complete:
+    return {"complete_tasks": [], "winner": None, "passes_by_task": verdicts}
+  geo = {c: math.exp(sum(map(math.log, s)) / len(s)) for c, s in scores.items()}
+  best = max(corrections, key=lambda c: (len(passes[c]), geo[c], c == corrections[0]))
+  return {"complete_tasks": complete, "passes": passes, "geometric_mean_q": geo,
+          "winner": best if len(complete) == len(ctx.tasks) else None,
+          "leader_so_far": best, "passes_by_task": verdicts}
+
+
+def _per_seed(ctx, task: str, cell: Dict[str, Any]) -> List[float]:
+  """A cell's per-seed scores: the final metric (a run without evaluations at -inf), or on a
+  steps task the env steps to the target (lower better; a miss censored at the budget)."""
+  if task not in _steps_tasks(ctx):
+    return [-math.inf if f is None else f for f in cell["final_metric"]]
+  return [ctx.task(task).budget if s is None else s for s in cell["steps_to_target"]]
+
+
+def study_aggregates(ctx, table: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+  """`compare.aggregates` of every correction against the reference over the tasks that have
+  every method's seeds: the final metric, or on a steps task the env steps to the target (a miss
+  at the budget; normalised as the reference's median over them)."""
+  corrections, ref, steps = (ctx.settings["corrections"], ctx.reference,
+                             _steps_tasks(ctx))
+  return compare.aggregates(
+      {(t, m): dict(zip(table[t][m]["seeds"], _per_seed(ctx, t, table[t][m])))
+       for t in _complete(ctx, table) for m in (ref, *corrections)},
+      corrections, ref, "the final metric, or env steps to the target on "
+      f"{', '.join(steps)} (a miss at the budget)", lower_better=steps)
+
+
+def clip_overlap(ctx, table: Dict[str, Dict[str, Any]]) -> Dict[str, Optional[bool]]:
+  """Question 3, per task: whether `decoupled`'s per-seed clip_frac range overlaps the
+  reference's (None where either has none)."""
+  out = {}
+  for task, cells in table.items():
+    ranges = []
+    for m in ("decoupled", ctx.reference):
+      xs = [x for x in cells.get(m, {}).get("clip_frac", []) if x is not None]
+      ranges.append((min(xs), max(xs)) if xs else None)
+    out[task] = (None if None in ranges
+                 else ranges[0][0] <= ranges[1][1] and ranges[1][0] <= ranges[0][1])
+  return out
+
+
+def _verdict(ctx, out: Dict[str, Any]) -> Dict[str, Any]:
+  """The decision, the aggregates and question 3 over the cells' per-seed values; each
+  correction's cell gets its verdict (`passes`: None until its task is complete), in place."""
+  table = {t: {m: {"seeds": c["seeds"], **c["per_seed"]} for m, c in cells.items()}
+           for t, cells in out["table"].items()}
+  decision = decide(ctx, table)
+  for task, verdicts in decision["passes_by_task"].items():
+    for c, ok in verdicts.items():
+      out["table"][task][c]["passes"] = ok
+  return {"decision": decision, "study_aggregates": study_aggregates(ctx, table),
+          "clip_frac_matches_sync": clip_overlap(ctx, table)}
+
+
+REPORT: Dict[str, Callable[[Any, Dict[str, Any]], Dict[str, Any]]] = {"decision": _verdict}
+
+
+def _median_range(xs: List[stats.Censored]) -> str:
+  """'median [min, max]' of per-seed values, a miss censored at the budget (≥)."""
+  lo, hi = min(xs, key=lambda s: s.value), max(xs, key=lambda s: s.value)
+  return f"{stats.censored_median(xs).cell()} [{lo.cell()}, {hi.cell()}]"
+
+
+def seeds_steps_cell(col, c: Dict[str, Any]) -> str:
+  """Per seed (≥ budget: a miss, censored; `floor`: at the first full window), then the median
+  the decision rule uses and the [min, max]."""
+  t = col.ctx.task(c["task"])
+  if t.target is None:
+    return "-"
+  xs = c["per_seed"]["steps_to_target"]
+  seeds = [stats.Censored.of(x, t.budget) for x in xs]
+  shown = ", ".join(s.cell() + (" (floor)" if stats.is_floor(x, t.first_window) else "")
+                    for s, x in zip(seeds, xs))
+  return f"{shown}; median {_median_range(seeds)} (min-max)"
+
+
+def seeds_values_cell(col, c: Dict[str, Any]) -> str:
+  """Per seed `key`, then its median and spread."""
+  xs, fmt = c["per_seed"][col.key], col.fmt
+  real = [x for x in xs if x is not None]
+  if not real:
+    return "-"
+  s = stats.spread(real)
+  shown = ", ".join("-" if x is None else fmt.format(x) for x in xs)
+  return (f"{shown}; median {fmt.format(s['median'])} [{fmt.format(s['interval']['lo'])}, "
+          f"{fmt.format(s['interval']['hi'])}] ({s['interval']['kind']})")
+
+
+def rule_cell(col, c: Dict[str, Any]) -> str:
+  """The median the decision rule reads and the seeds' [min, max] (k of n where fewer), then the
+  rule's verdict once the task is complete."""
+  t = col.ctx.task(c["task"])
+  if t.target is not None:
+    xs = [stats.Censored.of(x, t.budget) for x in c["per_seed"]["steps_to_target"]]
+  else:
+    xs = [stats.Censored(x) for x in c["per_seed"]["final_metric"] if x is not None]
+  if not xs:
+    return "-"
+  part = f" ({len(xs)} of {len(t.seeds)} seeds)" if len(xs) < len(t.seeds) else ""
+  verdict = {None: "", True: "; passes", False: "; misses"}[c.get("passes")]
+  return f"{_median_range(xs)}{part}{verdict}"
+
+
+def quarters_cell(col, c: Dict[str, Any]) -> str:
+  """`key`'s median over seeds per quarter, and how many seeds recorded it where fewer."""
+  got = (c.get("quarters") or {}).get(col.key)
+  if not got:
+    return "-"
+  shown = " / ".join("-" if v is None else col.fmt.format(v) for v in got["median"])
+  n = got["seeds"]
+  return shown + (f" ({n} seed{'' if n == 1 else 's'})" if n < len(c["seeds"]) else "")
+
+
+CELLS.update(seeds_steps=seeds_steps_cell, seeds_values=seeds_values_cell, rule=rule_cell,
+             quarters=quarters_cell)
+
+
+def decision_lines(out: Dict[str, Any], aggregates_too: bool = True) -> List[str]:
+  """Question 3, the aggregates (`aggregates_too`) and the decision with each correction's
+  passes and geometric mean of q (its cost in the study), a paragraph each."""
+  d, agg = out["decision"], out["study_aggregates"]
+  q3 = "; ".join(f"{t}: {'-' if v is None else 'yes' if v else 'no'}"
+                 for t, v in out["clip_frac_matches_sync"].items())
+  lines = [f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}."]
+  if agg["methods"] and aggregates_too:
+    lines.append(compare.aggregates_line(agg, lambda m: f"`{m}`"))
+  passed = "; ".join(f"`{c}` passes {len(p)} ({', '.join(p) or '-'}),"
+                     f" geometric mean of q {d['geometric_mean_q'][c]:.2f}"
+                     for c, p in d["passes"].items()) if d["complete_tasks"] else ""
+  return lines + [f"Decision (PROTOCOL.md): tasks complete {d['complete_tasks'] or 'none'}; "
+                  + (f"{passed}; " if passed else "")
+                  + (f"winner `{d['winner']}`." if d.get("winner") else
+                     "no winner until every task is complete (leading: "
+                     f"`{d.get('leader_so_far')}`).")]
+
+
+def clip_line(ctx, out: Dict[str, Any]) -> str:
+  """Per task, each method's median over seeds of its runs' mean clip fraction."""
+  per = [f"{task} " + " / ".join("-" if not xs else f"{statistics.median(xs):.2f}" for xs in (
+      [x for x in (cells.get(m.name) or {}).get("per_seed", {}).get("clip_frac", [])
+       if x is not None] for m in ctx.methods)) for task, cells in out["table"].items()]
+  return ("Samples whose ratio starts outside 1 ± ε (`clip_frac`, the median over seeds of each "
+          f"run's mean over its updates; {' / '.join(m.name for m in ctx.methods)}): "
+          + "; ".join(per) + ". `behaviour` centres the clip on μ, one update behind the params "
+          "the epochs start from.")
+
+
+LINES.update(
+    decision=lambda ctx, out: "\n\n".join(decision_lines(out)),
+    clip_and_decision=lambda ctx, out: " ".join(
+        [clip_line(ctx, out), *decision_lines(out, aggregates_too=False)]))

@@ -63,6 +63,7 @@ class Context:
   methods: Tuple[Method, ...] = ()
   tasks: Tuple[Task, ...] = ()
   settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  reference: str = ""  # the method time ratios (and a study's verdicts) are taken against
 
   def task(self, name: Optional[str]) -> Task:
     return next(t for t in self.tasks if t.name == name)
@@ -234,7 +235,8 @@ class Grid:
     return {k: v for name in self.run_metrics for k, v in named.RUN[name](self.ctx, f).items()}
 
   def cell_extra(self, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
-    return {k: v for name in self.cell_metrics for k, v in named.CELL[name](runs).items()}
+    return {k: v for name in self.cell_metrics
+            for k, v in named.CELL[name](self.ctx, runs).items()}
 
   def report_extra(self, out: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for name in self.report_metrics
@@ -294,7 +296,7 @@ def load(name: str, root: str = RESULTS) -> Grid:
                   for m in d.pop("methods"))
   tasks = tuple(Task(**dict(t, name=t.get("name"), seeds=tuple(t["seeds"])))
                 for t in d.pop("tasks"))
-  ctx = Context(methods, tasks, d.pop("settings", {}))
+  ctx = Context(methods, tasks, d.pop("settings", {}), d["reference"])
   tables = tuple(_table(t, name, ctx) for t in d.pop("tables"))
   for key in ("run_metrics", "cell_metrics", "report_metrics"):
     d[key] = tuple(d.get(key, ()))

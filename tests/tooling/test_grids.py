@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from hts_jax.results import corrections, driver, gfootball, provenance, publish, render, spec
+from hts_jax.results import driver, gfootball, provenance, publish, render, spec
 from tests.support import ROOT
 
 DATA = [spec.load(name) for name in spec.names()]
-GRIDS = [*DATA, gfootball.GRID, corrections.GRID]
+GRIDS = [*DATA, gfootball.GRID]
 PROVENANCE = ("date", "commit", "machine", "command", "source")
 
 
