@@ -12,8 +12,8 @@ block), resumable across sittings: a finished run is never run again.
   hts-reproduce <grid> --help          the grid's flags
 
 From a clone: `python -m experiments.reproduce <grid> ...`. A grid is data,
-results/<grid>/grid.toml (its `about` says what it runs), or a module of `hts_jax.results` (its
-docstring says it); a run that fails is named at the end (exit 1) and the others still run.
+results/<grid>/grid.toml (its `about` says what it runs); a run that fails is named at the end
+(exit 1) and the others still run.
 """
 
 import importlib
@@ -25,11 +25,9 @@ from absl import flags
 
 from hts_jax.cli import common as cli
 
-# None: a grid of data (results/<grid>/grid.toml, `hts_jax.results.spec`)
-GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": None,
-         "atari": None, "mujoco": None,
-         "memory": None, "corrections": None,
-         "benchmarks": "hts_jax.results.benchmarks"}
+# Each a grid of data (results/<grid>/grid.toml, `hts_jax.results.spec`) but `benchmarks`, a
+# module of its own (docs/benchmarks.md's blocks from the benchmark scripts' JSON).
+GRIDS = ("gfootball", "minatar", "atari", "mujoco", "memory", "corrections", "benchmarks")
 
 
 def run(argv: Optional[List[str]] = None) -> None:
@@ -56,11 +54,12 @@ def _run(argv: Optional[List[str]]) -> None:
     cli.fail(f"expected a grid, one of {', '.join(GRIDS)}; got {got} (`<grid> --help` lists a "
              "grid's flags)")
   from hts_jax.results import driver, spec  # pylint: disable=import-outside-toplevel
-  module = importlib.import_module(GRIDS[argv[1]] or "hts_jax.results.driver")
-  record = spec.load(argv[1]) if GRIDS[argv[1]] is None else getattr(module, "GRID", None)
-  doc = record.about if GRIDS[argv[1]] is None else module.__doc__
-  define, main_of = ((lambda: driver.define_flags(record), lambda rest: driver.main(record, rest))
-                     if record else (module.define_flags, module.main))
+  data = argv[1] != "benchmarks"
+  module = importlib.import_module("hts_jax.results." + ("driver" if data else argv[1]))
+  g = spec.load(argv[1]) if data else None
+  doc = g.about if data else module.__doc__
+  define, main_of = ((lambda: driver.define_flags(g), lambda rest: driver.main(g, rest))
+                     if data else (module.define_flags, module.main))
   define()
   sys.modules["__main__"].__doc__ = doc  # what --help prints
   # the grid's flags and the shared ones

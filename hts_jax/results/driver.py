@@ -14,7 +14,7 @@ from absl import flags
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import compare, grid, headline, launch, paper_report, provenance, publish
-from hts_jax.results.record import Grid
+from hts_jax.results.spec import Grid
 from hts_jax.results.render import (protocol_markdown, render_markdown, render_table,
                                     table_file)
 

@@ -1,19 +1,23 @@
 """The functions a grid's TOML names (`hts_jax.results.spec`): a table's cells (`CELLS`, given the
 column and a results.json cell; `SECTIONS`, a paper-style table's, given the section, the task,
 the method, its summary row and the report), the paper's figures beside them (`FIGURES`), lines
-beside a table (`LINES`, given the report), more per-run fields from a finished run (`RUN`),
-more per-cell fields from a cell's runs (`CELL`), a paper-style grid's targets (`targets`). A
-grid that needs a new metric adds one function here and names it in its grid.toml."""
+beside a table (`LINES`, given the grid's Context and the report), a section's title (`TITLES`),
+a row's first cell (`ROWS`), a note's fields (`FIELDS`), more per-run fields from a finished run
+(`RUN`), more per-cell fields from a cell's runs (`CELL`), more parts of results.json (`REPORT`;
+a paper-style report's: `EXTRAS`), a curve panel's title (`PANELS`), the grid's options over a
+run's flags (`ADJUST`) and a paper-style grid's targets (`targets`). A grid that needs a new
+metric adds one function here (or in `paper_parts`) and names it in its grid.toml."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, paper_report
+from hts_jax.results import compare, grid, paper_parts, paper_report
 from hts_jax.results.publish import fmt_ci, fmt_steps
 
 
@@ -443,3 +447,107 @@ LINES.update(
     decision=lambda ctx, out: "\n\n".join(decision_lines(out)),
     clip_and_decision=lambda ctx, out: " ".join(
         [clip_line(ctx, out), *decision_lines(out, aggregates_too=False)]))
+
+
+# A paper-style report's parts beyond the paper's metrics (`paper_parts`), by name.
+
+
+def _labels(ctx) -> Dict[str, str]:
+  """The methods the tables name (those with a `short` header), in the grid's order."""
+  return {m.name: m.short for m in ctx.methods if m.short}
+
+
+def _per_target(get: Callable[[str], str], r: Dict[str, Any]) -> str:
+  return " / ".join(get(t) for t in r["required_steps"])
+
+
+def _wall_idle(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
+  return paper_parts.per_host(r, "wall_time_min", "{:.1f}", "") + "; " + ", ".join(
+      f"{paper_parts.IDLE[k]} {v:.0%}" for k, v in r["idle_share"].items())
+
+
+SECTIONS.update({
+    "paired_each": lambda sec, task, m, r, out: _per_target(
+        lambda t: paper_parts.ratio_cell(out, task, m, t, "1 (reference)"), r),
+    "bench_minutes_sps": lambda sec, task, m, r, out: (
+        paper_report.bench_minutes(task, m, out) + paper_parts.bench_sps(out, task, m)),
+    "required_min": lambda sec, task, m, r, out: _per_target(
+        lambda t: fmt_ci(r["required_min"][t]), r),
+    "final_per_host_sps": lambda sec, task, m, r, out: (
+        f"{fmt_ci(r['final'], sec.fmt)}; " + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
+    "wall_idle": _wall_idle,
+    "update": lambda sec, task, m, r, out: paper_parts.update_cell(task, m, r, out),
+    "run_throughput": lambda sec, task, m, r, out: paper_parts.throughput_cell(task, m, r, out),
+    "readme": lambda sec, task, m, r, out: paper_parts.readme_cell(task, m, r, out),
+})
+FIGURES["pm_2f"] = lambda v: "{:.2f} ± {:.2f}".format(*v)
+FIGURES["each_1f"] = lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v)
+LINES.update(docs_tail=lambda ctx, out: paper_parts.docs_tail(out),
+             readme_tail=lambda ctx, out: paper_parts.readme_tail(_labels(ctx), out))
+TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
+    # the host, where the runs ran on one host kind only
+    "one_host": lambda title, out: (title.format(host=out["hosts"][0])
+                                    if len(out.get("hosts") or []) == 1 else None),
+    # where the final time metric has a clock (some scenario's runs of the limit method)
+    "time_limit": lambda title, out: (title if any(s["time_limit_s"]
+                                                   for s in out["summary"].values()) else None),
+    "run_throughput": lambda title, out: paper_parts.throughput_title(out),
+}
+
+
+def _final_time_row(task: str, s: Dict[str, Any]) -> str:
+  limit = (f"; IMPALA {s['time_limit_s'] / 60:.1f} min"
+           if s["time_limit_s"] and len(s.get("hosts", ())) < 2 else "")
+  return f"{paper_parts.short(task)} ({s['budget']:,} steps{limit})"
+
+
+ROWS: Dict[str, Callable[[str, Dict[str, Any]], str]] = {
+    "final_time": _final_time_row, "update": paper_parts.update_row,
+    "short": lambda task, d: paper_parts.short(task)}
+
+
+def _scale(out: Dict[str, Any]) -> Dict[str, Any]:
+  """The runs' scale: the options, the networks, and whether the runs predate host records."""
+  o = out["protocol"]["settings"]["options"]
+  networks = sorted({str(r.get("network")) for r in out["runs"]}) or ["-"]
+  redo = ("**These runs are to be re-run** (the GFootball protocol issue): they were made before "
+          "evaluations played new episodes and before runs recorded their host. "
+          if any(not r.get("host_recorded") for r in out["runs"]) else "")
+  return {"redo": redo, "num_envs": o["num_envs"], "representation": o["representation"],
+          "networks": "/".join(networks)}
+
+
+FIELDS: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {"scale": _scale}
+PANELS: Dict[str, Callable[[str], str]] = {"task": str, "short": paper_parts.short}
+EXTRAS: Dict[str, Callable[[str, Dict[str, Any], int], Dict[str, Any]]] = {
+    "gfootball": paper_parts.extras}
+
+
+def gfootball_scale(out: Dict[str, Any], method: str, o: Mapping[str, Any]) -> Dict[str, Any]:
+  """The scale options over a run's flags: envs and executors of every method, the actors of
+  PPO and IMPALA (each IMPALA actor owns whole executors; its batch is Table A6's 8 one-env
+  unrolls of 32 steps, whatever the actors' share), the observations, extra flags."""
+  del method
+  envs, executors, ppo, impala = (o["num_envs"], o["num_executors"], o["ppo_actors"],
+                                  o["impala_actors"])
+  if min(envs, executors, ppo, impala) < 1:
+    raise grid.GridError("--num_envs, --num_executors, --ppo_actors and --impala_actors "
+                         "must be >= 1")
+  stacked = o["representation"] not in ("simple115", "simple115v2")
+  out = {**out, "env_kwargs": json.dumps({"representation": o["representation"],
+                                          "stacked": stacked}, separators=(",", ":")),
+         "num_envs": envs, "num_executors": executors, "num_actors": ppo}
+  if out["preset"] == "gfootball_impala":
+    if envs % impala or executors % impala or 8 % (envs // impala):
+      raise grid.GridError(f"impala: {impala} actors must divide num_envs ({envs}) and "
+                           f"num_executors ({executors}), each actor's envs dividing 8")
+    out.update(num_actors=impala, async_batch_unrolls=8 // (envs // impala))
+  for item in o["extra"]:
+    name, sep, value = item.partition("=")
+    if not sep:
+      raise grid.GridError(f"--extra: expected NAME=VALUE, got {item!r}")
+    out[name] = value
+  return out
+
+
+ADJUST: Dict[str, Callable[..., Dict[str, Any]]] = {"gfootball_scale": gfootball_scale}

@@ -14,7 +14,7 @@ import os
 import tomllib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from hts_jax.results import compare, grid, named, paper_report, provenance, publish
+from hts_jax.results import compare, grid, named, paper_parts, paper_report, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results")
 
@@ -92,8 +92,12 @@ class Section:
   """A paper-style table: a row per task, a column per method of `methods` (None: every method)
   with runs there, each cell `named.SECTIONS[kind]` of the task's summary row of the method, then
   the paper's figure `figure` of (task, method) where it has one, formatted by
-  `named.FIGURES[figure_fmt]`. A title holding `{host}` names the throughput benchmark's host and
-  leaves the section out before the benchmark ran."""
+  `named.FIGURES[figure_fmt]`, after "(k of n seeds) " where the method has fewer (`partial`). A
+  title holding `{host}` names the throughput benchmark's host and leaves the section out before
+  the benchmark ran; `title_when` names a function of `named.TITLES` that gives the title for the
+  report, or None (the section left out). `data`: the report's part it tabulates ({task:
+  {"methods": {method: row}}}), `row_fn` its rows' first cells (`named.ROWS`), `head` its first
+  column's header (else the table's)."""
   title: str
   kind: str
   fmt: str = "{:.1f}"
@@ -102,17 +106,27 @@ class Section:
   among: Tuple[str, ...] = ()  # the methods a cell's second part is for (`named.SECTIONS`)
   figure: str = ""
   figure_fmt: str = ""
-  data = "summary"
-  row = None
-  head = None
+  partial: bool = False
+  title_when: str = ""
+  data: str = "summary"
+  row_fn: str = ""
+  head: Optional[str] = None
+
+  @property
+  def row(self):
+    return named.ROWS[self.row_fn] if self.row_fn else None
 
   def title_in(self, out: Dict[str, Any]) -> Optional[str]:
+    if self.title_when:
+      return named.TITLES[self.title_when](self.title, out)
     if "{host}" in self.title:
       return out.get("throughput") and self.title.format(host=out["throughput"].get("host", "?"))
     return self.title
 
   def cell(self, task: str, method: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
     text = named.SECTIONS[self.kind](self, task, method, r, out)
+    if self.partial:
+      text = paper_parts.partial(out[self.data][task], method) + text
     if self.figure:
       text += paper_report.paper_cell(out.get("paper") or {}, self.figure,
                                       named.FIGURES[self.figure_fmt])(task, method)
@@ -137,7 +151,8 @@ class Table:
   aggregates: bool = True
   sections: Tuple[Section, ...] = ()
   head: str = "task"
-  row_label: str = ""  # a task's row: `{task}`, `{budget}` and `{seeds}` of its summary
+  row_label: str = ""  # a task's row: `{task}` (`{short}`), `{budget}` and `{seeds}` of its summary
+  note_fields: str = ""  # fields `note` is formatted with: a function of `named.FIELDS`
   by_task: bool = False
   after_line: str = ""  # paragraphs of `named.LINES` between it and `tail`
   ctx: Context = CONTEXT
@@ -146,7 +161,8 @@ class Table:
     return named.LINES[name](self.ctx, out) if name else ""
 
   def notes(self, out: Dict[str, Any]) -> str:
-    return self.note + self._line(self.note_line, out)
+    note = self.note.format(**named.FIELDS[self.note_fields](out)) if self.note_fields else self.note
+    return note + self._line(self.note_line, out)
 
   def tail(self, out: Dict[str, Any]) -> str:
     line = self._line(self.tail_line, out)
@@ -160,7 +176,28 @@ class Table:
     if not self.row_label:
       return None
     return lambda task, s: self.row_label.format(
-        task=task, budget=s["budget"], seeds=max(len(r["seeds"]) for r in s["methods"].values()))
+        task=task, short=paper_parts.short(task), budget=s["budget"],
+        seeds=paper_parts.seeds_of(s))
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+  """A grid's own flag (`--<name>`, typed as `default`: int, str or list), handed to the grid's
+  `adjust` for every run; off its default, the grid is off its protocol."""
+  name: str
+  default: Any
+  help: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+  """The paper's Tables 4/5 check: `method`'s run of `task` and `seed` for `steps` with each
+  actor count of `--actor_counts` (the protocol's: `counts`), into <results>/actor_counts."""
+  task: str
+  method: str
+  seed: int
+  steps: int
+  counts: Tuple[int, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +225,9 @@ class Plot:
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
+  """A grid of training runs: its methods and tasks, run as paired blocks by the driver
+  (`hts_jax.results.driver`), reported as results.json and its tables (`render`); the named
+  functions it uses read its `ctx`."""
   name: str
   title: str
   results: str  # its folder, from the repository's root
@@ -205,9 +245,12 @@ class Grid:
   curves: Optional[Plot] = None
   task_flag: str = "tasks"
   paper: Optional[Paper] = None
-  options: Tuple[Any, ...] = ()
-  identity = None
-  make_task = None
+  options: Tuple[Option, ...] = ()
+  adjust_flags: str = ""  # (a run's flags, its method, the options' values) -> its flags:
+  # a function of `named.ADJUST` (a bad value: GridError)
+  identity: Optional[Identity] = None
+  # A task outside the protocol (budget 0, no seeds): `name` for `{task}` in these fields.
+  task_template: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   seed_major: bool = False  # run every task's block of a seed before the next seed's
   # (task, method) -> its runs kept elsewhere, from `results` ("{seed}" in it): they count, and
   # are never run by this grid.
@@ -217,19 +260,33 @@ class Grid:
     return next(m for m in self.methods if m.name == name)
 
   def task(self, name: Optional[str]) -> Task:
-    return next(t for t in self.tasks if t.name == name)
+    found = [t for t in self.tasks if t.name == name]
+    return found[0] if found or not self.task_template else self.make_task(name)
+
+  @property
+  def make_task(self):
+    return self._make_task if self.task_template else None
+
+  def _make_task(self, name: str) -> Task:
+    t = self.task_template
+    fill = lambda v: v.format(task=name) if isinstance(v, str) else v  # noqa: E731
+    return Task(name, fill(t["env"]), {k: fill(v) for k, v in t["flags"].items()}, 0, (), 0,
+                evals=t.get("evals", 0))
 
   def run_flags(self, task: Optional[str], method: str, seed: int, steps: Optional[int] = None,
                 options: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-    """One run's launcher flags: the task's, the method's over them, the seed and budget."""
-    del options  # a grid of data has no options of its own
+    """One run's launcher flags: the task's, the method's over them, the seed and budget, then
+    adjusted (`adjust_flags`) under the options (their defaults where not given)."""
     t = self.task(task)
     if steps is None and t.budget < 1:
       raise grid.GridError(f"no budget for {task!r}: give --steps={task}=N")
     steps = t.budget if steps is None else steps
     cadence = {"eval_every": max(1, steps // t.evals)} if t.evals else {}
-    return {**t.flags, **cadence, **self.method(method).flags, "seed": seed,
-            "total_steps": steps}
+    out = {**t.flags, **cadence, **self.method(method).flags, "seed": seed, "total_steps": steps}
+    if self.adjust_flags:
+      out = named.ADJUST[self.adjust_flags](out, method, {
+          **{o.name: o.default for o in self.options}, **(options or {})})
+    return out
 
   def run_extra(self, f: grid.Finished) -> Dict[str, Any]:
     return {k: v for name in self.run_metrics for k, v in named.RUN[name](self.ctx, f).items()}
@@ -277,12 +334,15 @@ def _nulls(x: Any) -> Any:
 def _paper(p: Dict[str, Any], methods: Tuple[Method, ...]) -> Paper:
   settings, curves = p.get("settings", {}), p["curves"]
   return Paper(spec=compare.Spec(
-      methods=[m.name for m in methods], reference=p["reference"],
+      methods=p.get("methods", [m.name for m in methods]), reference=p["reference"],
       limit_method=p["limit_method"], targets=named.targets(settings),
-      baseline=p.get("baseline", "")), figures=_nulls(p.get("figures", {})),
+      scenarios=tuple(p.get("scenarios", ())), baseline=p.get("baseline", "")),
+      figures=_nulls(p.get("figures", {})),
       benchmark=tuple(p["benchmark"]), benchmarked=tuple(p["benchmarked"]),
       curves=(curves["prefix"], curves["ylabel"],
-              tuple(curves["ylim"]) if "ylim" in curves else None), settings=settings)
+              tuple(curves["ylim"]) if "ylim" in curves else None), settings=settings,
+      panel=named.PANELS[p.get("panel", "task")],
+      extras=named.EXTRAS[p["extras"]] if "extras" in p else None)
 
 
 def load(name: str, root: str = RESULTS) -> Grid:
@@ -302,6 +362,8 @@ def load(name: str, root: str = RESULTS) -> Grid:
     d[key] = tuple(d.get(key, ()))
   d.update(curves=Plot(**d.pop("plot")) if "plot" in d else None,
            paper=_paper(d["paper"], methods) if "paper" in d else None,
-           borrowed={(b["task"], b["method"]): b["path"] for b in d.pop("borrowed", ())})
+           borrowed={(b["task"], b["method"]): b["path"] for b in d.pop("borrowed", ())},
+           options=tuple(Option(**o) for o in d.pop("options", ())),
+           identity=Identity(**_tuples(d.pop("identity"), "counts")) if "identity" in d else None)
   return Grid(name=name, results=f"results/{name}", methods=methods, tasks=tasks, tables=tables,
               template=template, ctx=ctx, **d)
