@@ -1,4 +1,4 @@
-"""Runs and reports every grid record (`hts_jax.results.record`): its `hts-reproduce` flags, the
+"""Runs and reports every grid (`hts_jax.results.spec`): its `hts-reproduce` flags, the
 driver (the paired blocks one at a time, `--shared_machine` marks) and the report (per-run
 records, per-(task, method) cells under the statistics rules of `hts_jax.analysis.stats`,
 aggregates across tasks, results.json, the tables' blocks and PROTOCOL.md)."""
@@ -22,7 +22,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags(g: Grid) -> None:
-  """`hts-reproduce <grid>`'s flags, from the record."""
+  """`hts-reproduce <grid>`'s flags, from its grid.toml."""
   names = [t.name for t in g.tasks if t.name]
   if names:
     flags.DEFINE_list(g.task_flag, [t.name for t in g.tasks if t.name and t.seeds],
@@ -106,7 +106,7 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
     return g.run_flags(task, method, seed, steps or budgets.get(task, budgets.get(None)),
                        options)
   runs = []
-  for task in tasks:  # the record's method order (a block's order is seeded by its methods)
+  for task in tasks:  # the grid's method order (a block's order is seeded by its methods)
     methods = [m.name for m in g.methods
                if m.name in FLAGS.methods and task in (m.tasks or (task,))]
     runs += [r for r in grid.paired_blocks(
