@@ -181,13 +181,6 @@ def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> No
                                                     resamples=resamples)}
 
 
-UPDATE_INTRO = ("HTS-PPO's ratio (`--correction=behaviour`, the released code's) is taken against "
-                "the behaviour policy, one update behind the params its epochs start from")
-UPDATE_TITLE = (
-    "The PPO update over the first quarter of each budget (each run's metrics.csv: the mean over "
-    "its updates, then over seeds [min, max]): the share of samples whose ratio lies outside 1 ± "
-    "clip; the mean of \\|ρ - 1\\|; the approximate KL; the policy's entropy over the quarter's "
-    "last fifth (uniform over 19 actions: 2.94). " + UPDATE_INTRO + ".")
 UPDATE_KEYS = (("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
                ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))
 

@@ -227,13 +227,6 @@ def paper_cell(figures: Dict[str, Any], key: str, fmt: Callable[[Any], str]
   return cell
 
 
-def bench_title(text: str) -> Callable[[Dict[str, Any]], Any]:
-  """A section's title naming the throughput benchmark's host (`{host}` in `text`); none (the
-  section left out) before the benchmark has run."""
-  return lambda out: out.get("throughput") and text.format(
-      host=out["throughput"].get("host", "?"))
-
-
 def bench_minutes(task: str, method: str, out: Dict[str, Any]) -> str:
   """Minutes to each target from env steps over the throughput benchmark's median SPS."""
   got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}
