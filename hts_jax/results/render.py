@@ -9,7 +9,7 @@ import os
 from typing import Any, Dict
 
 from hts_jax.analysis import stats
-from hts_jax.results import compare, provenance, publish
+from hts_jax.results import compare, publish
 from hts_jax.results.spec import Grid, Table
 
 
@@ -118,9 +118,3 @@ def protocol_markdown(g: Grid) -> str:
   reference method."""
   return (g.template.replace("{{methods}}", methods_table(g))
           .replace("{{tasks}}", tasks_table(g)).replace("{{reference}}", g.reference))
-
-
-def protocol_stale(g: Grid) -> bool:
-  """Whether the committed PROTOCOL.md is not the grid rendered."""
-  path = os.path.join(provenance.ROOT, g.results, "PROTOCOL.md")
-  return not os.path.exists(path) or open(path).read() != protocol_markdown(g)

@@ -1,9 +1,8 @@
-"""Every grid (data: results/<grid>/grid.toml, `hts_jax.results.spec`; or a record,
-`hts_jax.results.record`) by one test each: its committed results.json rendered is its table.md
-and README block, its PROTOCOL.md is the grid rendered, and its run flags are what its committed
-runs ran with; a grid of data's report from its committed runs is its committed results.json."""
+"""Every grid (results/<grid>/grid.toml and PROTOCOL.md.in, `hts_jax.results.spec`) by one test
+each: its report built from its committed runs is its committed results.json and renders to its
+committed tables, blocks and PROTOCOL.md, and its run flags are what its committed runs ran
+with."""
 
-import functools
 import json
 import os
 
@@ -17,10 +16,10 @@ PROVENANCE = ("date", "commit", "machine", "command", "source")
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
-def test_a_grid_of_data_renders_its_committed_outputs_from_its_runs(g):
+def test_the_committed_outputs_are_the_grid_rendered_from_its_runs(g):
   """The report from the committed runs (no training) holds the committed results.json's values
   (a field added since it was written aside), and renders to its committed table.md, its blocks
-  and its PROTOCOL.md."""
+  and its PROTOCOL.md (`python -m experiments.reproduce <grid> --report_only` writes them)."""
   results = os.path.join(ROOT, g.results)
   with open(os.path.join(results, "results.json")) as f:
     committed = json.load(f)
@@ -30,28 +29,15 @@ def test_a_grid_of_data_renders_its_committed_outputs_from_its_runs(g):
   out["runs"] = [{k: r[k] for k in c} for r, c in zip(out["runs"], committed["runs"])]
   assert out == committed
   assert open(os.path.join(results, render.table_file(g))).read() == render.render_markdown(g, out)
-  for t in g.tables:
+  for t in (t for t in g.tables if t.block):
     assert t.block.wrap(render.render_table(g, t, out)) in open(os.path.join(ROOT, t.doc)).read()
   assert open(os.path.join(results, "PROTOCOL.md")).read() == render.protocol_markdown(g)
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
-def test_the_committed_report_is_its_json_rendered(g):
-  targets = [(os.path.join(ROOT, t.doc), t.block, functools.partial(render.render_table, g, t))
-             for t in g.tables if t.block]
-  assert publish.stale(os.path.join(ROOT, g.results), functools.partial(render.render_markdown, g),
-                       targets, table=render.table_file(g)) == []
-
-
-@pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
-def test_protocol_md_is_the_record_rendered(g):
-  assert not render.protocol_stale(g), f"python -m experiments.reproduce {g.name} --report_only"
-
-
-@pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
-def test_the_committed_runs_ran_with_the_records_flags(g):
-  """Each committed run's config holds every flag the record gives it (a record that drifted from
-  its runs would re-run them differently)."""
+def test_the_committed_runs_ran_with_the_grids_flags(g):
+  """Each committed run's config holds every flag the grid gives it (a grid that drifted from its
+  runs would re-run them differently)."""
   with open(os.path.join(ROOT, g.results, "results.json")) as f:
     runs = json.load(f)["runs"]
   assert runs
