@@ -109,3 +109,29 @@ def test_a_rules_change_rerun_writes_the_same_rows():
       pytest.skip(f"this clone lacks {change.before} or {change.now}")
     with open(os.path.join(ROOT, change.path)) as f:
       assert json.loads(json.dumps(rows)) == json.load(f)["rows"], change.path
+
+
+def test_a_new_grid_is_a_toml_and_its_protocol_template(tmp_path):
+  """Two files make a grid: its methods' flags over its task's, the seed and budget, and
+  PROTOCOL.md with the tables rendered from the TOML; a key the loader does not know fails."""
+  folder = tmp_path / "toy"
+  folder.mkdir()
+  (folder / "grid.toml").write_text(
+      'title = "Toy"\nreference = "sync"\n'
+      '[[methods]]\nname = "sync"\nflags = {mode = "sync"}\nlabel = "synchronous"\n'
+      '[[methods]]\nname = "hts"\nflags = {mode = "hts"}\nlabel = "HTS"\n'
+      '[[tasks]]\nenv = "CartPole-v1"\nflags = {preset = "cartpole_ppo"}\nbudget = 4_000\n'
+      'seeds = [0, 1]\neval_every = 1_000\ntarget = 475.0\n'
+      '[[tables]]\nblock = "toy-results"\nnote = "Toy."\n'
+      'columns = [{header = "seeds", kind = "count"}]\n')
+  (folder / "PROTOCOL.md.in").write_text("# Toy\n{{methods}}\n{{tasks}}\nagainst `{{reference}}`\n")
+  g = spec.load("toy", str(tmp_path))
+  assert g.run_flags(None, "hts", 1) == {"preset": "cartpole_ppo", "mode": "hts", "seed": 1,
+                                         "total_steps": 4_000}
+  protocol = render.protocol_markdown(g)
+  assert "| `hts`  | `--mode=hts`" in protocol and "475 (running average of 10)" in protocol
+  assert protocol.endswith("against `sync`\n") and g.tables[0].block.grid == "toy"
+  with open(folder / "grid.toml", "a") as f:
+    f.write('\n[[methods]]\nname = "x"\nflags = {}\nlabel = "x"\ncolour = "red"\n')
+  with pytest.raises(TypeError, match="colour"):
+    spec.load("toy", str(tmp_path))
