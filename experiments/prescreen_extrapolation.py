@@ -9,7 +9,7 @@ seed, and per β the mean over its updates of `kl_next` (KL(π_{θ_j} || π_{θ_
 
 Prints one JSON object: per β the two means and their ratio, and `pick`, the β with the smallest
 ratio (None where no β brings the acting policy closer than θ_j does, a ratio ≥ 1); with `--save`
-also writes it and docs/modes.md's block (`corrections_text.prescreen_markdown`).
+also writes it and docs/modes.md's block (`prescreen.prescreen_markdown`).
 """
 
 import json
@@ -20,7 +20,7 @@ from absl import flags
 
 from hts_jax.analysis import metrics
 from hts_jax.results import provenance, sweeps
-from hts_jax.results.corrections_text import PRESCREEN, prescreen_markdown, prescreen_summary
+from hts_jax.results.prescreen import PRESCREEN, prescreen_markdown, prescreen_summary
 
 flags.DEFINE_list("betas", ["1.0", "0.5"], "The --acting_extrapolation values to screen.")
 flags.DEFINE_string("env", "Walker2d-v5", "The task (mujoco_hts_ppo's flags).")

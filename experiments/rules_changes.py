@@ -29,7 +29,7 @@ from absl import flags
 
 from hts_jax.analysis import stats
 from hts_jax.cli import common as cli
-from hts_jax.results import corrections, memory, provenance, publish
+from hts_jax.results import provenance, publish, spec
 
 
 WORKTREE = "worktree"  # `--now`: the working tree's JSON, not a commit's
@@ -79,7 +79,7 @@ FLAGS = flags.FLAGS
 
 PAPER_GRIDS = ("gfootball", "minatar", "atari")  # results.json's `paired`: task, method, target
 # results.json's `table` cells' `time_ratio` (one target): the reference's time over the method's.
-RECORD_GRIDS = {"memory": memory.GRID, "corrections": corrections.GRID}
+RECORD_GRIDS = {"memory": spec.load("memory"), "corrections": spec.load("corrections")}
 
 
 def _load(commit, grid):

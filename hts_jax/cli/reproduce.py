@@ -11,9 +11,9 @@ block), resumable across sittings: a finished run is never run again.
   hts-reproduce <grid> --report_only   only the report, from the runs there are
   hts-reproduce <grid> --help          the grid's flags
 
-From a clone: `python -m experiments.reproduce <grid> ...`. Each grid is a module of
-`hts_jax.results` whose docstring says what it runs; a run that fails is named at the end (exit 1)
-and the others still run.
+From a clone: `python -m experiments.reproduce <grid> ...`. A grid is data,
+results/<grid>/grid.toml (its `about` says what it runs); a run that fails is named at the end
+(exit 1) and the others still run.
 """
 
 import importlib
@@ -25,10 +25,9 @@ from absl import flags
 
 from hts_jax.cli import common as cli
 
-GRIDS = {"gfootball": "hts_jax.results.gfootball", "minatar": "hts_jax.results.minatar",
-         "atari": "hts_jax.results.atari", "mujoco": "hts_jax.results.mujoco",
-         "memory": "hts_jax.results.memory", "corrections": "hts_jax.results.corrections",
-         "benchmarks": "hts_jax.results.benchmarks"}
+# Each a grid of data (results/<grid>/grid.toml, `hts_jax.results.spec`) but `benchmarks`, a
+# module of its own (docs/benchmarks.md's blocks from the benchmark scripts' JSON).
+GRIDS = ("gfootball", "minatar", "atari", "mujoco", "memory", "corrections", "benchmarks")
 
 
 def run(argv: Optional[List[str]] = None) -> None:
@@ -54,13 +53,15 @@ def _run(argv: Optional[List[str]]) -> None:
     got = repr(argv[1]) if len(argv) > 1 else "none"
     cli.fail(f"expected a grid, one of {', '.join(GRIDS)}; got {got} (`<grid> --help` lists a "
              "grid's flags)")
-  module = importlib.import_module(GRIDS[argv[1]])
-  record = getattr(module, "GRID", None)  # a grid record: the one driver runs it
-  from hts_jax.results import driver  # pylint: disable=import-outside-toplevel
-  define, main_of = ((lambda: driver.define_flags(record), lambda rest: driver.main(record, rest))
-                     if record else (module.define_flags, module.main))
+  from hts_jax.results import driver, spec  # pylint: disable=import-outside-toplevel
+  data = argv[1] != "benchmarks"
+  module = importlib.import_module("hts_jax.results." + ("driver" if data else argv[1]))
+  g = spec.load(argv[1]) if data else None
+  doc = g.about if data else module.__doc__
+  define, main_of = ((lambda: driver.define_flags(g), lambda rest: driver.main(g, rest))
+                     if data else (module.define_flags, module.main))
   define()
-  sys.modules["__main__"].__doc__ = module.__doc__  # what --help prints
+  sys.modules["__main__"].__doc__ = doc  # what --help prints
   # the grid's flags and the shared ones
   for name in (module.__name__, "hts_jax.results.grid", "hts_jax.results.driver"):
     for flag in flags.FLAGS.get_key_flags_for_module(name):
@@ -87,7 +88,7 @@ def _run(argv: Optional[List[str]]) -> None:
   asked = {a.split("=")[0] for a in argv[2:]}
   if asked & {"-h", "-?", "--help", "--helpshort", "--helpfull"}:  # exit code 0, as every command
     print(flags.FLAGS.get_help() if "--helpfull" in asked else
-          f"{(module.__doc__ or '').strip()}\n\n{flags.FLAGS.main_module_help()}")
+          f"{(doc or '').strip()}\n\n{flags.FLAGS.main_module_help()}")
     return
   app.run(main, argv=[argv[0], *argv[2:]], flags_parser=cli.parse_flags)
 

@@ -1,8 +1,9 @@
 r"""Renders the committed benchmark JSON into docs/benchmarks.md's blocks (the throughput and
 determinism block between its `benchmark-results` markers, and the CleanRL block,
 `cleanrl-benchmark`) and results/benchmarks/tables.md: the figures they show are never typed by
-hand. The JSON comes from the benchmark scripts' `--save` (`experiments.bench_cleanrl` for
-cleanrl.json):
+hand. results/benchmarks/render.toml says which parts each block holds, in order (each part a
+JSON file rendered by its function of `RENDERERS`), and names the benchmarks' cases. The JSON
+comes from the benchmark scripts' `--save` (`experiments.bench_cleanrl` for cleanrl.json):
 
   python -m experiments.bench_speedup --grids=variance --repeats=3 \
       --save=results/benchmarks/speedup.json
@@ -20,6 +21,7 @@ import json
 import os
 import statistics
 import sys
+import tomllib
 from typing import Any, Dict, List
 
 from absl import flags
@@ -28,20 +30,12 @@ from hts_jax.analysis import stats
 from hts_jax.results import guard, headline, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
-BLOCK = publish.Block("benchmark-results", "benchmarks")  # docs/benchmarks.md's, with DOCS_BLOCK
-DOCS = os.path.join(provenance.ROOT, "docs", "benchmarks.md")
-SOURCES = ("speedup.json", "sampler.json", "recurrent.json")  # in the order they are shown
-
-SAMPLER_CASES = {
-    "cartpole16": "CartPole, MLP, 16 envs, 2 executors, alpha 128",
-    "cartpole64": "CartPole, MLP, 64 envs, 2 executors, alpha 128",
-    "atari16": "Breakout, Nature CNN, 16 envs, 4 executors, actor batch 4, alpha 5",
-    "minatar16": "MinAtar Breakout, 16 envs, 2 executors, alpha 5",
-    "gfootball_close": "GFootball close, MLP, 8 envs, 4 executors, PPO, alpha 128",
-    "gfootball_3v1": "GFootball 3 vs 1, MLP, 8 envs, 4 executors, PPO, alpha 128",
-    "walker2d": "Walker2d, MLP, 8 envs, 2 executors, PPO, alpha 256",
-    "memory": "CartPoleNoVel, LSTM 64, 8 envs, 2 executors, PPO, alpha 32",
-}
+with open(os.path.join(RESULTS, "render.toml"), "rb") as _f:
+  SPEC = tomllib.load(_f)
+DOCS = os.path.join(provenance.ROOT, SPEC["blocks"][0]["doc"])  # both blocks' markdown file
+BLOCK, DOCS_BLOCK = (publish.Block(b["name"], "benchmarks") for b in SPEC["blocks"])
+SOURCES = tuple(p for p in SPEC["blocks"][0]["parts"] if p.endswith(".json"))
+SAMPLER_CASES = SPEC["cases"]
 
 
 def _source(data: Dict[str, Any], name: str) -> str:
@@ -189,26 +183,28 @@ def render_cleanrl(data: Dict[str, Any]) -> str:
 
 
 RENDERERS = {"speedup.json": render_speedup, "sampler.json": render_sampler,
-             "recurrent.json": render_recurrent}
-DOCS_BLOCK = publish.Block("cleanrl-benchmark", "benchmarks")  # docs/benchmarks.md's
+             "recurrent.json": render_recurrent, "cleanrl.json": render_cleanrl}
+
+
+def render_block(block: Dict[str, Any], results: str = RESULTS) -> str:
+  """A block of render.toml: its parts rendered, those whose JSON is here (`policy_lag`: the
+  confirmation runs, where there are some), or its `empty` text."""
+  parts: List[str] = []
+  for name in block["parts"]:
+    if name == "policy_lag":
+      parts.append(render_confirmations())
+    else:
+      data = publish.read_json(results, name)
+      parts.append(RENDERERS[name](data) if data is not None else "")
+  return "\n".join(p for p in parts if p) or block["empty"]
 
 
 def render_docs(results: str = RESULTS) -> str:
-  data = publish.read_json(results, "cleanrl.json")
-  return render_cleanrl(data) if data else "Not run yet (`experiments/bench_cleanrl.py`).\n"
+  return render_block(SPEC["blocks"][1], results)
 
 
 def render_markdown(results: str = RESULTS) -> str:
-  parts: List[str] = []
-  for name in SOURCES:
-    data = publish.read_json(results, name)
-    if data is not None:
-      parts.append(RENDERERS[name](data))
-    if name == "sampler.json" and render_confirmations():
-      parts.append(render_confirmations())
-  if not parts:
-    return "No benchmark JSON committed yet (see `hts_jax/results/benchmarks.py`).\n"
-  return "\n".join(parts)
+  return render_block(SPEC["blocks"][0], results)
 
 
 def define_flags() -> None:
@@ -221,7 +217,7 @@ def main(argv):
     print(f"error: unexpected arguments: {' '.join(argv[1:])}", file=sys.stderr)
     sys.exit(2)
   markdown = render_markdown()
-  docs_path, tables_path = DOCS, os.path.join(RESULTS, "tables.md")
+  docs_path, tables_path = DOCS, os.path.join(RESULTS, SPEC["blocks"][0]["table"])
   with open(docs_path) as f:
     docs = f.read()
   new_docs = docs

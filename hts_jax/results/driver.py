@@ -1,4 +1,4 @@
-"""Runs and reports every grid record (`hts_jax.results.record`): its `hts-reproduce` flags, the
+"""Runs and reports every grid (`hts_jax.results.spec`): its `hts-reproduce` flags, the
 driver (the paired blocks one at a time, `--shared_machine` marks) and the report (per-run
 records, per-(task, method) cells under the statistics rules of `hts_jax.analysis.stats`,
 aggregates across tasks, results.json, the tables' blocks and PROTOCOL.md)."""
@@ -14,7 +14,7 @@ from absl import flags
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import compare, grid, headline, launch, paper_report, provenance, publish
-from hts_jax.results.record import Grid
+from hts_jax.results.spec import Grid
 from hts_jax.results.render import (protocol_markdown, render_markdown, render_table,
                                     table_file)
 
@@ -22,7 +22,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags(g: Grid) -> None:
-  """`hts-reproduce <grid>`'s flags, from the record."""
+  """`hts-reproduce <grid>`'s flags, from its grid.toml."""
   names = [t.name for t in g.tasks if t.name]
   if names:
     flags.DEFINE_list(g.task_flag, [t.name for t in g.tasks if t.name and t.seeds],
@@ -106,7 +106,7 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
     return g.run_flags(task, method, seed, steps or budgets.get(task, budgets.get(None)),
                        options)
   runs = []
-  for task in tasks:  # the record's method order (a block's order is seeded by its methods)
+  for task in tasks:  # the grid's method order (a block's order is seeded by its methods)
     methods = [m.name for m in g.methods
                if m.name in FLAGS.methods and task in (m.tasks or (task,))]
     runs += [r for r in grid.paired_blocks(
@@ -225,7 +225,16 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
 
 def report(g: Grid, results: str, root: Optional[str] = None) -> Dict[str, Any]:
   """results.json and table.md (and the tables' blocks in README and docs under `root`, where
-  given) from the finished runs."""
+  given) from the finished runs, and the grid's curves."""
+  out = build(g, results)
+  if g.plot is not None and out["runs"]:
+    g.plot(results, out["runs"])
+  return _publish(g, results, out, root)
+
+
+def build(g: Grid, results: str) -> Dict[str, Any]:
+  """What results.json holds (less its provenance) from the finished runs: a record per run, a
+  cell per (task, method), the aggregates across tasks."""
   tasked = any(t.name for t in g.tasks)
   found = list(grid.finished_runs(results, tasks=tasked, methods=[m.name for m in g.methods]))
   for (task, method), where in g.borrowed.items():
@@ -250,9 +259,7 @@ def report(g: Grid, results: str, root: Optional[str] = None) -> Dict[str, Any]:
              g.reference, f"each run's `{g.aggregate}`") if g.aggregate else None}
   if g.report_extra:
     out.update(g.report_extra(out))
-  if g.plot is not None and runs:
-    g.plot(results, runs)
-  return _publish(g, results, out, root)
+  return out
 
 
 def _publish(g: Grid, results: str, out: Dict[str, Any], root: Optional[str]) -> Dict[str, Any]:
@@ -272,6 +279,17 @@ def paper(g: Grid, results: str, root: Optional[str], resamples: int,
           options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """A paper-style grid's report (`paper_report`: the paper's metrics per task and method), with
   the protocol's settings and `deviations` from them, the paper's figures and the curves."""
+  out = _publish(g, results, paper_build(g, results, resamples, deviations, options), root)
+  prefix, ylabel, ylim = g.paper.curves
+  out["plots"] = paper_report.plot_curves(out, results, list(g.paper.benchmarked),
+                                          {m.name: m.header for m in g.methods}, g.paper.panel,
+                                          prefix, ylabel, ylim)
+  return out
+
+
+def paper_build(g: Grid, results: str, resamples: int, deviations: Dict[str, Any],
+                options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """What a paper-style grid's results.json holds (less its provenance) from its runs."""
   p = g.paper
   settings = {"methods": {m.name: dict(m.flags) for m in g.methods},
               "tasks": {t.name: {"budget": t.budget, "seeds": list(t.seeds),
@@ -285,9 +303,4 @@ def paper(g: Grid, results: str, root: Optional[str], resamples: int,
     out.update(p.extras(results, out, resamples))
   if g.identity:
     out["identity"] = paper_report.identity_report(results)
-  out = _publish(g, results, out, root)
-  prefix, ylabel, ylim = p.curves
-  out["plots"] = paper_report.plot_curves(out, results, list(p.benchmarked),
-                                          {m.name: m.header for m in g.methods}, p.panel,
-                                          prefix, ylabel, ylim)
   return out

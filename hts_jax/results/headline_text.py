@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from hts_jax.analysis import stats
-from hts_jax.results.gfootball_markdown import short
+from hts_jax.results.paper_parts import short
 
 SYNC = ("sync_ppo", "a2c")  # the synchronous baselines (the bottom line's comparison)
 JSON, FIGURE = "results/headline.json", "results/headline.png"

@@ -4,7 +4,7 @@ the final time metric's clock, and its targets (`Spec`): required time and env s
 target (Table 2 / A8 / A10), paired time ratios per block, minutes from env steps over a
 throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares, the cells of
 the paired ratios and benchmark minutes, the curves and the actor-count identity (Tables 4/5).
-The report of every grid record with a `Paper` part (GFootball, MinAtar, Atari:
+The report of every grid with a `[paper]` part (GFootball, MinAtar, Atari:
 `hts_jax.results.driver.paper`)."""
 
 from __future__ import annotations
@@ -225,13 +225,6 @@ def paper_cell(figures: Dict[str, Any], key: str, fmt: Callable[[Any], str]
     p = (figures.get(task) or {}).get(key) or {}
     return f" (paper: {fmt(p[method])})" if method in p else ""
   return cell
-
-
-def bench_title(text: str) -> Callable[[Dict[str, Any]], Any]:
-  """A section's title naming the throughput benchmark's host (`{host}` in `text`); none (the
-  section left out) before the benchmark has run."""
-  return lambda out: out.get("throughput") and text.format(
-      host=out["throughput"].get("host", "?"))
 
 
 def bench_minutes(task: str, method: str, out: Dict[str, Any]) -> str:

@@ -52,10 +52,6 @@ class Block:
     return True
 
 
-def readme_path() -> str:
-  return os.path.join(provenance.ROOT, "README.md")
-
-
 Target = Tuple[str, Block, Callable[[Dict[str, Any]], str]]  # (markdown file, its block, render)
 
 

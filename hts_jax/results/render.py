@@ -1,16 +1,16 @@
-"""The one renderer of the grid records (`hts_jax.results.record`): a table with its note and
-source line (rows per task and method, a pivot, or a paper-style grid's sections), table.md,
-the aggregates line, the cells of the statistics rules (`hts_jax.analysis.stats`) and
-PROTOCOL.md, rendered from the record so the protocol has one source."""
+"""The one renderer of the grids (`hts_jax.results.spec`): a table with its note and source line
+(rows per task and method, a pivot, or a paper-style grid's sections) from results.json only,
+table.md (tables.md), the aggregates line, and PROTOCOL.md from the grid's PROTOCOL.md.in with
+the methods' and tasks' tables rendered from its grid.toml, so the protocol has one source."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict
 
 from hts_jax.analysis import stats
-from hts_jax.results import compare, provenance, publish
-from hts_jax.results.record import Grid, Table
+from hts_jax.results import compare, publish
+from hts_jax.results.spec import Grid, Table
 
 
 # Where the rule behind a table's "k of n runs flagged shared" is written out in full (once, not
@@ -46,9 +46,9 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
   shared = [r for r in out["runs"] if r.get("shared")]
   source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; "
             f"{len(shared)} of {len(out['runs'])} runs flagged shared ({SHARED_RULE}).")
-  tail = " ".join(x for x in (aggregates_line(g, out) if t.aggregates else "",
-                               t.tail(out) if t.tail else "") if x)
-  after = t.after(out) if t.after else ""
+  tail = " ".join(x for x in (aggregates_line(g, out) if t.aggregates else "", t.tail(out))
+                  if x)
+  after = t.after(out)
   return (f"{t.notes(out)} {source}\n\n{body}" + (f"\n{after.rstrip()}\n" if after else "")
           + (f"\n{tail}\n" if tail else ""))
 
@@ -93,118 +93,28 @@ def render_markdown(g: Grid, out: Dict[str, Any]) -> str:
   return render_table(g, g.tables[0], out)
 
 
-def spread_cell(key: str, fmt: str = "{:,.0f}") -> Callable[[Dict[str, Any]], str]:
-  """A column's cell: the spread of `key` as `mean [lo, hi] (its kind)`."""
-  return lambda c: stats.interval_cell(c[key], fmt) if c.get(key) else "-"
+def methods_table(g: Grid) -> str:
+  """PROTOCOL.md's methods: name, flags over each task's, what it is."""
+  return stats.markdown(["name", "flags over each task's", "what it is"],
+                        [[f"`{m.name}`", " ".join(f"`--{k}={v}`" for k, v in m.flags.items()),
+                          m.label + (f" (only on {', '.join(m.tasks)})" if m.tasks else "")]
+                         for m in g.methods]).rstrip()
 
 
-def steps_cell(c: Dict[str, Any]) -> str:
-  """Env steps to the target: the censored median and how many seeds reached it."""
-  s = c.get("steps_to_target")
-  if not s or s["median"] is None:
-    return "-"
-  median = stats.Censored(**s["median"])
-  floors = sum(bool(f) for f in s["floors"])
-  return (f"{median.cell()} ({s['reached']}/{len(s['per_seed'])} reached"
-          + (f"; {floors} at the first window, a floor" if floors else "") + ")")
-
-
-def ratio_cell(c: Dict[str, Any]) -> str:
-  return stats.ratio_cell(c.get("time_ratio"))
-
-
-# The Changes entry of the grids whose runs predate the statistics rules (issue 52).
-STATS_RULES = (
-    "2026-11-27, the statistics rules (issue 52; `hts_jax/analysis/stats.py`), applied to every "
-    "committed run, no run redone: intervals over seeds are the [min, max] below 6 seeds (a '95%' "
-    "percentile bootstrap over 3 seeds is exactly the [min, max] and covers about 75%); paired "
-    "time ratios are geometric means over blocks, and a block where a run missed the target "
-    "counts with that run's whole wall time, censored, which makes the ratio a bound (≥ / ≤; it "
-    "was left out before, which favoured the method that missed); a run that shared the machine "
-    "is flagged in results.json (`shared`: marked by its driver, or its calibration above 1.5x "
-    "its host kind's median) and its block left out of the time ratios (its env steps and "
-    "returns still count).")
-
-
-# The Changes entry of the paper-style grids (gfootball, minatar, atari) for their censored means.
-CENSORED_MEANS = (
-    "2026-11-28: where some seed missed a target, the mean over seeds of the time or env steps to "
-    "it is shown as ≥ the mean with each miss counted at its run's end (a lower bound: the "
-    "statistics rules' censoring), beside k/n, where it was '-'; no run or other value changed.")
-
-
-# The Changes entry of every grid with paired ratios: which blocks a paired ratio counts.
-PAIRED_CALIBRATION = (
-    "2026-11-29, before the runs it first applies to (the GFootball headline's close seeds 3 "
-    "and 4): a paired ratio (time to a target, SPS) leaves a block out when either of its two "
-    "runs was marked by its driver, or when the two runs' calibrations differ by more than 1.5x "
-    "(`stats.pair_shared`). The host kind's median (`stats.shared`, results.json's `shared`) "
-    "now flags only figures that are not paired. A pair's ratio cancels its host's speed, so "
-    "the kind's median was the wrong reference for it: a host that calibrates at twice its "
-    "kind's median when quiet (an AMD EPYC at 126 ms) had every run flagged. No run redone.")
-
-
-# The Changes entry of every grid with paired ratios: a run whose CPUs other VMs took.
-STOLEN_CPU = (
-    "2026-12-02, before the runs it first applies to (Pong's remaining runs): a run whose CPU steal "
-    "share is above 5% (summary.json's `cpu_steal_share`: the time the hypervisor gave its CPUs "
-    "to other VMs) shared the machine: `stats.shared` flags it and `stats.pair_shared` leaves "
-    "its block out of the paired ratios. One calibration at the start cannot see steal that "
-    "comes and goes: a 2-core Intel Xeon host lost 7-37% of its CPU time under load (0% idle) "
-    "and ran HTS-A2C on Pong at 250-300 SPS against 817 on AMD EPYC; that run was stopped at "
-    "149k steps and not kept. Runs record the share since 2026-12-01 (the committed two: 0.0% "
-    "and 0.1%); no run redone, no committed figure moved. The grid driver measures the share "
-    "under load before its runs, and a calibration against its host kind's finished runs "
-    "(`--host_probe_s`), and warns where its runs would count as shared.")
+def tasks_table(g: Grid) -> str:
+  """PROTOCOL.md's tasks: env, flags, budget, seeds, evaluation cadence, target."""
+  return stats.markdown(["task", "env", "flags", "env steps", "seeds", "evaluations", "target"],
+                        [[str(t.name or "-"), f"`{t.env}`",
+                          " ".join(f"`--{k}={v}`" for k, v in t.flags.items()),
+                          f"{t.budget:,}", ", ".join(map(str, t.seeds)),
+                          f"every {t.eval_every:,} env steps",
+                          "-" if t.target is None else
+                          f"{t.target:g} (running average of {t.window})"]
+                         for t in g.tasks]).rstrip()
 
 
 def protocol_markdown(g: Grid) -> str:
-  """PROTOCOL.md, rendered from the record."""
-  lines = [f"# {g.title}: protocol", "",
-           f"Fixed on {g.fixed}; rendered from `GRID` in `hts_jax/results/{g.name}.py` (a value "
-           "is never changed after seeing results: a change goes under \"Changes\" with its date "
-           "and reason).", "", "## Question", g.question, "", "## Methods",
-           stats.markdown(["name", "flags over each task's", "what it is"],
-                          [[f"`{m.name}`", " ".join(f"`--{k}={v}`" for k, v in m.flags.items()),
-                            m.label + (f" (only on {', '.join(m.tasks)})" if m.tasks else "")]
-                           for m in g.methods]).rstrip(), "",
-           "## Tasks, budgets, seeds, evaluation",
-           stats.markdown(["task", "env", "flags", "env steps", "seeds", "evaluations", "target"],
-                          [[str(t.name or "-"), f"`{t.env}`",
-                            " ".join(f"`--{k}={v}`" for k, v in t.flags.items()),
-                            f"{t.budget:,}", ", ".join(map(str, t.seeds)),
-                            f"every {t.eval_every:,} env steps",
-                            "-" if t.target is None else
-                            f"{t.target:g} (running average of {t.window})"]
-                           for t in g.tasks]).rstrip(), "",
-           *(x for heading, text in g.prose for x in (f"## {heading}", text, "")),
-           "## Blocks, statistics, hosts",
-           f"A block is one (task, seed)'s runs of every method, back to back on one host in a "
-           "seeded order (`provenance.block_order`). The report follows "
-           "`hts_jax/analysis/stats.py`: per-seed values; [min, max] below 6 seeds; a miss "
-           f"censored at the budget, never dropped; time ratios `{g.reference}` / method as "
-           "geometric means over the blocks where neither run shared the machine (a run marked "
-           "by its driver, or whose calibration or start load is well above its host kind's "
-           "median); env steps at the first full window flagged as floors.", "", "## Changes"]
-  lines += [f"- {c}" for c in g.changes] or ["- none"]
-  return "\n".join(lines) + "\n"
-
-
-def protocol_stale(g: Grid) -> bool:
-  """Whether the committed PROTOCOL.md is not the record rendered."""
-  path = os.path.join(provenance.ROOT, g.results, "PROTOCOL.md")
-  return not os.path.exists(path) or open(path).read() != protocol_markdown(g)
-
-
-def identity_lines(out: Dict[str, Any]) -> List[str]:
-  """The actor-count identity's table (Tables 4/5: `paper_report.identity_report`), if run."""
-  ident = out.get("identity")
-  if not ident:
-    return []
-  rows = [[r["num_actors"], r["env"], r["seed"], f"{r['env_steps']:,}", f"{r['sps']:,.0f}",
-           f"`{r['param_sha256'][:16]}`",
-           "... " + ", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:])] for r in ident["runs"]]
-  return ["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
-          stats.markdown(["actors", "env", "seed", "env steps", "SPS", "param_sha256",
-                          "evaluation scores"], rows),
-          "Identical parameters and scores: " + ("yes" if ident["identical"] else "**no**"), ""]
+  """PROTOCOL.md: the grid's PROTOCOL.md.in with its methods' and tasks' tables and its
+  reference method."""
+  return (g.template.replace("{{methods}}", methods_table(g))
+          .replace("{{tasks}}", tasks_table(g)).replace("{{reference}}", g.reference))

@@ -77,11 +77,11 @@ def test_mujoco_runs_in_sync_and_async_modes(tmp_path):
 
 def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
   import dataclasses  # pylint: disable=import-outside-toplevel
-  from hts_jax.results import driver, grid, render  # pylint: disable=import-outside-toplevel
-  from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
-  task = "InvertedPendulum-v5"  # the record's, on another task: a record is data
-  g = dataclasses.replace(rm.GRID, tasks=(dataclasses.replace(rm.GRID.tasks[0], name=task,
-                                                              env=task),))
+  from hts_jax.results import driver, grid, render, spec  # pylint: disable=import-outside-toplevel
+  task = "InvertedPendulum-v5"  # the grid's, on another task: a grid is data
+  mujoco = spec.load("mujoco")
+  g = dataclasses.replace(mujoco, tasks=(dataclasses.replace(mujoco.tasks[0], name=task,
+                                                             env=task),))
   results = tmp_path / "results"
   for method, mode in (("hts_ppo", "hts"), ("sync_ppo", "sync")):
     modes.run(_cfg(tmp_path, "x", mode=mode, logdir=grid.run_dir(str(results), task, method, 11)))

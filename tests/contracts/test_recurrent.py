@@ -88,19 +88,19 @@ def test_lstm_envpool_atari_is_deterministic_across_actor_groups(tmp_path):
 
 
 def test_the_memory_report_renders_runs_into_json_table_plot_and_readme(tmp_path):
-  from hts_jax.results import driver, grid  # pylint: disable=import-outside-toplevel
-  from hts_jax.results import memory as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import driver, grid, spec  # pylint: disable=import-outside-toplevel
+  g = spec.load("memory")
   results = tmp_path / "results"
   for method, mode, core in (("hts_lstm", "hts", "lstm"), ("hts_ff", "hts", "none")):
     modes.run(_cfg(tmp_path, "x", mode=mode, core=core,
                    logdir=grid.run_dir(str(results), None, method, 5)))
-  block = rm.GRID.tables[0].block
+  block = g.tables[0].block
   readme = tmp_path / "docs" / "results.md"  # the grids' blocks' page (issue 54)
   readme.parent.mkdir()
   readme.write_text(f"# x\n{block.begin}\nold\n{block.end}\ntail\n")
-  out = driver.report(rm.GRID, str(results), str(tmp_path))
+  out = driver.report(g, str(results), str(tmp_path))
   assert {r["method"] for r in out["runs"]} == {"hts_lstm", "hts_ff"}
-  assert out["table"][rm.ENV]["hts_lstm"]["final_eval"]["n"] == 1
+  assert out["table"][g.tasks[0].env]["hts_lstm"]["final_eval"]["n"] == 1
   assert out["runs"][0]["evals"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
   assert "| hts_lstm " in table

@@ -268,16 +268,11 @@ JARGON = ("paired block", "n=", "geometric mean", "≤", "≥", "calibrated", "p
 
 
 def _method_keys() -> List[str]:
-  """The method keys of every grid record (`hts_ppo_none`, `sync_ppo`, ...): a reader meets them
-  in docs/results.md's tables, never on README's first screen. Those that are plain words
-  (`none`, `behaviour`) count only in backticks."""
-  import importlib  # pylint: disable=import-outside-toplevel
-  from hts_jax.cli.reproduce import GRIDS  # pylint: disable=import-outside-toplevel
-  keys = set()
-  for module in GRIDS.values():
-    grid = getattr(importlib.import_module(module), "GRID", None)
-    keys.update(m.name for m in (grid.methods if grid else ()))
-  return sorted(keys)
+  """The method keys of every grid (`hts_ppo_none`, `sync_ppo`, ...): a reader meets them in
+  docs/results.md's tables, never on README's first screen. Those that are plain words (`none`,
+  `behaviour`) count only in backticks."""
+  from hts_jax.results import spec  # pylint: disable=import-outside-toplevel
+  return sorted({m.name for name in spec.names() for m in spec.load(name).methods})
 
 
 def test_readmes_first_screen_is_plain_words():

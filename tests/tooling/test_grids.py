@@ -1,37 +1,43 @@
-"""Every grid record (`hts_jax.results.record`) by one test each: its committed results.json
-rendered is its table.md and README block, its PROTOCOL.md is the record rendered, and its run
-flags are what its committed runs ran with."""
+"""Every grid (results/<grid>/grid.toml and PROTOCOL.md.in, `hts_jax.results.spec`) by one test
+each: its report built from its committed runs is its committed results.json and renders to its
+committed tables, blocks and PROTOCOL.md, and its run flags are what its committed runs ran
+with."""
 
-import functools
 import json
 import os
 
 import pytest
 
-from hts_jax.results import (atari, corrections, gfootball, memory, minatar, mujoco, publish,
-                             render)
+from hts_jax.results import driver, provenance, publish, render, spec
 from tests.support import ROOT
 
-GRIDS = [memory.GRID, mujoco.GRID, minatar.GRID, atari.GRID, gfootball.GRID, corrections.GRID]
+GRIDS = [spec.load(name) for name in spec.names()]
+PROVENANCE = ("date", "commit", "machine", "command", "source")
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
-def test_the_committed_report_is_its_json_rendered(g):
-  targets = [(os.path.join(ROOT, t.doc), t.block, functools.partial(render.render_table, g, t))
-             for t in g.tables if t.block]
-  assert publish.stale(os.path.join(ROOT, g.results), functools.partial(render.render_markdown, g),
-                       targets, table=render.table_file(g)) == []
+def test_the_committed_outputs_are_the_grid_rendered_from_its_runs(g):
+  """The report from the committed runs (no training) holds the committed results.json's values
+  (a field added since it was written aside), and renders to its committed table.md, its blocks
+  and its PROTOCOL.md (`python -m experiments.reproduce <grid> --report_only` writes them)."""
+  results = os.path.join(ROOT, g.results)
+  with open(os.path.join(results, "results.json")) as f:
+    committed = json.load(f)
+  out = driver.paper_build(g, results, 10_000, {}) if g.paper else driver.build(g, results)
+  out = json.loads(json.dumps(provenance.metrics.json_safe(out)))
+  out.update({k: committed[k] for k in PROVENANCE})
+  out["runs"] = [{k: r[k] for k in c} for r, c in zip(out["runs"], committed["runs"])]
+  assert out == committed
+  assert open(os.path.join(results, render.table_file(g))).read() == render.render_markdown(g, out)
+  for t in (t for t in g.tables if t.block):
+    assert t.block.wrap(render.render_table(g, t, out)) in open(os.path.join(ROOT, t.doc)).read()
+  assert open(os.path.join(results, "PROTOCOL.md")).read() == render.protocol_markdown(g)
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
-def test_protocol_md_is_the_record_rendered(g):
-  assert not render.protocol_stale(g), f"python -m experiments.reproduce {g.name} --report_only"
-
-
-@pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
-def test_the_committed_runs_ran_with_the_records_flags(g):
-  """Each committed run's config holds every flag the record gives it (a record that drifted from
-  its runs would re-run them differently)."""
+def test_the_committed_runs_ran_with_the_grids_flags(g):
+  """Each committed run's config holds every flag the grid gives it (a grid that drifted from its
+  runs would re-run them differently)."""
   with open(os.path.join(ROOT, g.results, "results.json")) as f:
     runs = json.load(f)["runs"]
   assert runs
@@ -103,3 +109,29 @@ def test_a_rules_change_rerun_writes_the_same_rows():
       pytest.skip(f"this clone lacks {change.before} or {change.now}")
     with open(os.path.join(ROOT, change.path)) as f:
       assert json.loads(json.dumps(rows)) == json.load(f)["rows"], change.path
+
+
+def test_a_new_grid_is_a_toml_and_its_protocol_template(tmp_path):
+  """Two files make a grid: its methods' flags over its task's, the seed and budget, and
+  PROTOCOL.md with the tables rendered from the TOML; a key the loader does not know fails."""
+  folder = tmp_path / "toy"
+  folder.mkdir()
+  (folder / "grid.toml").write_text(
+      'title = "Toy"\nreference = "sync"\n'
+      '[[methods]]\nname = "sync"\nflags = {mode = "sync"}\nlabel = "synchronous"\n'
+      '[[methods]]\nname = "hts"\nflags = {mode = "hts"}\nlabel = "HTS"\n'
+      '[[tasks]]\nenv = "CartPole-v1"\nflags = {preset = "cartpole_ppo"}\nbudget = 4_000\n'
+      'seeds = [0, 1]\neval_every = 1_000\ntarget = 475.0\n'
+      '[[tables]]\nblock = "toy-results"\nnote = "Toy."\n'
+      'columns = [{header = "seeds", kind = "count"}]\n')
+  (folder / "PROTOCOL.md.in").write_text("# Toy\n{{methods}}\n{{tasks}}\nagainst `{{reference}}`\n")
+  g = spec.load("toy", str(tmp_path))
+  assert g.run_flags(None, "hts", 1) == {"preset": "cartpole_ppo", "mode": "hts", "seed": 1,
+                                         "total_steps": 4_000}
+  protocol = render.protocol_markdown(g)
+  assert "| `hts`  | `--mode=hts`" in protocol and "475 (running average of 10)" in protocol
+  assert protocol.endswith("against `sync`\n") and g.tables[0].block.grid == "toy"
+  with open(folder / "grid.toml", "a") as f:
+    f.write('\n[[methods]]\nname = "x"\nflags = {}\nlabel = "x"\ncolour = "red"\n')
+  with pytest.raises(TypeError, match="colour"):
+    spec.load("toy", str(tmp_path))

@@ -10,19 +10,19 @@ from tests.support import ROOT
 def test_the_mujoco_update_statistics_render():
   """The PPO update over the first quarter of the budget, per task and method (docs' column and
   README's clipped-share line): per seed, [min, max] over the seeds whose metrics.csv logged it."""
-  from hts_jax.results import mujoco as rm  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import named, spec  # pylint: disable=import-outside-toplevel
   runs = [{"early_update": {"window_steps": 250_000, "clip_frac": c, "approx_kl": 0.01,
                             "entropy": 3.0}} for c in (0.2, 0.3)] + [{"early_update": None}]
-  early = rm._early(runs)
+  early = named.early(runs)
   assert early["window_steps"] == 250_000 and early["clip_frac"]["n"] == 2
   assert early["clip_frac"]["mean"] == pytest.approx(0.25)
-  assert rm._early([{"early_update": None}]) is None
-  assert rm._update_cell({"early_update": early}) == (
+  assert named.early([{"early_update": None}]) is None
+  assert named.update_cell(None, {"early_update": early}) == (
       "clipped 0.250 [0.200, 0.300] (min-max); KL 0.0100 [0.0100, 0.0100] (min-max); entropy "
       "3.00 [3.00, 3.00] (min-max)")
   out = {"table": {"Hopper-v5": {"sync_ppo": {"early_update": early},
                                  "hts_ppo": {"early_update": None}}}}
-  assert rm._clipped_line(out) == (
+  assert named.clipped_line(spec.load("mujoco").ctx, out) == (
       "Share of samples with a clipped ratio over the first quarter of the budget (mean over "
       "seeds; sync_ppo / hts_ppo): Hopper-v5 0.25 / -.")
 

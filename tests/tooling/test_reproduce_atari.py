@@ -1,4 +1,4 @@
-"""`hts-reproduce atari` (hts_jax/results/atari.py): every run is a valid launcher config at the
+"""`hts-reproduce atari` (results/atari/grid.toml): every run is a valid launcher config at the
 protocol's budget (envpool Pong, only the mode differs), the targets are the protocol's fixed
 scores, and the tables render from the JSON (golden values by hand). The grid machinery it shares
 (paired blocks, resume, the launch path) is run for real by the MinAtar grid's tiny-grid test."""
@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from hts_jax.results import compare, driver, grid, paper_report
-from hts_jax.results.atari import GRID
+from hts_jax.results import compare, driver, grid, paper_report, spec
 from tests.support import ROOT
 from tests.support.cli import launcher_configs
 
+GRID = spec.load("atari")
 SPEC = GRID.paper.spec
 
 

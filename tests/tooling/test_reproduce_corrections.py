@@ -8,26 +8,28 @@ import os
 
 import pytest
 
-from hts_jax.results import corrections as study
-from hts_jax.results import driver
+from hts_jax.results import driver, grid, named, spec
 from tests.support import ROOT
+
+GRID = spec.load("corrections")
+CLOSE = "academy_empty_goal_close"
 
 
 def test_run_flags_are_the_protocols():
   protocol = open(os.path.join(ROOT, "results", "corrections", "PROTOCOL.md")).read()
-  close = study.GRID.run_flags(study.CLOSE, "decoupled", 3)
+  close = GRID.run_flags(CLOSE, "decoupled", 3)
   assert close["total_steps"] == 400_000 and close["eval_every"] == 8_000
   assert close["lr_decay_steps"] == 5_000_000 and close["num_envs"] == 8
   assert (close["mode"], close["correction"], close["seed"]) == ("hts", "decoupled", 3)
-  assert study.GRID.run_flags(study.CLOSE, "sync_ppo", 0)["mode"] == "sync"
-  hopper = study.GRID.run_flags("Hopper-v5", "none", 1)
+  assert GRID.run_flags(CLOSE, "sync_ppo", 0)["mode"] == "sync"
+  hopper = GRID.run_flags("Hopper-v5", "none", 1)
   assert (hopper["preset"], hopper["eval_every"], hopper["total_steps"]) == (
       "mujoco_hts_ppo", 50_000, 1_000_000)
-  memory = study.GRID.run_flags("CartPoleNoVel", "behaviour", 2)
+  memory = GRID.run_flags("CartPoleNoVel", "behaviour", 2)
   assert (memory["eval_every"], memory["eval_episodes"], memory["eval_greedy"]) == (2_000, 5, False)
-  for task in study.TASKS:
+  for task in GRID.tasks:
     assert task.name in protocol
-  for method in study.METHODS:
+  for method in GRID.methods:
     assert f"`{method.name}`" in protocol
 
 
@@ -49,19 +51,19 @@ def test_report_windows_censors_and_reads_the_committed_runs(tmp_path):
   hits = [0.0] * 2 + [500.0] * 48
   _fake_run(results / "runs" / "CartPoleNoVel" / "decoupled" / "seed0", 0, hits, 2_000)
   _fake_run(results / "runs" / "CartPoleNoVel" / "none" / "seed0", 0, [100.0] * 50, 2_000)
-  with open(results / "runs" / "CartPoleNoVel" / "none" / "seed0" / study.SHARED, "w") as f:
+  with open(results / "runs" / "CartPoleNoVel" / "none" / "seed0" / grid.SHARED, "w") as f:
     json.dump({"note": "tests ran beside"}, f)
-  committed = (tmp_path / "results" / "gfootball" / "runs" / study.CLOSE / "hts_ppo_behaviour"
+  committed = (tmp_path / "results" / "gfootball" / "runs" / CLOSE / "hts_ppo_behaviour"
                / "seed4")
   _fake_run(committed, 4, [1.0] * 50, 8_000)
-  out = driver.report(study.GRID, str(results))
+  out = driver.report(GRID, str(results))
   runs = {(r["task"], r["method"], r["seed"]): r for r in out["runs"]}
   assert runs[("CartPoleNoVel", "decoupled", 0)]["steps_to_target"] == 12 * 2_000
   miss = runs[("CartPoleNoVel", "none", 0)]
   assert miss["steps_to_target"] is None and miss["marked"] == "tests ran beside"
   assert miss["shared"]
-  assert runs[(study.CLOSE, "behaviour", 4)]["steps_to_target"] == 10 * 8_000
-  assert runs[(study.CLOSE, "behaviour", 4)]["quarters"][0] == pytest.approx(
+  assert runs[(CLOSE, "behaviour", 4)]["steps_to_target"] == 10 * 8_000
+  assert runs[(CLOSE, "behaviour", 4)]["quarters"][0] == pytest.approx(
       {"clip_frac": 0.1, "kl_lag": 0.01})
   assert out["decision"]["winner"] is None  # no task has every method's 5 seeds
   table = open(results / "table.md").read()
@@ -69,10 +71,10 @@ def test_report_windows_censors_and_reads_the_committed_runs(tmp_path):
 
 
 def _table(steps, finals):
-  table = {"CartPoleNoVel": {}, study.CLOSE: {}}
+  table = {"CartPoleNoVel": {}, CLOSE: {}}
   for task in ("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5"):
     table[task] = {m: {"seeds": list(range(5)), "final_metric": f} for m, f in finals.items()}
-  for task in ("CartPoleNoVel", study.CLOSE):
+  for task in ("CartPoleNoVel", CLOSE):
     table[task] = {m: {"seeds": list(range(5)), "steps_to_target": s} for m, s in steps.items()}
   return table
 
@@ -85,21 +87,21 @@ def test_decision_rule():
            "decoupled": [105, 115, 118, 90, None], "none": [None, None, None, 100, 100]}
   finals = {"sync_ppo": [3000, 2900, 3100, 2800, 3050], "behaviour": [2300] * 5,
             "decoupled": [2850] * 5, "none": [2700] * 5}
-  d = study.decide(_table(steps, finals))
+  d = named.decide(GRID.ctx, _table(steps, finals))
   assert d["winner"] == "decoupled"
   assert len(d["passes"]["decoupled"]) == 5 and d["passes"]["none"] == []
   assert d["passes"]["behaviour"] == []
   # A tie on passes (none passes anything) goes to the higher geometric mean of q.
   finals["decoupled"] = [2000] * 5
   steps["decoupled"] = [None] * 5
-  d = study.decide(_table(steps, finals))
+  d = named.decide(GRID.ctx, _table(steps, finals))
   assert d["winner"] == "behaviour" and d["geometric_mean_q"]["behaviour"] > d[
       "geometric_mean_q"]["none"]
   # Where sync PPO's median misses, every correction passes that task; q is 1 for a miss.
   steps["sync_ppo"] = [None, None, None, 100, 100]
-  d = study.decide(_table(steps, finals))
-  assert set(d["passes"]["none"]) == {"CartPoleNoVel", study.CLOSE}
-  assert study._q(float("inf"), float("inf")) == 1.0 and study._q(100.0, 1.0) == 10.0
+  d = named.decide(GRID.ctx, _table(steps, finals))
+  assert set(d["passes"]["none"]) == {"CartPoleNoVel", CLOSE}
+  assert named.score_q(float("inf"), float("inf")) == 1.0 and named.score_q(100.0, 1.0) == 10.0
 
 
 def test_readme_cells_give_the_rules_median_and_verdict():
@@ -110,13 +112,14 @@ def test_readme_cells_give_the_rules_median_and_verdict():
   finals = {m: [3000.0, 2900.0, 3100.0, 2800.0, 3050.0] for m in steps}
   table = _table(steps, finals)
   table["Hopper-v5"]["none"] = {"seeds": [0, 1], "final_metric": [2500.0, None]}
-  d = study.decide(table)
-  assert d["passes_by_task"][study.CLOSE] == {"behaviour": False, "decoupled": True, "none": True}
+  d = named.decide(GRID.ctx, table)
+  assert d["passes_by_task"][CLOSE] == {"behaviour": False, "decoupled": True, "none": True}
   assert d["passes_by_task"]["Hopper-v5"] == {"behaviour": None, "decoupled": None, "none": None}
 
   def cell(task, per_seed, passes=None):
-    return study._rule_cell({"task": task, "per_seed": per_seed, "passes": passes})
-  assert cell(study.CLOSE, {"steps_to_target": steps["behaviour"]}, False) == (
+    return named.rule_cell(GRID.tables[1].columns[0],
+                           {"task": task, "per_seed": per_seed, "passes": passes})
+  assert cell(CLOSE, {"steps_to_target": steps["behaviour"]}, False) == (
       "210 [190, ≥400,000]; misses")  # the middle seed reached it: the median is not a bound
   assert cell("Hopper-v5", {"final_metric": [2500.0, None]}) == (
       "2,500 [2,500, 2,500] (1 of 5 seeds)")
@@ -126,8 +129,9 @@ def test_readme_cells_give_the_rules_median_and_verdict():
 
 def test_question_three_compares_the_clip_fraction_ranges():
   cells = lambda d, s: {"decoupled": {"clip_frac": d}, "sync_ppo": {"clip_frac": s}}
-  got = study.clip_overlap({"a": cells([0.05, 0.07], [0.06, 0.09]),
-                            "b": cells([0.15, 0.17], [0.05, 0.06]), "c": cells([], [0.1])})
+  got = named.clip_overlap(GRID.ctx, {"a": cells([0.05, 0.07], [0.06, 0.09]),
+                                      "b": cells([0.15, 0.17], [0.05, 0.06]),
+                                      "c": cells([], [0.1])})
   assert got == {"a": True, "b": False, "c": None}
 
 
@@ -148,17 +152,16 @@ def test_blocks_run_seed_by_seed_across_tasks():
 
 
 def test_diagnostics_table_gives_each_quarters_median_over_the_seeds_that_recorded_it():
-  from hts_jax.results import corrections_text as text  # pylint: disable=import-outside-toplevel
   q = lambda *v: [{"clip_frac": x, **({"kl_lag": x / 10} if x > 0.2 else {})} for x in v]
   runs = [{"quarters": q(0.1, 0.2, 0.3, 0.4)}, {"quarters": q(0.3, 0.4, 0.5, 0.6)},
           {"quarters": q(0.5, 0.6, 0.1, 0.2)}]
-  got = text.quarter_medians(runs)
+  got = named.quarter_medians(GRID.ctx, runs)
   assert got["clip_frac"] == {"seeds": 3, "median": [0.3, 0.4, 0.3, 0.4]}
   # kl_lag only where clip_frac > 0.2: run 0 from its quarter 3, run 1 everywhere, run 2 in 1-2.
   assert got["kl_lag"]["seeds"] == 3
   assert got["kl_lag"]["median"] == pytest.approx([0.04, 0.05, 0.04, 0.05])
   assert "entropy" not in got
-  cells = {c.header: c.cell for c in text.DIAGNOSTICS_TABLE.columns}
+  cells = {c.header: c.cell for c in GRID.tables[2].columns}
   cell = {"seeds": [0, 1, 2, 3], "quarters": got}
   assert cells["clip_frac"](cell) == "0.300 / 0.400 / 0.300 / 0.400 (3 seeds)"
   assert cells["entropy"](cell) == "-"

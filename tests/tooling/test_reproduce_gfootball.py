@@ -1,4 +1,4 @@
-"""`hts-reproduce gfootball` (hts_jax/results/gfootball.py): the grid's launcher flags, the paper's
+"""`hts-reproduce gfootball` (results/gfootball/grid.toml): the grid's launcher flags, the paper's
 metrics from summary.json files (golden values by hand), the rendered tables and README block,
 resume (hts_jax/results/launch.py)."""
 
@@ -10,17 +10,27 @@ import sys
 
 import pytest
 
-from hts_jax.results import driver, grid, launch, paper_report, publish, render
-from hts_jax.results import gfootball_markdown as md_
-from hts_jax.results import gfootball_report as rg
-from hts_jax.results.gfootball import GRID
+from hts_jax.results import driver, grid, launch, paper_report, publish, render, spec
+from hts_jax.results import paper_parts as md_
+from hts_jax.results import paper_parts as rg
 from tests.support import ROOT
 from tests.support.cli import launcher_configs
 
 SCALE = dict(num_envs=8, num_executors=4, ppo_actors=1, impala_actors=4,
              representation="simple115v2", extra=[])
+GRID = spec.load("gfootball")
+LABELS = {m.name: m.short for m in GRID.methods if m.short}
 SPEC = GRID.paper.spec
 DOCS, README = GRID.tables
+
+
+def behind(report, scenario, t):
+  """Where HTS-PPO is not ahead, in `report` (HTS-PPO the reference)."""
+  return md_._behind(dict(report, reference="hts_ppo"), scenario, t, LABELS)
+
+
+def ratio_cell(report, *args):
+  return md_.ratio_cell(dict(report, reference="hts_ppo"), *args)
 
 
 def flags_of(method, scenario, seed, steps, **scale):
@@ -201,7 +211,8 @@ def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
 
 def test_the_grid_module_imports_beside_the_launcher():
   """Its flags are defined only when it runs as the program: `train`'s share names with them."""
-  code = "import hts_jax.results.gfootball, experiments.train"
+  code = ("from hts_jax.results import driver, spec; spec.load('gfootball'); "
+          "import experiments.train")
   subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
@@ -263,7 +274,7 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
                                  "could": [0, 1]}}}},
       "throughput_minutes": {sc: {"hts_ppo": {"0.8": 4.0}, "sync_ppo": {"0.8": 3.0},
                                   "impala": {"0.8": 2.0}}}}
-  assert md_._behind(report, sc, "0.8") == (
+  assert behind(report, sc, "0.8") == (
       "PPO (sync) needs fewer env steps to 0.8 (100,000 [100,000, 100,000] vs HTS-PPO's 200,000 "
       "[200,000, 200,000]), takes less time to 0.8 (paired 0.50x [0.40, 0.60] (n=2); steps over "
       "benchmark SPS 0.75x), ends higher (final metric 0.92 vs 0.90, within the intervals); "
@@ -273,7 +284,7 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
   report["summary"][sc]["methods"]["sync_ppo"].update(final=ci(0.5), final_time=ci(0.5))
   report["throughput_minutes"] = {}
   report["paired"] = {}
-  assert md_._behind(report, sc, "0.8") == (
+  assert behind(report, sc, "0.8") == (
       "PPO (sync) reaches 0.8 in more seeds (2/2, at 100,000 env steps; HTS-PPO 1/2); "
       "IMPALA reaches 0.8 in more seeds (2/2, at 300,000 env steps; HTS-PPO 1/2).")
   # Neither with a mean (some seeds of each missed): more seeds that reached it still counts, and
@@ -283,7 +294,7 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
   methods["sync_ppo"]["required_steps"]["0.8"] = {"mean": None, "reached": 0, "runs": 2}
   methods["impala"]["required_steps"]["0.8"] = {"mean": None, "mean_of_reached": 300_000.0,
                                                 "reached": 1, "runs": 2}
-  assert md_._behind(report, sc, "0.8") == (
+  assert behind(report, sc, "0.8") == (
       "IMPALA reaches 0.8 in more seeds (1/2; HTS-PPO 0/2).")
 
 
@@ -300,10 +311,10 @@ def test_a_higher_final_metric_is_shown_apart_from_the_other():
   report = {"summary": {sc: {"methods": {
       "hts_ppo": {"required_steps": steps, "final": ci(0.79)},
       "sync_ppo": {"required_steps": steps, "final": ci(0.79 + 1e-12)}}}}}
-  assert md_._behind(report, sc, t) == "it is ahead of every baseline in every cell."
+  assert behind(report, sc, t) == "it is ahead of every baseline in every cell."
   # A scenario with HTS-PPO's runs only (a block begun) is not 'ahead of every baseline'.
   del report["summary"][sc]["methods"]["sync_ppo"]
-  assert md_._behind(report, sc, t) == "no baseline has a run yet."
+  assert behind(report, sc, t) == "no baseline has a run yet."
 
 
 def test_the_committed_json_holds_every_committed_run():
@@ -497,8 +508,8 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   assert paired["sync_ppo"]["0.8"]["could"] == [0, 1, 2]
   assert paired["impala"]["0.8"]["bound"] == "lower"
   report = {"summary": body["summary"], "paired": body["paired"], "runs": body["runs"]}
-  assert md_.ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
-  assert md_.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
+  assert ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
+  assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
   rg.by_host(body, {sc: 5}, 500)
   s = body["summary"][sc]
   assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
@@ -511,9 +522,9 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
                   "final": {**one, "mean": 0.7, "lo": 0.7, "hi": 0.7}},
       "sync_ppo": {"required_steps": {"0.8": {"mean": None, "reached": 0, "runs": 1}},
                    "final": one}}}}}
-  assert md_._behind(report, sc, "0.8") == (
+  assert behind(report, sc, "0.8") == (
       "PPO (sync) ends higher (final metric 0.90 vs 0.70, one seed: no interval).")
-  assert md_.ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "-"
+  assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "-"
   # Runs without a host record never pair (two unknown hosts are not one host kind).
   for m in ("hts_ppo", "sync_ppo"):
     _fake_run(tmp_path / "unknown", sc, m, 0, [1.0] * 12, 60)

@@ -1,4 +1,4 @@
-"""`hts-reproduce minatar` (hts_jax/results/minatar.py): every run is a valid launcher config at
+"""`hts-reproduce minatar` (results/minatar/grid.toml): every run is a valid launcher config at
 the protocol's budget, the blocks hold Table A1's corrections on its games only, the targets are
 40% / 80% of A2C's own final metric, and the tables render from the JSON (golden values by hand)."""
 
@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from hts_jax.results import compare, driver, grid, paper_report
-from hts_jax.results.minatar import GRID
+from hts_jax.results import compare, driver, grid, paper_report, spec
 from tests.support import ROOT
 from tests.support.cli import launcher_configs
 
+GRID = spec.load("minatar")
 SPEC = GRID.paper.spec
 NAMES = [m.name for m in GRID.methods]
 

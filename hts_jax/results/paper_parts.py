@@ -1,0 +1,427 @@
+"""The named parts of a paper-style report beyond the paper's metrics (a grid's TOML names them:
+`named.EXTRAS`, `named.SECTIONS`, `named.LINES`, `named.TITLES`, `named.ROWS`), from the runs'
+own files: the IMPALA validation (its runs under <results>/impala_validation), the PPO update's
+diagnostics over the first quarter of each budget (the runs' metrics.csv: how the policy-lag
+corrections change the update), whole runs' throughput against the benchmark's (and what resets
+cost), each method's figures per host kind where a task's runs span several; and their markdown:
+the cells the tables share ('(k of n seeds)', paired ratios, per-host figures), the validation
+and the actor-count identity under the tables, where the reference method is not ahead."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Dict, List, Mapping, Optional
+
+from hts_jax.analysis import metrics, stats
+from hts_jax.results import launch, publish
+from hts_jax.results.publish import fmt_ci, fmt_steps
+
+# The idle parts' names in the wall-time table.
+IDLE = {"executors_waiting_for_actions": "executors wait for actions",
+        "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
+ENV_COSTS = "env_costs.json"  # `python -m experiments.bench_env_costs --save=...` writes it
+VALIDATION = "impala_validation"  # the IMPALA validation's runs: <results>/<VALIDATION>/seed<k>
+DIAGNOSTICS = ("entropy", "rho_clipped_frac", "mean_rho", "value_loss", "learning_rate")
+WINDOW = 0.25  # the PPO update's diagnostics: over the first quarter of each budget
+
+
+def extras(results: str, out: Dict[str, Any], resamples: int) -> Dict[str, Any]:
+  """The report's GFootball parts (`Paper.extras`); adds each scenario's protocol seed count and
+  host kinds (and per-host figures) to the summary in place."""
+  planned = {sc: len(t["seeds"]) for sc, t in out["protocol"]["settings"]["tasks"].items()}
+  by_host(out, planned, resamples)
+  parts = {"validation": validation_report(results),
+           "update_diagnostics": update_diagnostics(results, out["runs"], resamples),
+           "run_throughput": run_throughput(
+               out["runs"], out["throughput"],
+               publish.read_json(results, ENV_COSTS), resamples)}
+  for part in ("update_diagnostics", "run_throughput"):  # their '(k of n seeds)': the protocol's n
+    for sc, d in parts[part].items():
+      d["planned_seeds"] = planned.get(sc, 0)
+  return parts
+
+
+def validation_report(results: str) -> Optional[Dict[str, Any]]:
+  """The IMPALA validation (PROTOCOL.md): per seed, where the running average over full windows
+  of 10 evaluations first reached 0.9, the final evaluation, and the diagnostics (metrics.csv) at
+  the first and the last update."""
+  root = os.path.join(results, VALIDATION)
+  rows = []
+  for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+    path = os.path.join(root, name)
+    if not launch.finished(path):
+      continue
+    run = metrics.load_run(path)
+    s = run.summary
+    reached = metrics.required_time_metric(run, 0.9)
+    diag = {}
+    table = run.train_curve()
+    cfg = s.get("config") or {}
+    # With the loss summed over the batch (TorchBeast's), entropy and value loss are sums over
+    # its env steps: per step, they compare across batch sizes (entropy ln 19 = 2.94 uniform).
+    per = 1.0
+    if table and (cfg.get("learner") or {}).get("loss_reduction") == "sum":
+      per = cfg["alpha"] * cfg["num_envs"] // cfg["num_actors"] * cfg["async_batch_unrolls"]
+    for key in DIAGNOSTICS:
+      vals = [row[key] for row in table if key in row]
+      if key in ("entropy", "value_loss"):
+        vals = [v / per for v in vals]
+      if vals:
+        diag[key] = {"first": vals[0], "last": vals[-1], "mean": sum(vals) / len(vals)}
+    rows.append({"seed": run.seed, "env": s.get("env"), "budget": cfg.get("total_steps"),
+                 "env_steps": s["env_steps"], "updates": s["updates"],
+                 "reached_0.9_at_steps": (reached["env_steps"]
+                                          if math.isfinite(reached["env_steps"]) else None),
+                 "final_eval": run.evals[-1]["mean_return"] if run.evals else None,
+                 "evals": [[e["env_steps"], e["mean_return"]] for e in run.evals],
+                 "host": run.host, "sps": s["sps"], "diagnostics": diag})
+  if not rows:
+    return None
+  return {"runs": rows, "passed": len(rows) >= 2 and all(r["reached_0.9_at_steps"] is not None
+                                                         for r in rows)}
+
+
+def by_cell(runs: List[Dict[str, Any]]) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
+  """The runs as {scenario: {method: [runs, in the report's order]}} (`paper_report.load_runs`
+  orders them by the grid's methods)."""
+  cells: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
+  for r in runs:
+    cells.setdefault(r["scenario"], {}).setdefault(r["method"], []).append(r)
+  return cells
+
+
+def update_diagnostics(results: str, runs: List[Dict[str, Any]],
+                       resamples: int) -> Dict[str, Any]:
+  """Why the PPO methods learn at different rates, in the runs' own metrics.csv: per scenario and
+  PPO method (the runs whose rows carry `clip_frac`), over the updates of the first WINDOW of the
+  budget, the mean share of samples with a clipped ratio, of |ρ - 1| and of the approximate KL,
+  and the policy's entropy over the window's last fifth; each a mean over seeds [min, max].
+  Under `--correction=behaviour` the ratio's denominator is the behaviour policy, one update
+  behind the params the epochs start from, so more samples start outside 1 ± clip."""
+  out = {}
+  for sc, cells in by_cell(runs).items():
+    per: Dict[str, Dict[str, List[float]]] = {}
+    window, clip = set(), set()
+    for m, cell in cells.items():
+      for r in cell:
+        run = metrics.load_run(os.path.join(results, r["path"]))
+        early = metrics.early_update(run, WINDOW)
+        if early is None:
+          continue
+        got = per.setdefault(m, {"seeds": []})
+        got["seeds"].append(r["seed"])
+        for key in (*metrics.PPO_UPDATE_KEYS, "entropy"):
+          got.setdefault(key, []).extend([early[key]] if key in early else [])
+        window.add(early["window_steps"])
+        clip.add(((run.summary.get("config") or {}).get("learner") or {}).get("clip_eps"))
+    # One budget and one clip per scenario under the protocol; a grid that mixes them says so.
+    if per:
+      out[sc] = {"window_steps": sorted(window), "clip_eps": sorted(clip - {None}),
+                 "methods": {m: {"seeds": v.pop("seeds"),
+                                 **{k: metrics.seed_interval(x, resamples=resamples)
+                                    for k, x in v.items() if x}} for m, v in per.items()}}
+  return out
+
+
+def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, Any]],
+                   env_costs: Optional[Dict[str, Any]], resamples: int) -> Dict[str, Any]:
+  """Why whole runs step slower than the throughput benchmark: per scenario and method, the SPS
+  (evaluations included) of the runs on the benchmark's host kind against the benchmark's median
+  (30,000 steps of a barely trained policy, no evaluation), and the runs' mean training episode
+  length (env steps over finished episodes, any host). With env_costs.json (a reset's cost in steps,
+  `reset_in_steps`, and a random policy's episode length), `reset_share` is what resets add to a
+  step's env time at the runs' episode length (reset_in_steps / length), beside the random policy's:
+  a policy that scores sooner plays shorter episodes, so more of its env time goes to resets."""
+  bench = (throughput or {}).get("scenarios") or {}
+  bench_host = (throughput or {}).get("host")
+  costs = (env_costs or {}).get("envs") or {}
+  out = {}
+  for sc, cells in by_cell(runs).items():
+    cost = costs.get(f"gfootball:{sc}") or {}
+    reset, random_len = cost.get("reset_in_steps"), cost.get("random_episode_length")
+    out[sc] = {"reset_in_steps": reset, "random_episode_length": random_len,
+               "random_reset_share": reset / random_len if reset and random_len else None,
+               "methods": {}}
+    for m, cell in cells.items():
+      lengths = [r["env_steps"] / r["episodes"] for r in cell if r.get("episodes")]
+      b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
+      length = metrics.seed_interval(lengths, resamples=resamples) if lengths else None
+      # SPS against the benchmark only from the runs on the benchmark's host kind.
+      same = [r for r in cell if r["host"] == bench_host]
+      sps = metrics.seed_interval([r["sps"] for r in same], resamples=resamples) if same else None
+      out[sc]["methods"][m] = {
+          "seeds": [r["seed"] for r in cell], "sps_seeds": [r["seed"] for r in same],
+          "sps": sps, "benchmark_sps": b, "benchmark_host": bench_host,
+          "sps_to_benchmark": sps["mean"] / b if b and sps else None, "episode_length": length,
+          "reset_share": reset / length["mean"] if reset and length else None}
+  return out
+
+
+def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> None:
+  """Per scenario, in place: the protocol's seed count (`planned_seeds`: a scenario whose methods
+  all have fewer runs is partial), its runs' host kinds (`hosts`), and where they are more than
+  one, each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
+  different host kinds are never averaged together (PROTOCOL.md)."""
+  for sc, s in body["summary"].items():
+    s["planned_seeds"] = planned.get(sc, 0)
+    here = [r for r in body["runs"] if r["scenario"] == sc]
+    s["hosts"] = list(dict.fromkeys(r["host"] for r in here))
+    if len(s["hosts"]) < 2:
+      continue
+    for m, row in s["methods"].items():
+      row["by_host"] = {}
+      for kind in s["hosts"]:
+        mine = [r for r in here if r["method"] == m and r["host"] == kind]
+        if mine:
+          row["by_host"][kind] = {
+              "seeds": [r["seed"] for r in mine],
+              "sps": metrics.seed_interval([r["sps"] for r in mine], resamples=resamples),
+              "wall_time_min": metrics.seed_interval([r["wall_time_s"] / 60 for r in mine],
+                                                    resamples=resamples)}
+
+
+UPDATE_KEYS = (("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
+               ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))
+
+
+def update_row(sc: str, d: Dict[str, Any]) -> str:
+  return f"{short(sc)} ({_listed(d['window_steps'])}, {_listed(d['clip_eps'], '{:g}')})"
+
+
+def update_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  return partial(out["update_diagnostics"][sc], m) + "; ".join(
+      f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in UPDATE_KEYS)
+
+
+def throughput_title(out: Dict[str, Any]) -> str:
+  """The whole runs' table's title: what it shows, and what a reset costs (env_costs.json)."""
+  costs = [f"{short(sc)} {d['reset_in_steps']:.1f} steps (a random policy's episodes: "
+           f"{d['random_episode_length']:.0f} steps, so resets add {d['random_reset_share']:.0%} "
+           "to a step's env time)" for sc, d in (out.get("run_throughput") or {}).items()
+           if d.get("random_reset_share")]
+  return ("Whole runs against the benchmark: a run's SPS (its evaluations included, mean over the "
+          "seeds that ran on the benchmark's host kind [min, max]) as a share of the throughput "
+          "benchmark's median (the first 30,000 steps, no evaluation); the runs' mean training "
+          "episode length (env steps over finished episodes); and what resets add to a step's "
+          "env time at that length" + (": a reset costs " + "; ".join(costs)
+                                       + ", results/gfootball/env_costs.json" if costs else "")
+          + ". A policy that scores sooner plays shorter episodes and resets more often per step.")
+
+
+def throughput_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  length = ("" if r["episode_length"] is None else
+            f"; episodes {fmt_ci(r['episode_length'], '{:.1f}')} steps")
+  resets = "" if r["reset_share"] is None else f"; resets +{r['reset_share']:.0%}"
+  cell = partial(out["run_throughput"][sc], m)
+  if r["sps"] is None:
+    return f"{cell}- SPS (no run on the benchmark's host, {r['benchmark_host']}){length}{resets}"
+  share = ("" if r["sps_to_benchmark"] is None else
+           f" = {r['sps_to_benchmark']:.2f} of {r['benchmark_sps']:,.0f}")
+  if len(r.get("sps_seeds", r["seeds"])) < len(r["seeds"]):
+    share += f" (the {len(r['sps_seeds'])} of {len(r['seeds'])} seeds on the benchmark's host)"
+  return f"{cell}{fmt_ci(r['sps'], '{:,.0f}')} SPS{share}{length}{resets}"
+
+
+def docs_tail(out: Dict[str, Any]) -> str:
+  """Under docs' tables: the IMPALA validation and the actor-count identity (Tables 4/5)."""
+  return "\n".join(_validation_lines(out.get("validation")) + identity_lines(out))
+
+
+def readme_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  """README's cell: env steps to the top target; time to it relative to HTS-PPO's, paired / from
+  the benchmark's SPS; the final / final time metric."""
+  t = out["protocol"]["settings"]["targets"][-1]
+  bench = _benchratio_cell(out, sc, m, t)
+  bench = "1" if m == out["reference"] and bench else "-" if bench is None else f"{bench:.2f}x"
+  return (f"{partial(out['summary'][sc], m)}{fmt_steps(r['required_steps'][t])}; "
+          f"{ratio_cell(out, sc, m, t, '1')} / {bench}; "
+          f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
+
+
+def readme_tail(labels: Mapping[str, str], out: Dict[str, Any]) -> str:
+  """Under README's table: where HTS-PPO is not ahead and the IMPALA validation's verdict (the
+  PPO update's diagnostics are the corrections study's, README's section of its own)."""
+  t = out["protocol"]["settings"]["targets"][-1]
+  lines = [f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
+  lines += [f"- {short(sc)}: {_behind(out, sc, t, labels)}" for sc in out["summary"]]
+  return "\n".join(lines + [""] + _verdict(out))
+
+
+def short(scenario: str) -> str:
+  return scenario.replace("academy_", "").replace("_", " ").capitalize()
+
+
+def _listed(values: List[Any], fmt: str = "{:,}") -> str:
+  return "/".join(fmt.format(v) for v in values) or "-"
+
+
+def seeds_of(scenario_summary: Dict[str, Any]) -> int:
+  """The protocol's seeds for the scenario (`planned_seeds`), or more where a method has more (a
+  method with fewer is labelled)."""
+  return max(scenario_summary.get("planned_seeds", 0),
+             *(len(r["seeds"]) for r in scenario_summary["methods"].values()))
+
+
+def partial(scenario_summary: Dict[str, Any], method: str) -> str:
+  """'(k of n seeds) ' where the method has fewer seeds than the scenario's others, else ''
+  (a summary's or the update statistics' scenario: both hold `methods` with their `seeds`)."""
+  k, n = len(scenario_summary["methods"][method]["seeds"]), seeds_of(scenario_summary)
+  return f"({k} of {n} seeds) " if k < n else ""
+
+
+def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
+  return (((report.get("paired") or {}).get(scenario) or {}).get(method) or {}).get(t)
+
+
+def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
+  """The paired ratio's cell: `ref` for HTS-PPO where one of its seeds reached the target ('-'
+  where none did), else the geometric mean over the blocks (a miss counts at its run's end and
+  makes the ratio a bound), as 'n=k of N' where N blocks could count (`compare.paired`'s `could`:
+  both runs, one host kind) and k < N (blocks where a run shared the machine are left out)."""
+  if method == report["reference"]:
+    steps = report["summary"][scenario]["methods"][method]["required_steps"][t]
+    return ref if steps.get("reached") else "-"
+  ci = paired_ci(report, scenario, method, t)
+  cell = stats.ratio_cell(ci)
+  if ci and ci.get("mean") is not None and len(ci["could"]) > ci["n"]:
+    cell = cell[:-1] + f" of {len(ci['could'])})"
+  return cell
+
+
+def per_host(r: Dict[str, Any], key: str, fmt: str, unit: str) -> str:
+  """`r[key]` over its seeds, or per host kind (`by_host`) where the scenario's runs span
+  several."""
+  if not r.get("by_host"):
+    return fmt_ci(r[key], fmt) + unit
+  return "; ".join(f"{fmt_ci(v[key], fmt)}{unit} on {kind} (seed{'s' * (len(v['seeds']) > 1)} "
+                   f"{', '.join(map(str, v['seeds']))})" for kind, v in r["by_host"].items())
+
+
+def bench_sps(out: Dict[str, Any], scenario: str, method: str) -> str:
+  """The benchmark's median SPS of the method, in parentheses."""
+  bench = ((out.get("throughput") or {}).get("scenarios") or {}).get(scenario) or {}
+  sps = (bench.get(method) or {}).get("median_sps")
+  return f" ({sps:,.0f} SPS)" if sps else ""
+
+
+def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
+  if not val:
+    return []
+  rows = []
+  for r in val["runs"]:
+    d, reached = r["diagnostics"], r["reached_0.9_at_steps"]
+
+    def fl(key, fmt="{:.3g}"):
+      return f"{fmt.format(d[key]['first'])} → {fmt.format(d[key]['last'])}" if key in d else "-"
+    rows.append([r["seed"], "-" if reached is None else f"{reached:,.0f}", f"{r['final_eval']:.2f}",
+                 f"{r['updates']:,}", fl("entropy"), f"{d['rho_clipped_frac']['mean']:.2f}",
+                 fl("value_loss"), fl("learning_rate"), r["host"]] if "rho_clipped_frac" in d else
+                [r["seed"], reached, r["final_eval"], r["updates"], "-", "-", "-", "-", r["host"]])
+  return ["**IMPALA validation** (`gfootball_impala` at this scale on academy_empty_goal_close, "
+          "the 5M-step schedule, stopping once the running average over 10 evaluations reaches "
+          f"0.9; PROTOCOL.md): **{'passed' if val['passed'] else 'not passed'}**", "",
+          stats.markdown(["seed", "reached 0.9 at (env steps)", "final evaluation", "updates",
+                          "entropy per step, first → last update (uniform: 2.94)",
+                          "ρ clipped (mean over updates)", "value loss per step, first → last",
+                          "learning rate first → last", "host"], rows)]
+
+
+def _benchratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
+  """The method's minutes to the target (env steps over its benchmark SPS) over HTS-PPO's."""
+  mins = (report.get("throughput_minutes") or {}).get(scenario) or {}
+  mine, ref = (mins.get(method) or {}).get(t), (mins.get(report["reference"]) or {}).get(t)
+  return mine / ref if mine is not None and ref else None
+
+
+def _mean(ci: Optional[Dict[str, Any]]) -> Optional[float]:
+  return None if not ci else ci.get("mean")
+
+
+def _behind(report: Dict[str, Any], scenario: str, t: str, labels: Mapping[str, str]) -> str:
+  """Each baseline's cells where it is ahead of HTS-PPO: fewer env steps to the target (or, where
+  some of HTS-PPO's seeds missed it, the target reached in more seeds), less time to it (either
+  estimate), a higher final or final time metric ('within the intervals' where the two intervals
+  overlap); each baseline named by `labels` (the grid's methods, in order)."""
+  ms = report["summary"][scenario]["methods"]
+  ref = ms.get(report["reference"])
+  if ref is None:
+    return "no HTS-PPO runs yet."
+  if not any(m in ms for m in labels if m != report["reference"]):
+    return "no baseline has a run yet."
+  parts = []
+  for m in (m for m in labels if m != report["reference"] and m in ms):
+    r, said = ms[m], []
+    mine, theirs = r["required_steps"][t], ref["required_steps"][t]
+    if _mean(mine) is not None and _mean(theirs) is not None and mine["mean"] < theirs["mean"]:
+      said.append(f"needs fewer env steps to {t} ({fmt_ci(mine, '{:,.0f}')} vs HTS-PPO's "
+                  f"{fmt_ci(theirs, '{:,.0f}')})")
+    elif _mean(theirs) is None and mine["reached"] > theirs["reached"]:
+      said.append(f"reaches {t} in more seeds ({mine['reached']}/{mine['runs']}"
+                  + (f", at {mine['mean']:,.0f} env steps" if _mean(mine) is not None else "")
+                  + f"; HTS-PPO {theirs['reached']}/{theirs['runs']})")
+    paired, bench = paired_ci(report, scenario, m, t), _benchratio_cell(report, scenario, m, t)
+    faster = [f"paired {ratio_cell(report, scenario, m, t, '1')}"] \
+        if _mean(paired) is not None and paired["mean"] < 1 else []
+    faster += [f"steps over benchmark SPS {bench:.2f}x"] if bench is not None and bench < 1 else []
+    if faster:
+      said.append(f"takes less time to {t} ({'; '.join(faster)})")
+    higher = []
+    for key, name in (("final", "final metric"), ("final_time", "final time metric")):
+      a, b = r.get(key), ref.get(key)
+      # Higher at 4 decimals: two means of equal scores differ only by float sums.
+      if _mean(a) is not None and _mean(b) is not None and \
+          round(a["mean"], 4) > round(b["mean"], 4):
+        overlap = a.get("lo", a["mean"]) <= b.get("hi", b["mean"])
+        hedge = (", one seed: no interval" if min(a.get("n", 1), b.get("n", 1)) < 2 else
+                 ", within the intervals" if overlap else "")
+        higher.append(f"{name} {_apart(a['mean'], b['mean'])}{hedge}")
+    if higher:
+      said.append(f"ends higher ({'; '.join(higher)})")
+    if said:
+      parts.append(f"{labels[m]} " + ", ".join(said))
+  return ("; ".join(parts) + ".") if parts else "it is ahead of every baseline in every cell."
+
+
+def _apart(a: float, b: float) -> str:
+  """'a vs b' with 2 decimals, or as many more (up to 4) as it takes to show them apart."""
+  d = 2
+  while d < 4 and f"{a:.{d}f}" == f"{b:.{d}f}":
+    d += 1
+  return f"{a:.{d}f} vs {b:.{d}f}"
+
+
+def _verdict(report: Dict[str, Any]) -> List[str]:
+  val = report.get("validation")
+  if not val:
+    return []
+  seeds = ", ".join(f"seed {r['seed']} at "
+                    + ("-" if r["reached_0.9_at_steps"] is None else
+                       f"{r['reached_0.9_at_steps']:,.0f} steps") for r in val["runs"])
+  diag = []
+  for key, name, fmt in (("entropy", "entropy per step (uniform 2.94)", "{:.2f}"),
+                         ("rho_clipped_frac", "ρ clipped (share, mean over updates)", "{:.2f}"),
+                         ("value_loss", "value loss per step", "{:.3f}")):
+    per = [r["diagnostics"].get(key) for r in val["runs"]]
+    if all(per):
+      diag.append(name + " " + " / ".join(
+          fmt.format(d["mean"]) if key == "rho_clipped_frac" else
+          f"{fmt.format(d['first'])} → {fmt.format(d['last'])}" for d in per))
+  return [f"IMPALA validation on academy_empty_goal_close (a running average of 0.9 within 1M "
+          f"steps, 2 seeds): {'passed' if val['passed'] else 'not passed'} ({seeds})"
+          + (f"; its diagnostics, seed by seed (first → last update): {', '.join(diag)}"
+             if diag else "") + "."]
+
+
+def identity_lines(out: Dict[str, Any]) -> List[str]:
+  """The actor-count identity's table (Tables 4/5: `paper_report.identity_report`), if run."""
+  ident = out.get("identity")
+  if not ident:
+    return []
+  rows = [[r["num_actors"], r["env"], r["seed"], f"{r['env_steps']:,}", f"{r['sps']:,.0f}",
+           f"`{r['param_sha256'][:16]}`",
+           "... " + ", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:])] for r in ident["runs"]]
+  return ["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
+          stats.markdown(["actors", "env", "seed", "env steps", "SPS", "param_sha256",
+                          "evaluation scores"], rows),
+          "Identical parameters and scores: " + ("yes" if ident["identical"] else "**no**"), ""]
