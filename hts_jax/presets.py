@@ -146,7 +146,7 @@ paper says its A2C/PPO use) and TorchBeast's (Küttler et al. 2019, the paper's 
   here constant), entropy 0, observations and rewards normalised (`normalize: true`, VecNormalize),
   an LSTM of 64 units (`lstm_hidden_size: 64`; one LSTM shared by the policy and value towers
   here), 100k env steps (`n_timesteps: 1e5`). Time-limit cuts bootstrap. `--core=none` gives the
-  feed-forward policy it is compared with (`hts-reproduce memory`, `hts_jax/results/memory.py`).
+  feed-forward policy it is compared with (`hts-reproduce memory`, `results/memory/grid.toml`).
   The correction is HTS-PPO's default (`HTS_PPO_CORRECTION`, below).
 """
 

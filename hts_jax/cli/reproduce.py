@@ -17,6 +17,7 @@ results/<grid>/grid.toml (its `about` says what it runs); a run that fails is na
 """
 
 import importlib
+import os
 import sys
 from typing import List, Optional
 
@@ -55,6 +56,10 @@ def _run(argv: Optional[List[str]]) -> None:
              "grid's flags)")
   from hts_jax.results import driver, spec  # pylint: disable=import-outside-toplevel
   data = argv[1] != "benchmarks"
+  if data and not os.path.exists(os.path.join(spec.RESULTS, argv[1], "grid.toml")):
+    cli.fail(f"{argv[1]}: no results/{argv[1]}/grid.toml beside this hts_jax ({spec.RESULTS}): "
+             "a grid is its clone's data; run it from a clone (`python -m experiments.reproduce "
+             f"{argv[1]}` there)")
   module = importlib.import_module("hts_jax.results." + ("driver" if data else argv[1]))
   g = spec.load(argv[1]) if data else None
   doc = g.about if data else module.__doc__

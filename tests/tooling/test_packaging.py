@@ -133,4 +133,6 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
   out = run(py, "-c", sweep)
   assert "| 0 | " in out and "done before: " in out and len(os.listdir(elsewhere / "sweep")) == 2
   assert "Processes to start on this machine" in run("hts-launch", "--helpshort")
+  # A grid is its clone's data (results/<grid>/grid.toml): outside a clone, one line says so.
+  assert "a grid is its clone's data" in run("hts-reproduce", "memory", "--dry_run", code=2)
   assert "error: num_processes must be >= 1" in run("hts-launch", "--num_processes=0", code=2)
