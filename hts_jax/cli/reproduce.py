@@ -26,9 +26,14 @@ from absl import flags
 
 from hts_jax.cli import common as cli
 
-# Each a grid of data (results/<grid>/grid.toml, `hts_jax.results.spec`) but `benchmarks`, a
-# module of its own (docs/benchmarks.md's blocks from the benchmark scripts' JSON).
-GRIDS = ("gfootball", "minatar", "atari", "mujoco", "memory", "corrections", "benchmarks")
+
+
+def grids() -> List[str]:
+  """Every grid of data beside this hts_jax (a folder of results/ with a grid.toml:
+  `hts_jax.results.spec`; none outside a clone), then `benchmarks`, a module of its own
+  (docs/benchmarks.md's blocks from the benchmark scripts' JSON)."""
+  from hts_jax.results import spec  # pylint: disable=import-outside-toplevel
+  return (spec.names() if os.path.isdir(spec.RESULTS) else []) + ["benchmarks"]
 
 
 def run(argv: Optional[List[str]] = None) -> None:
@@ -50,16 +55,17 @@ def _run(argv: Optional[List[str]]) -> None:
   if len(argv) > 1 and argv[1] in ("-h", "--help", "--helpshort", "--helpfull"):
     print(__doc__)
     return
-  if len(argv) < 2 or argv[1] not in GRIDS:
-    got = repr(argv[1]) if len(argv) > 1 else "none"
-    cli.fail(f"expected a grid, one of {', '.join(GRIDS)}; got {got} (`<grid> --help` lists a "
-             "grid's flags)")
+  names = grids()
   from hts_jax.results import driver, spec  # pylint: disable=import-outside-toplevel
-  data = argv[1] != "benchmarks"
-  if data and not os.path.exists(os.path.join(spec.RESULTS, argv[1], "grid.toml")):
+  if len(argv) > 1 and argv[1] not in names and names == ["benchmarks"]:
     cli.fail(f"{argv[1]}: no results/{argv[1]}/grid.toml beside this hts_jax ({spec.RESULTS}): "
              "a grid is its clone's data; run it from a clone (`python -m experiments.reproduce "
              f"{argv[1]}` there)")
+  if len(argv) < 2 or argv[1] not in names:
+    got = repr(argv[1]) if len(argv) > 1 else "none"
+    cli.fail(f"expected a grid, one of {', '.join(names)}; got {got} (`<grid> --help` lists a "
+             "grid's flags)")
+  data = argv[1] != "benchmarks"
   module = importlib.import_module("hts_jax.results." + ("driver" if data else argv[1]))
   g = spec.load(argv[1]) if data else None
   doc = g.about if data else module.__doc__

@@ -207,7 +207,7 @@ def test_the_dispatcher_names_its_grids_in_one_line():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: expected a grid, one of gfootball, minatar, atari, mujoco, memory, corrections, "
+        "error: expected a grid, one of atari, corrections, gfootball, memory, minatar, mujoco, "
         f"benchmarks; got {repr(args[0]) if args else 'none'} (`<grid> --help` lists a grid's "
         "flags)"]
   proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "benchmarks", "--check"],
