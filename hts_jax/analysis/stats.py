@@ -72,9 +72,12 @@ def spread(values: Sequence[float], resamples: int = 10_000, seed: int = 0) -> D
 
 
 def interval_cell(s: Dict[str, Any], fmt: str = "{:,.0f}") -> str:
-  """`mean [lo, hi] (kind)`: the interval named by what it is."""
+  """`mean [lo, hi] (kind)`: the interval named by what it is; `(kind; n of m runs)` where the
+  spread leaves runs out (`of`: the runs there were; shared machines, for SPS)."""
   i = s["interval"]
-  return f"{fmt.format(s['mean'])} [{fmt.format(i['lo'])}, {fmt.format(i['hi'])}] ({i['kind']})"
+  left_out = f"; {s['n']} of {s['of']} runs" if s.get("of", s["n"]) > s["n"] else ""
+  return (f"{fmt.format(s['mean'])} [{fmt.format(i['lo'])}, {fmt.format(i['hi'])}] "
+          f"({i['kind']}{left_out})")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -207,7 +207,7 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
     values = [r[key] for r in mine if r[key] is not None]
     out[key] = stats.spread(values) if values else None
   alone = [r["sps"] for r in mine if not r.get("shared")]  # SPS of runs that had the machine
-  out["sps"] = stats.spread(alone) if alone else None
+  out["sps"] = dict(stats.spread(alone), of=len(mine)) if alone else None
   if g.cell_extra:
     out.update(g.cell_extra(mine))
   if t.target is not None:

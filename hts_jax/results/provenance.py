@@ -11,7 +11,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics
-from hts_jax.runtime import host
+from hts_jax.runtime import host as runtime_host
 from hts_jax.runtime.cpu import cpu_model
 
 # The checkout's root (hts_jax/results/ is two levels below it): where git says the commit, and
@@ -35,20 +35,24 @@ def block_order(block: str, methods: Sequence[str]) -> List[str]:
 def run_host(summary: Dict[str, Any]) -> Dict[str, Any]:
   """A run's host for a grid's results.json: its kind (`metrics.host_kind`), its calibration
   total at the start and the end, its CPU steal share, and its load average at the start and the
-  end (None where the run did not record them)."""
+  end (None where the run did not record them), and the code of each of its sessions
+  (`host.code_label`: the commit, `+dirty` at an uncommitted tree, "not recorded" before runs
+  recorded it)."""
   host = summary.get("host") or {}
   return {"host": metrics.host_kind(host),
           "calibration_ms": (host.get("calibration") or {}).get("total_ms"),
           "calibration_end_ms": (host.get("calibration_end") or {}).get("total_ms"),
           "steal_share": host.get("cpu_steal_share"),
-          "load": [host.get("load_start", [None])[0], host.get("load_end", [None])[0]]}
+          "load": [host.get("load_start", [None])[0], host.get("load_end", [None])[0]],
+          "code": [runtime_host.code_label(h.get("code") or {})
+                   for h in (*host.get("earlier_sessions", ()), host)]}
 
 
 def commit() -> str:
   """HEAD's hash, `+dirty` when the code (hts_jax, experiments) has uncommitted changes;
   "unknown" outside a clone."""
-  record = host.code()
-  return host.code_label(record) if record["source"] == "clone" else "unknown"
+  record = runtime_host.code()
+  return runtime_host.code_label(record) if record["source"] == "clone" else "unknown"
 
 
 def command_line(argv: Sequence[str]) -> str:

@@ -184,4 +184,28 @@ def source(report: Dict[str, Any], name: str, mixed: str = "MIXED host kinds") -
   runs = ("" if "runs_commit" not in report else "; the runs as committed in "
           + (f"`{report['runs_commit'][:12]}`" if report["runs_commit"] else "no commit yet"))
   return (f"`{name}`, {report['date']}, commit `{commit}`{runs}; runs on "
-          f"{'; '.join(hosts) or '-'}" + (f" ({mixed})" if len(hosts) > 1 else ""))
+          f"{'; '.join(hosts) or '-'}" + (f" ({mixed})" if len(hosts) > 1 else "")
+          + code_of(report.get("runs") or ()))
+
+
+def code_of(runs: Sequence[Dict[str, Any]]) -> str:
+  """'; code: `abc123def456` (4 runs), not recorded for 2 of 6 runs (...); 1 run at an uncommitted
+  tree (hts_ppo seed 3)': the commits the runs' sessions ran (`provenance.run_host`'s `code`),
+  each run that ran at an uncommitted tree named. Empty without runs."""
+  if not runs:
+    return ""
+  labels = [tuple(r.get("code") or ("not recorded",)) for r in runs]
+  old = sum(all(c == "not recorded" for c in run) for run in labels)
+  commits: Dict[str, int] = {}
+  for run in labels:
+    for c in dict.fromkeys(c.split("+")[0][:12] for c in run if c != "not recorded"):
+      commits[c] = commits.get(c, 0) + 1
+  dirty = [r for r, run in zip(runs, labels) if any(c.endswith("+dirty") for c in run)]
+  parts = [f"`{c}` ({k} run{'s' if k > 1 else ''})" for c, k in commits.items()]
+  if old:
+    parts.append(f"not recorded for {old} of {len(runs)} runs (they predate the record)")
+  out = "; code: " + ", ".join(parts)
+  if dirty:
+    out += (f"; {len(dirty)} run{'s' if len(dirty) > 1 else ''} at an uncommitted tree ("
+            + ", ".join(f"{r.get('method')} seed {r.get('seed')}" for r in dirty) + ")")
+  return out

@@ -250,3 +250,20 @@ def test_no_script_imports_another_script():
       names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
       assert not any(n == "experiments" or n.startswith("experiments.") for n in names), name
+
+
+def test_a_table_s_source_names_the_code_its_runs_ran_and_each_run_at_a_dirty_tree():
+  """Each run's sessions' code (summary.json's host.code, `provenance.run_host`): the commits,
+  the runs that predate the record, and every run made at an uncommitted tree by name."""
+  from hts_jax.results import provenance, publish  # pylint: disable=import-outside-toplevel
+  code = lambda commit, dirty: {"version": "0.1.0", "commit": commit, "dirty": dirty}  # noqa
+  runs = [dict(provenance.run_host({"host": {"code": code("a" * 40, False)}}), method="m",
+               seed=0),
+          dict(provenance.run_host({"host": {"code": code("b" * 40, True), "earlier_sessions": [
+              {"code": code("a" * 40, False)}]}}), method="hts_ppo", seed=3),
+          dict(provenance.run_host({"host": {}}), method="m", seed=2)]
+  assert runs[1]["code"] == ["a" * 40, "b" * 40 + "+dirty"]  # a resumed run: both sessions
+  assert publish.code_of(runs) == (
+      f"; code: `{'a' * 12}` (2 runs), `{'b' * 12}` (1 run), not recorded for 1 of 3 runs (they "
+      "predate the record); 1 run at an uncommitted tree (hts_ppo seed 3)")
+  assert publish.code_of([]) == ""

@@ -136,3 +136,9 @@ def test_aggregate_inverts_lower_better_tasks_and_takes_unequal_seed_counts():
   # steps: 50 beats both 100s, 100 ties both: 3/4; final: 2 beats 1, ties 2, loses to 3: 1/2.
   assert got["probability_of_improvement"] == pytest.approx((0.75 + 0.5) / 2)
   assert stats.aggregate({"t": ([1.0], [0.0])})["iqm_normalised"] is None  # a median of 0
+
+
+def test_a_spread_that_leaves_runs_out_says_how_many_of_how_many():
+  s = stats.spread([1000.0, 2000.0, 3000.0, 4000.0])
+  assert stats.interval_cell(s) == "2,500 [1,000, 4,000] (min-max)"
+  assert stats.interval_cell(dict(s, of=5)) == "2,500 [1,000, 4,000] (min-max; 4 of 5 runs)"
