@@ -1,4 +1,4 @@
-"""The corrections study's second-round pre-screen (`experiments/prescreen_extrapolation.py`): per
+"""The corrections study's second-round pre-screen (`results/corrections/round2/prescreen_extrapolation.py`): per
 acting extrapolation β, how close the acting policy came to θ_{j+1}, and docs/modes.md's block
 rendered from its JSON."""
 
@@ -8,11 +8,11 @@ from typing import Any, Dict, List
 from hts_jax.results import publish
 
 PRESCREEN = publish.Block("corrections-prescreen", "corrections",
-                          by="python -m experiments.prescreen_extrapolation")
+                          by="python -m results.corrections.round2.prescreen_extrapolation")
 
 
 def prescreen_markdown(out: Dict[str, Any]) -> str:
-  """docs/modes.md's block from the pre-screen's JSON (`experiments/prescreen_extrapolation.py`)."""
+  """docs/modes.md's block from the pre-screen's JSON (`results/corrections/round2/prescreen_extrapolation.py`)."""
   rows = "".join(f"| {b} | {v['kl_next']:.4f} | {v['kl_pred']:.4f} | {v['ratio']:.2f} | "
                  f"{v['updates']} |\n" for b, v in out["betas"].items())
   pick = (f"β = {out['pick']} goes on to the learning runs" if out["pick"] is not None else

@@ -84,9 +84,9 @@ def test_steps_at_the_first_full_window_are_marked_as_floors():
 
 def test_the_rules_changes_block_is_its_json_rendered():
   """docs/results.md's tables of the time ratios each change of the statistics rules moved (issue
-  52's, 2026-11-29's pair rule) are their JSON rendered (`python -m experiments.rules_changes
+  52's, 2026-11-29's pair rule) are their JSON rendered (`python -m results.rules_changes
   --change=...` writes both)."""
-  from experiments import rules_changes  # pylint: disable=import-outside-toplevel
+  from results import rules_changes  # pylint: disable=import-outside-toplevel
   docs = open(publish.docs_path()).read()
   for name, change in rules_changes.CHANGES.items():
     with open(os.path.join(ROOT, change.path)) as f:
@@ -101,7 +101,7 @@ def test_a_rules_change_rerun_writes_the_same_rows():
   re-run after more runs were committed writes the committed table again; skipped in a clone that
   lacks those commits (a shallow one)."""
   import subprocess  # pylint: disable=import-outside-toplevel
-  from experiments import rules_changes  # pylint: disable=import-outside-toplevel
+  from results import rules_changes  # pylint: disable=import-outside-toplevel
   for change in rules_changes.CHANGES.values():
     try:  # what the script itself reports as a shallow clone
       rows = rules_changes.changes(change.before, change.now, change.record_grids)

@@ -16,7 +16,7 @@ commit (the one that applied it), so a re-run writes the same table whatever run
 (`--now=worktree` reads the working tree's JSON instead, for a change being applied). Each writes
 its JSON and docs/results.md's block.
 
-  python -m experiments.rules_changes --change=pairs    # needs the git history (no shallow clone)
+  python -m results.rules_changes --change=pairs    # needs the git history (no shallow clone)
 """
 
 import json
@@ -48,7 +48,7 @@ class Change(NamedTuple):
 CHANGES = {
     "rules": Change(
         "466d6af^", "2ddbe4f", "results/rules_changes.json",
-        publish.Block("rules-changes", "", by="python -m experiments.rules_changes"),
+        publish.Block("rules-changes", "", by="python -m results.rules_changes"),
         "The time ratios the statistics rules moved (`hts_jax/analysis/stats.py`), before them "
         "(`{before}`: arithmetic means over the blocks where both runs reached the target, shared "
         "machines counted) and now (`{now}`: geometric means over the blocks where neither run "
@@ -57,14 +57,14 @@ CHANGES = {
     "pairs": Change(
         "629a4ef", "fcf351d", "results/pair_rule_changes.json",
         publish.Block("pair-rule-changes", "",
-                      by="python -m experiments.rules_changes --change=pairs"),
+                      by="python -m results.rules_changes --change=pairs"),
         "The time ratios the pair rule of 2026-11-29 moved (`stats.pair_shared`), before it "
         "(`{before}`: a block counted where neither run calibrated above 1.5x its host kind's "
         "median) and now (`{now}`: where neither run was marked and the two runs' calibrations "
         "are within 1.5x of each other), on the same runs.", ("memory", "corrections")),
     "marks": Change(
         "324c9d5", "db8e47c", "results/marks_changes.json",
-        publish.Block("marks-changes", "", by="python -m experiments.rules_changes --change=marks"),
+        publish.Block("marks-changes", "", by="python -m results.rules_changes --change=marks"),
         "The time ratios moved on 2026-12-05 by marking the two runs whose commit messages had "
         "disclosed other work on their machine but carried no `shared_machine.json` (Pong's "
         "`a2c` seed 0: 024dddd; run to score's `sync_ppo` seed 1: 87cfbc3, whose twin `impala` "

@@ -3,9 +3,9 @@ PROTOCOL.md, "Why this candidate"): HTS-PPO `none` with `--acting_extrapolation=
 seed, and per β the mean over its updates of `kl_next` (KL(π_{θ_j} || π_{θ_{j+1}}): acting with
 θ_j) and `kl_pred` (the same with the prediction θ_j + β(θ_j − θ_{j-1})). It reads no return.
 
-  python -m experiments.prescreen_extrapolation \
+  python -m results.corrections.round2.prescreen_extrapolation \
       --save=results/corrections/round2/prescreen.json
-  python -m experiments.prescreen_extrapolation --report_only   # docs/modes.md's block again
+  python -m results.corrections.round2.prescreen_extrapolation --report_only   # docs/modes.md's block again
 
 Prints one JSON object: per β the two means and their ratio, and `pick`, the β with the smallest
 ratio (None where no β brings the acting policy closer than θ_j does, a ratio ≥ 1); with `--save`
