@@ -17,7 +17,7 @@ import statistics
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, paper_parts, paper_report
+from hts_jax.results import compare, grid, paper_parts
 from hts_jax.results.publish import fmt_ci, fmt_steps
 
 
@@ -26,7 +26,7 @@ def _spread(col, c: Dict[str, Any]) -> str:
   return stats.interval_cell(c[col.key], col.fmt) if c.get(col.key) else "-"
 
 
-def steps_cell(c: Dict[str, Any]) -> str:
+def steps_cell(col, c: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
   """Env steps to the target: the censored median and how many seeds reached it."""
   s = c.get("steps_to_target")
   if not s or s["median"] is None:
@@ -52,7 +52,7 @@ CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
     "count": lambda col, c: str(len(c["seeds"])),
     "mean": lambda col, c: col.fmt.format(c[col.key]["mean"]),
     "spread": _spread,
-    "steps_to_target": lambda col, c: steps_cell(c),
+    "steps_to_target": steps_cell,
     "time_ratio": lambda col, c: stats.ratio_cell(c.get("time_ratio")),
     "per_task": lambda col, c: col.values.get(c["task"], ""),
     "early_update": update_cell,
@@ -117,8 +117,8 @@ SECTIONS: Dict[str, Callable[..., str]] = {
     "final_time": lambda sec, task, m, r, out: fmt_ci(r.get("final_time"), sec.fmt),
     "required_steps": lambda sec, task, m, r, out: " / ".join(
         map(fmt_steps, r["required_steps"].values())),
-    "paired": lambda sec, task, m, r, out: paper_report.paired_cell(task, m, out),
-    "bench_minutes": lambda sec, task, m, r, out: paper_report.bench_minutes(task, m, out),
+    "paired": paper_parts.paired_cell,
+    "bench_minutes": paper_parts.bench_minutes,
     "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
     "final_and_sps": lambda sec, task, m, r, out: (
         f"{fmt_ci(r['final'], sec.fmt)}; {fmt_ci(r['sps'], '{:,.0f}')} SPS"),
@@ -452,11 +452,6 @@ LINES.update(
 # A paper-style report's parts beyond the paper's metrics (`paper_parts`), by name.
 
 
-def _labels(ctx) -> Dict[str, str]:
-  """The methods the tables name (those with a `short` header), in the grid's order."""
-  return {m.name: m.short for m in ctx.methods if m.short}
-
-
 def _per_target(get: Callable[[str], str], r: Dict[str, Any]) -> str:
   return " / ".join(get(t) for t in r["required_steps"])
 
@@ -469,21 +464,21 @@ def _wall_idle(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
 SECTIONS.update({
     "paired_each": lambda sec, task, m, r, out: _per_target(
         lambda t: paper_parts.ratio_cell(out, task, m, t, "1 (reference)"), r),
-    "bench_minutes_sps": lambda sec, task, m, r, out: (
-        paper_report.bench_minutes(task, m, out) + paper_parts.bench_sps(out, task, m)),
+    "bench_minutes_sps": paper_parts.bench_minutes_sps,
     "required_min": lambda sec, task, m, r, out: _per_target(
         lambda t: fmt_ci(r["required_min"][t]), r),
     "final_per_host_sps": lambda sec, task, m, r, out: (
         f"{fmt_ci(r['final'], sec.fmt)}; " + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
     "wall_idle": _wall_idle,
-    "update": lambda sec, task, m, r, out: paper_parts.update_cell(task, m, r, out),
-    "run_throughput": lambda sec, task, m, r, out: paper_parts.throughput_cell(task, m, r, out),
-    "readme": lambda sec, task, m, r, out: paper_parts.readme_cell(task, m, r, out),
+    "update": paper_parts.update_cell,
+    "run_throughput": paper_parts.throughput_cell,
+    "readme": paper_parts.readme_cell,
 })
 FIGURES["pm_2f"] = lambda v: "{:.2f} ± {:.2f}".format(*v)
 FIGURES["each_1f"] = lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v)
 LINES.update(docs_tail=lambda ctx, out: paper_parts.docs_tail(out),
-             readme_tail=lambda ctx, out: paper_parts.readme_tail(_labels(ctx), out))
+             readme_tail=lambda ctx, out: paper_parts.readme_tail(
+                 {m.name: m.short for m in ctx.methods if m.short}, out))
 TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
     # the host, where the runs ran on one host kind only
     "one_host": lambda title, out: (title.format(host=out["hosts"][0])

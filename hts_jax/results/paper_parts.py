@@ -189,7 +189,9 @@ def update_row(sc: str, d: Dict[str, Any]) -> str:
   return f"{short(sc)} ({_listed(d['window_steps'])}, {_listed(d['clip_eps'], '{:g}')})"
 
 
-def update_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+def update_cell(sec, sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  """The PPO update's diagnostics over the first quarter of the budget."""
+  del sec
   return partial(out["update_diagnostics"][sc], m) + "; ".join(
       f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in UPDATE_KEYS)
 
@@ -209,7 +211,9 @@ def throughput_title(out: Dict[str, Any]) -> str:
           + ". A policy that scores sooner plays shorter episodes and resets more often per step.")
 
 
-def throughput_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+def throughput_cell(sec, sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  """A whole run's SPS against the benchmark's, its episode length and what resets add."""
+  del sec
   length = ("" if r["episode_length"] is None else
             f"; episodes {fmt_ci(r['episode_length'], '{:.1f}')} steps")
   resets = "" if r["reset_share"] is None else f"; resets +{r['reset_share']:.0%}"
@@ -228,9 +232,10 @@ def docs_tail(out: Dict[str, Any]) -> str:
   return "\n".join(_validation_lines(out.get("validation")) + identity_lines(out))
 
 
-def readme_cell(sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+def readme_cell(sec, sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
   """README's cell: env steps to the top target; time to it relative to HTS-PPO's, paired / from
   the benchmark's SPS; the final / final time metric."""
+  del sec
   t = out["protocol"]["settings"]["targets"][-1]
   bench = _benchratio_cell(out, sc, m, t)
   bench = "1" if m == out["reference"] and bench else "-" if bench is None else f"{bench:.2f}x"
@@ -298,11 +303,28 @@ def per_host(r: Dict[str, Any], key: str, fmt: str, unit: str) -> str:
                    f"{', '.join(map(str, v['seeds']))})" for kind, v in r["by_host"].items())
 
 
-def bench_sps(out: Dict[str, Any], scenario: str, method: str) -> str:
-  """The benchmark's median SPS of the method, in parentheses."""
+def paired_cell(sec, task: str, method: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  """A paper-style grid's paired time ratios of `method` to the reference, a target each."""
+  del sec, r
+  if method == out.get("reference"):
+    return "1 (reference)"
+  return " / ".join(map(stats.ratio_cell, (((out.get("paired") or {}).get(task) or {})
+                                           .get(method) or {}).values()))
+
+
+def bench_minutes(sec, task: str, method: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
+  """Minutes to each target from env steps over the throughput benchmark's median SPS."""
+  del sec, r
+  got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}
+  return " / ".join("-" if v is None else f"{v:.1f}" for v in got.values())
+
+
+def bench_minutes_sps(sec, scenario: str, method: str, r: Dict[str, Any],
+                      out: Dict[str, Any]) -> str:
+  """`bench_minutes`, then the benchmark's median SPS of the method in parentheses."""
   bench = ((out.get("throughput") or {}).get("scenarios") or {}).get(scenario) or {}
   sps = (bench.get(method) or {}).get("median_sps")
-  return f" ({sps:,.0f} SPS)" if sps else ""
+  return bench_minutes(sec, scenario, method, r, out) + (f" ({sps:,.0f} SPS)" if sps else "")
 
 
 def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:

@@ -209,30 +209,6 @@ def throughput_minutes(summary: Dict[str, Any],
   return out
 
 
-def paired_cell(task: str, method: str, out: Dict[str, Any]) -> str:
-  """A paper-style grid's paired time ratios of `method` to the reference, a target each."""
-  if method == out.get("reference"):
-    return "1 (reference)"
-  return " / ".join(map(stats.ratio_cell, (((out.get("paired") or {}).get(task) or {})
-                                           .get(method) or {}).values()))
-
-
-def paper_cell(figures: Dict[str, Any], key: str, fmt: Callable[[Any], str]
-               ) -> Callable[[str, str], str]:
-  """A cell's " (paper: ...)" for the paper's `key` figure of (task, method) in `figures`
-  ({task: {key: {method: value}}}), where the paper has one."""
-  def cell(task: str, method: str) -> str:
-    p = (figures.get(task) or {}).get(key) or {}
-    return f" (paper: {fmt(p[method])})" if method in p else ""
-  return cell
-
-
-def bench_minutes(task: str, method: str, out: Dict[str, Any]) -> str:
-  """Minutes to each target from env steps over the throughput benchmark's median SPS."""
-  got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}
-  return " / ".join("-" if v is None else f"{v:.1f}" for v in got.values())
-
-
 def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
                 labels: Dict[str, str], title: Callable[[str], str], prefix: str, ylabel: str,
                 ylim: Optional[tuple] = None, resamples: int = 2_000) -> List[str]:

@@ -14,7 +14,7 @@ import os
 import tomllib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from hts_jax.results import compare, grid, named, paper_parts, paper_report, provenance, publish
+from hts_jax.results import compare, grid, named, paper_parts, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results")
 
@@ -127,9 +127,9 @@ class Section:
     text = named.SECTIONS[self.kind](self, task, method, r, out)
     if self.partial:
       text = paper_parts.partial(out[self.data][task], method) + text
-    if self.figure:
-      text += paper_report.paper_cell(out.get("paper") or {}, self.figure,
-                                      named.FIGURES[self.figure_fmt])(task, method)
+    paper = ((out.get("paper") or {}).get(task) or {}).get(self.figure) or {}
+    if method in paper:
+      text += f" (paper: {named.FIGURES[self.figure_fmt](paper[method])})"
     return text
 
 

@@ -392,9 +392,9 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
   assert sync["entropy"]["mean"] == pytest.approx(2.7) and sync["entropy"]["n"] == 1
   out = {"update_diagnostics": {sc: d}}
   assert md_.update_row(sc, d) == "Empty goal close (3,000, 0.08)"
-  assert md_.update_cell(sc, "hts_ppo", hts, out).startswith(
+  assert md_.update_cell(None, sc, "hts_ppo", hts, out).startswith(
       "clipped 0.600 [0.400, 0.800]; \\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
-  assert md_.update_cell(sc, "sync_ppo", sync, out) == (
+  assert md_.update_cell(None, sc, "sync_ppo", sync, out) == (
       "(1 of 2 seeds) clipped 0.200; \\|ρ - 1\\| 0.050; KL 0.0010; entropy 2.70")
 
 
@@ -466,15 +466,15 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
          "resets add 5% to a step's env time), results/gfootball/env_costs.json" in \
          md_.throughput_title(out)
-  assert md_.throughput_cell(sc, "hts_ppo", hts, out) == (
+  assert md_.throughput_cell(None, sc, "hts_ppo", hts, out) == (
       "70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on the benchmark's host); episodes 220.0 "
       "[120.0, 300.0] steps; resets +3%")
-  assert md_.throughput_cell(sc, "sync_ppo", sync, out) == (
+  assert md_.throughput_cell(None, sc, "sync_ppo", sync, out) == (
       "(1 of 3 seeds) 45 SPS; episodes 60.0 steps; resets +10%")
   # No run on the benchmark's host kind: no share at all.
   d = rg.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["sps"] is None and "- SPS (no run on the benchmark's host, C " \
-      "x2); episodes 220.0" in md_.throughput_cell(sc, "hts_ppo", d["methods"]["hts_ppo"],
+      "x2); episodes 220.0" in md_.throughput_cell(None, sc, "hts_ppo", d["methods"]["hts_ppo"],
                                                   {"run_throughput": {sc: d}})
   # Without env_costs.json the table says nothing of resets.
   d = rg.run_throughput(runs, bench, None, 2_000)[sc]
