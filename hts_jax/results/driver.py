@@ -143,9 +143,9 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   root = publish.doc_root(why + [f"--steps={','.join(FLAGS.steps)}"] * bool(budgets))
   if g.paper:
     deviations = {"budget" if k is None else k: v for k, v in budgets.items()}
-    out = paper(g, FLAGS.results, root, FLAGS.resamples,
-                dict(deviations, **{k: v for k, v in options.items()
-                                    if v != FLAGS[k].default}), options)
+    out = report(g, FLAGS.results, root, FLAGS.resamples,
+                 dict(deviations, **{k: v for k, v in options.items()
+                                     if v != FLAGS[k].default}), options)
   else:
     out = report(g, FLAGS.results, root)
   if root and g.name in headline.GRIDS:  # the repository's README: its headline too
@@ -183,17 +183,6 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
           **(g.run_extra(f) if g.run_extra else {})}
 
 
-def _record_or_skip(g: Grid, f: grid.Finished) -> Optional[Dict[str, Any]]:
-  """`run_record`, or None with a warning line where summary.json lacks a field it needs or
-  holds one of another type (`guard.summary_problem` checks the common ones)."""
-  try:
-    return run_record(g, f)
-  except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-    print(f"  {os.path.join(f.logdir, 'summary.json')}: {type(e).__name__}: {e}: the run is "
-          "skipped", flush=True)
-    return None
-
-
 def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
          ) -> Dict[str, Any]:
   """A (task, method) cell: per-seed values and their spreads; steps to the target censored at
@@ -223,18 +212,14 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
   return out
 
 
-def report(g: Grid, results: str, root: Optional[str] = None) -> Dict[str, Any]:
-  """results.json and table.md (and the tables' blocks in README and docs under `root`, where
-  given) from the finished runs, and the grid's curves."""
-  out = build(g, results)
-  if g.plot is not None and out["runs"]:
-    g.plot(results, out["runs"])
-  return _publish(g, results, out, root)
-
-
-def build(g: Grid, results: str) -> Dict[str, Any]:
-  """What results.json holds (less its provenance) from the finished runs: a record per run, a
-  cell per (task, method), the aggregates across tasks."""
+def build(g: Grid, results: str, resamples: int = 10_000,
+          deviations: Optional[Dict[str, Any]] = None,
+          options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+  """What results.json holds (less its provenance) from the finished runs: a paper-style grid's
+  (`_paper_build`), else a record per run, a cell per (task, method), the aggregates across
+  tasks."""
+  if g.paper:
+    return _paper_build(g, results, resamples, deviations or {}, options)
   tasked = any(t.name for t in g.tasks)
   found = list(grid.finished_runs(results, tasks=tasked, methods=[m.name for m in g.methods]))
   for (task, method), where in g.borrowed.items():
@@ -243,8 +228,13 @@ def build(g: Grid, results: str) -> Dict[str, Any]:
       summary = launch.read_summary(logdir)
       if summary is not None:
         found.append(grid.Finished(task, method, logdir, summary))
-  runs = [r for r in (_record_or_skip(g, f) for f in found if f.task in [t.name for t in g.tasks])
-          if r is not None]
+  runs = []
+  for f in (f for f in found if f.task in [t.name for t in g.tasks]):
+    try:  # summary.json without a field it needs, or one of another type: skipped, named
+      runs.append(run_record(g, f))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+      print(f"  {os.path.join(f.logdir, 'summary.json')}: {type(e).__name__}: {e}: the run is "
+            "skipped", flush=True)
   for r in runs:
     r["shared"] = stats.shared(r, [q for q in runs if q["host"] == r["host"]],
                                marked=bool(r["marked"]))
@@ -262,34 +252,34 @@ def build(g: Grid, results: str) -> Dict[str, Any]:
   return out
 
 
-def _publish(g: Grid, results: str, out: Dict[str, Any], root: Optional[str]) -> Dict[str, Any]:
+def report(g: Grid, results: str, root: Optional[str] = None, resamples: int = 10_000,
+           deviations: Optional[Dict[str, Any]] = None,
+           options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """PROTOCOL.md, results.json, the first table's file and, under `root` (the folder holding
-  README.md and docs/) where given, the tables' blocks."""
+  README.md and docs/) where given, the tables' blocks, from the finished runs (`build`); then
+  the grid's curves."""
+  out = build(g, results, resamples, deviations, options)
   os.makedirs(results, exist_ok=True)
   with open(os.path.join(results, "PROTOCOL.md"), "w") as f:
     f.write(protocol_markdown(g))
   targets = [(os.path.join(root, t.doc), t.block, functools.partial(render_table, g, t))
              for t in g.tables if t.block and root]
-  return publish.publish(results, out, functools.partial(render_markdown, g), targets,
-                         table=table_file(g))
-
-
-def paper(g: Grid, results: str, root: Optional[str], resamples: int,
-          deviations: Dict[str, Any],
-          options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-  """A paper-style grid's report (`paper_report`: the paper's metrics per task and method), with
-  the protocol's settings and `deviations` from them, the paper's figures and the curves."""
-  out = _publish(g, results, paper_build(g, results, resamples, deviations, options), root)
-  prefix, ylabel, ylim = g.paper.curves
-  out["plots"] = paper_report.plot_curves(out, results, list(g.paper.benchmarked),
-                                          {m.name: m.header for m in g.methods}, g.paper.panel,
-                                          prefix, ylabel, ylim)
+  out = publish.publish(results, out, functools.partial(render_markdown, g), targets,
+                        table=table_file(g))
+  if g.paper:
+    prefix, ylabel, ylim = g.paper.curves
+    out["plots"] = paper_report.plot_curves(out, results, list(g.paper.benchmarked),
+                                            {m.name: m.header for m in g.methods},
+                                            g.paper.panel, prefix, ylabel, ylim)
+  elif g.plot is not None and out["runs"]:
+    g.plot(results, out["runs"])
   return out
 
 
-def paper_build(g: Grid, results: str, resamples: int, deviations: Dict[str, Any],
-                options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-  """What a paper-style grid's results.json holds (less its provenance) from its runs."""
+def _paper_build(g: Grid, results: str, resamples: int, deviations: Dict[str, Any],
+                 options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+  """What a paper-style grid's results.json holds (`paper_report`: the paper's metrics per task
+  and method), with the protocol's settings and `deviations` from them."""
   p = g.paper
   settings = {"methods": {m.name: dict(m.flags) for m in g.methods},
               "tasks": {t.name: {"budget": t.budget, "seeds": list(t.seeds),

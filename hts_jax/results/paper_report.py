@@ -5,7 +5,7 @@ target (Table 2 / A8 / A10), paired time ratios per block, minutes from env step
 throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares, the cells of
 the paired ratios and benchmark minutes, the curves and the actor-count identity (Tables 4/5).
 The report of every grid with a `[paper]` part (GFootball, MinAtar, Atari:
-`hts_jax.results.driver.paper`)."""
+`hts_jax.results.driver.report`)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def test_the_committed_outputs_are_the_grid_rendered_from_its_runs(g):
   results = os.path.join(ROOT, g.results)
   with open(os.path.join(results, "results.json")) as f:
     committed = json.load(f)
-  out = driver.paper_build(g, results, 10_000, {}) if g.paper else driver.build(g, results)
+  out = driver.build(g, results)
   out = json.loads(json.dumps(provenance.metrics.json_safe(out)))
   out.update({k: committed[k] for k in PROVENANCE})
   out["runs"] = [{k: r[k] for k in c} for r, c in zip(out["runs"], committed["runs"])]

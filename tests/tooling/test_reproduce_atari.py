@@ -26,7 +26,7 @@ def flat(text: str) -> str:
 
 def _report(tmp_path, docs=False):
   """The report into tmp_path, the blocks into its README.md and docs/ where `docs`."""
-  return driver.paper(GRID, str(tmp_path), str(tmp_path) if docs else None, 500, {})
+  return driver.report(GRID, str(tmp_path), str(tmp_path) if docs else None, 500, {})
 
 
 def test_every_method_is_a_valid_launcher_config_at_the_protocols_budget():

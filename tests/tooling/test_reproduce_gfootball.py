@@ -226,7 +226,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   docs.parent.mkdir()
   docs.write_text(f"# y\n{README.block.begin}\nold\n{README.block.end}\ntail\n"
                   f"{DOCS.block.begin}\n{DOCS.block.end}\n")
-  report = driver.paper(GRID, str(tmp_path), str(tmp_path), 2_000, {})
+  report = driver.report(GRID, str(tmp_path), str(tmp_path), 2_000, {})
   md = (tmp_path / "tables.md").read_text()
   row = next(l for l in flat(md).splitlines() if l.startswith("| Empty goal close")
              and "/ 10.0" in l)

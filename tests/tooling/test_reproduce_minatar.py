@@ -94,7 +94,7 @@ def test_targets_come_from_a2cs_final_metric_and_the_tables_render(tmp_path):
   docs.parent.mkdir()
   readme.write_text(f"{GRID.tables[1].block.begin}\n{GRID.tables[1].block.end}\n")
   docs.write_text(f"{GRID.tables[0].block.begin}\n{GRID.tables[0].block.end}\n")
-  out = driver.paper(GRID, str(tmp_path), str(tmp_path), 500, {})
+  out = driver.report(GRID, str(tmp_path), str(tmp_path), 500, {})
   tables = flat((tmp_path / "tables.md").read_text())
   assert "| Breakout (12,000) | 1 (reference) | 2.00x [2.00, 2.00] (n=2) / 2.00x [2.00, 2.00] " \
       "(n=2) | ≥1.80x (n=1) / ≥1.80x (n=1) |" in tables
