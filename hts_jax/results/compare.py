@@ -27,6 +27,23 @@ class Spec:
   baseline: str = ""  # the synchronous method the aggregates across scenarios compare against
 
 
+def mark_shared(runs: List[Dict[str, Any]]) -> None:
+  """Each run's `shared` flag under the statistics rules (`stats.shared`, against the runs of its
+  host kind), in place."""
+  for r in runs:
+    r["shared"] = stats.shared(r, [q for q in runs if q["host"] == r["host"]],
+                               marked=bool(r["marked"]))
+
+
+def cells(runs: Sequence[Dict[str, Any]], task: str = "task"
+          ) -> Dict[Any, Dict[str, List[Dict[str, Any]]]]:
+  """The runs grouped by (task, method), in their order: {run[task]: {method: [runs]}}."""
+  out: Dict[Any, Dict[str, List[Dict[str, Any]]]] = {}
+  for r in runs:
+    out.setdefault(r[task], {}).setdefault(r["method"], []).append(r)
+  return out
+
+
 def paired(here: Sequence[Dict[str, Any]], method: str, reference: str,
            time: Callable[[Dict[str, Any]], stats.Censored], over_reference: bool = True,
            every_block: bool = False, rule: stats.PairRule = stats.PAIR_RULES[-1],

@@ -235,12 +235,10 @@ def build(g: Grid, results: str, resamples: int = 10_000,
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
       print(f"  {os.path.join(f.logdir, 'summary.json')}: {type(e).__name__}: {e}: the run is "
             "skipped", flush=True)
-  for r in runs:
-    r["shared"] = stats.shared(r, [q for q in runs if q["host"] == r["host"]],
-                               marked=bool(r["marked"]))
+  compare.mark_shared(runs)
+  cells = compare.cells(runs)
   table = {t.name or t.env: {m.name: cell(g, runs, t.name, m.name) for m in g.methods
-                         if any(r["task"] == t.name and r["method"] == m.name for r in runs)}
-           for t in g.tasks}
+                             if m.name in cells.get(t.name, {})} for t in g.tasks}
   out = {"grid": g.name, "protocol": os.path.join(g.results, "PROTOCOL.md"), "runs": runs,
          "table": table, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
          "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in runs]),

@@ -14,7 +14,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import launch, publish
+from hts_jax.results import compare, launch, publish
 from hts_jax.results.publish import fmt_ci, fmt_steps
 
 # The idle parts' names in the wall-time table.
@@ -82,15 +82,6 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
                                                          for r in rows)}
 
 
-def by_cell(runs: List[Dict[str, Any]]) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
-  """The runs as {scenario: {method: [runs, in the report's order]}} (`paper_report.load_runs`
-  orders them by the grid's methods)."""
-  cells: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
-  for r in runs:
-    cells.setdefault(r["scenario"], {}).setdefault(r["method"], []).append(r)
-  return cells
-
-
 def update_diagnostics(results: str, runs: List[Dict[str, Any]],
                        resamples: int) -> Dict[str, Any]:
   """Why the PPO methods learn at different rates, in the runs' own metrics.csv: per scenario and
@@ -100,7 +91,7 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
   Under `--correction=behaviour` the ratio's denominator is the behaviour policy, one update
   behind the params the epochs start from, so more samples start outside 1 ± clip."""
   out = {}
-  for sc, cells in by_cell(runs).items():
+  for sc, cells in compare.cells(runs, "scenario").items():
     per: Dict[str, Dict[str, List[float]]] = {}
     window, clip = set(), set()
     for m, cell in cells.items():
@@ -137,7 +128,7 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   bench_host = (throughput or {}).get("host")
   costs = (env_costs or {}).get("envs") or {}
   out = {}
-  for sc, cells in by_cell(runs).items():
+  for sc, cells in compare.cells(runs, "scenario").items():
     cost = costs.get(f"gfootball:{sc}") or {}
     reset, random_len = cost.get("reset_in_steps"), cost.get("random_episode_length")
     out[sc] = {"reset_in_steps": reset, "random_episode_length": random_len,

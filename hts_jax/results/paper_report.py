@@ -53,8 +53,7 @@ def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
   records = [_run_record(run, results, f.task, f.method) for run, f in loaded]
   targets = {sc: spec.targets(sc, [r for r in records if r["scenario"] == sc])
              for sc in dict.fromkeys(r["scenario"] for r in records)}
-  for r in records:  # the statistics rules' shared-machine flag, per host kind
-    r["shared"] = stats.shared(r, [q for q in records if q["host"] == r["host"]], r["marked"])
+  compare.mark_shared(records)
   for (run, _), r in zip(loaded, records):
     r["targets"] = targets[r["scenario"]]
     r["required"] = {}
@@ -123,14 +122,13 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
   says how many had one. `time_limit_s` is that method's mean wall time (shown beside the
   table)."""
   out: Dict[str, Any] = {}
-  for scenario in dict.fromkeys(r["scenario"] for r in runs):
+  for scenario, cells in compare.cells(runs, "scenario").items():
     here = [r for r in runs if r["scenario"] == scenario]
     targets = list(here[0]["targets"])
-    impala = {r["seed"]: r for r in here if r["method"] == spec.limit_method}
+    impala = {r["seed"]: r for r in cells.get(spec.limit_method, ())}
     limit = (sum(r["wall_time_s"] for r in impala.values()) / len(impala)) if impala else None
     rows = {}
-    for method in (m for m in spec.methods if any(r["method"] == m for r in here)):
-      mine = [r for r in here if r["method"] == method]
+    for method, mine in ((m, cells[m]) for m in spec.methods if m in cells):
       row: Dict[str, Any] = {
           "seeds": [r["seed"] for r in mine],
           "env_steps": [r["env_steps"] for r in mine],
