@@ -32,7 +32,6 @@ from hts_jax.results import guard, headline, provenance, publish
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
 with open(os.path.join(RESULTS, "render.toml"), "rb") as _f:
   SPEC = tomllib.load(_f)
-DOCS = os.path.join(provenance.ROOT, SPEC["blocks"][0]["doc"])  # both blocks' markdown file
 BLOCK, DOCS_BLOCK = (publish.Block(b["name"], "benchmarks") for b in SPEC["blocks"])
 SOURCES = tuple(p for p in SPEC["blocks"][0]["parts"] if p.endswith(".json"))
 SAMPLER_CASES = SPEC["cases"]
@@ -213,35 +212,37 @@ def define_flags() -> None:
 
 
 def main(argv):
+  """Renders each block of render.toml into its doc (and its `table` file beside the JSON), or
+  with --check only says which are out of date."""
   if len(argv) > 1:
     print(f"error: unexpected arguments: {' '.join(argv[1:])}", file=sys.stderr)
     sys.exit(2)
-  markdown = render_markdown()
-  docs_path, tables_path = DOCS, os.path.join(RESULTS, SPEC["blocks"][0]["table"])
-  with open(docs_path) as f:
-    docs = f.read()
-  new_docs = docs
-  for block, text in ((BLOCK, markdown), (DOCS_BLOCK, render_docs())):
-    new_docs = block.into(new_docs, text)
-    if new_docs is None:
-      print(f"error: {docs_path} has no {block.begin!r} ... {block.end!r} block", file=sys.stderr)
+  files: Dict[str, str] = {}  # path -> its new text
+  for b in SPEC["blocks"]:
+    text, doc = render_block(b), os.path.join(provenance.ROOT, b["doc"])
+    if doc not in files:
+      with open(doc) as f:
+        files[doc] = f.read()
+    block = publish.Block(b["name"], "benchmarks")
+    files[doc] = block.into(files[doc], text)
+    if files[doc] is None:
+      print(f"error: {doc} has no {block.begin!r} ... {block.end!r} block", file=sys.stderr)
       sys.exit(2)
-  old_tables = open(tables_path).read() if os.path.exists(tables_path) else None
+    if "table" in b:
+      files[os.path.join(RESULTS, b["table"])] = text
+  stale = [p for p, new in files.items()
+           if not os.path.exists(p) or open(p).read() != new]
   if flags.FLAGS.check:
-    stale = [p for p, old, new in ((tables_path, old_tables, markdown),
-                                   (docs_path, docs, new_docs)) if old != new]
     if stale:
       print(f"error: out of date with results/benchmarks/*.json: {', '.join(stale)} (run "
             "hts-reproduce benchmarks)", file=sys.stderr)
       sys.exit(1)
     return []
-  with open(docs_path, "w") as f:
-    f.write(new_docs)
-  os.makedirs(RESULTS, exist_ok=True)
-  with open(tables_path, "w") as f:
-    f.write(markdown)
-  print(f"wrote docs/benchmarks.md's benchmark and CleanRL blocks and "
-        f"{os.path.relpath(tables_path, provenance.ROOT)}")
+  for path, text in files.items():
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+      f.write(text)
+  print(f"wrote {', '.join(os.path.relpath(p, provenance.ROOT) for p in files)}")
   headline.refresh(provenance.ROOT)  # it reads sampler.json and speedup.json
   print(f"wrote {headline.JSON}, README's headline block and docs/results.md's headline-details")
   return []

@@ -180,7 +180,7 @@ def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
           "param_sha256": s["param_sha256"][:16], **provenance.run_host(s),
           "marked": grid.shared_note(f.logdir),
           "evals": [[e["env_steps"], e["mean_return"]] for e in evals],
-          **(g.run_extra(f) if g.run_extra else {})}
+          **g.extra("run", f)}
 
 
 def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
@@ -197,8 +197,7 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
     out[key] = stats.spread(values) if values else None
   alone = [r["sps"] for r in mine if not r.get("shared")]  # SPS of runs that had the machine
   out["sps"] = dict(stats.spread(alone), of=len(mine)) if alone else None
-  if g.cell_extra:
-    out.update(g.cell_extra(mine))
+  out.update(g.extra("cell", mine))
   if t.target is not None:
     steps = [stats.Censored.of(r["steps_to_target"], r.get("budget", t.budget)) for r in mine]
     out["steps_to_target"] = {
@@ -245,8 +244,7 @@ def build(g: Grid, results: str, resamples: int = 10_000,
          "aggregates": compare.aggregates(
              compare.by_seed(runs, "task", g.aggregate), [m.name for m in g.methods],
              g.reference, f"each run's `{g.aggregate}`") if g.aggregate else None}
-  if g.report_extra:
-    out.update(g.report_extra(out))
+  out.update(g.extra("report", out))
   return out
 
 
@@ -269,7 +267,7 @@ def report(g: Grid, results: str, root: Optional[str] = None, resamples: int = 1
     out["plots"] = paper_report.plot_curves(out, results, list(g.paper.benchmarked),
                                             {m.name: m.header for m in g.methods},
                                             g.paper.panel, prefix, ylabel, ylim)
-  elif g.plot is not None and out["runs"]:
+  elif out["runs"]:
     g.plot(results, out["runs"])
   return out
 

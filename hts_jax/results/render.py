@@ -19,11 +19,6 @@ SHARED_RULE = ("results.json's `shared`; the statistics rules, `hts_jax/analysis
                "say which figures leave them out")
 
 
-def aggregates_line(g: Grid, out: Dict[str, Any]) -> str:
-  """The aggregates across tasks as one line (empty where there are none)."""
-  return compare.aggregates_line(out.get("aggregates"), lambda m: g.method(m).header)
-
-
 def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
   """One table with its note and source line."""
   tasks = len(g.tasks) > 1
@@ -46,8 +41,8 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
   shared = [r for r in out["runs"] if r.get("shared")]
   source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; "
             f"{len(shared)} of {len(out['runs'])} runs flagged shared ({SHARED_RULE}).")
-  tail = " ".join(x for x in (aggregates_line(g, out) if t.aggregates else "", t.tail(out))
-                  if x)
+  aggregates = compare.aggregates_line(out.get("aggregates"), lambda m: g.method(m).header)
+  tail = " ".join(x for x in (aggregates if t.aggregates else "", t.tail(out)) if x)
   after = t.after(out)
   return (f"{t.notes(out)} {source}\n\n{body}" + (f"\n{after.rstrip()}\n" if after else "")
           + (f"\n{tail}\n" if tail else ""))

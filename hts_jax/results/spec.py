@@ -288,16 +288,13 @@ class Grid:
           **{o.name: o.default for o in self.options}, **(options or {})})
     return out
 
-  def run_extra(self, f: grid.Finished) -> Dict[str, Any]:
-    return {k: v for name in self.run_metrics for k, v in named.RUN[name](self.ctx, f).items()}
-
-  def cell_extra(self, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
-    return {k: v for name in self.cell_metrics
-            for k, v in named.CELL[name](self.ctx, runs).items()}
-
-  def report_extra(self, out: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: v for name in self.report_metrics
-            for k, v in named.REPORT[name](self.ctx, out).items()}
+  def extra(self, kind: str, arg: Any) -> Dict[str, Any]:
+    """More fields of a run (`kind` "run", of a `grid.Finished`), a cell ("cell", of its runs)
+    or results.json ("report", of the rest of it): the grid's `<kind>_metrics`, functions of
+    `named.RUN`, `named.CELL` or `named.REPORT`, merged."""
+    registry = {"run": named.RUN, "cell": named.CELL, "report": named.REPORT}[kind]
+    return {k: v for name in getattr(self, f"{kind}_metrics")
+            for k, v in registry[name](self.ctx, arg).items()}
 
   def plot(self, results: str, runs: List[Dict[str, Any]]) -> None:
     if self.curves:
