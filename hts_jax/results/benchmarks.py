@@ -64,7 +64,7 @@ def render_speedup(data: Dict[str, Any]) -> str:
       f"Source: {_source(data, 'speedup.json')}.",
       "",
   ]
-  lag_0 = all("sps_hts_lag0" in r for r in rows)  # HTS at --policy_lag=0 (since 2026-12-05)
+  lag_0 = all("sps_hts_lag0" in r for r in rows)  # HTS at --policy_lag=0, where the JSON has it
   return "\n".join(lines) + "\n" + stats.markdown(
       ["step-time var / mean²", "HTS SPS"] + (["HTS lag 0 SPS"] if lag_0 else [])
       + ["sync SPS", "HTS / sync"] + (["HTS lag 0 / sync"] if lag_0 else [])

@@ -48,17 +48,6 @@ def update_cell(col, c: Dict[str, Any]) -> str:  # pylint: disable=unused-argume
                    if k in e) or "-"
 
 
-CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
-    "count": lambda col, c: str(len(c["seeds"])),
-    "mean": lambda col, c: col.fmt.format(c[col.key]["mean"]),
-    "spread": _spread,
-    "steps_to_target": steps_cell,
-    "time_ratio": lambda col, c: stats.ratio_cell(c.get("time_ratio")),
-    "per_task": lambda col, c: col.values.get(c["task"], ""),
-    "early_update": update_cell,
-}
-
-
 def clipped_line(ctx, out: Dict[str, Any]) -> str:
   """The clipped share over the first quarter of the budget, the methods side by side."""
   methods = [m.name for m in ctx.methods if any(m.name in t for t in out["table"].values())]
@@ -99,10 +88,6 @@ def targets_line(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-arg
                    for g, s in out["summary"].items() if s["targets"]) + "."
 
 
-LINES: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
-    "clipped_share": clipped_line, "partial_seeds": partial_seeds, "targets": targets_line}
-
-
 def _last_target_steps(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
   return f"{fmt_ci(r['final'], sec.fmt)}; {fmt_steps(list(r['required_steps'].values())[-1])}"
 
@@ -110,27 +95,6 @@ def _last_target_steps(sec, task, m, r, out) -> str:  # pylint: disable=unused-a
 def _final_time_among(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
   return fmt_ci(r["final"], sec.fmt) + (f"; {fmt_ci(r['final_time'], sec.fmt)}"
                                         if r.get("final_time") and m in sec.among else "")
-
-
-SECTIONS: Dict[str, Callable[..., str]] = {
-    "final": lambda sec, task, m, r, out: fmt_ci(r["final"], sec.fmt),
-    "final_time": lambda sec, task, m, r, out: fmt_ci(r.get("final_time"), sec.fmt),
-    "required_steps": lambda sec, task, m, r, out: " / ".join(
-        map(fmt_steps, r["required_steps"].values())),
-    "paired": paper_parts.paired_cell,
-    "bench_minutes": paper_parts.bench_minutes,
-    "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
-    "final_and_sps": lambda sec, task, m, r, out: (
-        f"{fmt_ci(r['final'], sec.fmt)}; {fmt_ci(r['sps'], '{:,.0f}')} SPS"),
-    "final_and_last_target_steps": _last_target_steps,
-    "final_and_final_time": _final_time_among,
-}
-
-FIGURES: Dict[str, Callable[[Any], str]] = {
-    "mean_pm": lambda v: f"{v[0]:,} ± {v[1]:,}",
-    "each_g": lambda v: " / ".join("-" if x is None else f"{x:g}" for x in v),
-    "plain": lambda v: f"{v:,}",
-}
 
 
 def targets(settings: Dict[str, Any]) -> Callable[[str, List[Dict[str, Any]]], Dict[str, float]]:
@@ -155,17 +119,6 @@ def final_return(summary: Dict[str, Any]) -> float:
   return sum(last) / len(last)
 
 
-RUN: Dict[str, Callable[[Any, Any], Dict[str, Any]]] = {
-    "final_return": lambda ctx, f: {"final_return": final_return(f.summary)},
-    # [[env_steps, recent training return]] from metrics.csv (none without the file)
-    "train_curve": lambda ctx, f: {"curve": [
-        [int(r["env_steps"]), r["train_return"]]
-        for r in metrics.Run(f.logdir, f.summary, ()).train_curve() if "train_return" in r]},
-    "early_update": lambda ctx, f: {
-        "early_update": metrics.early_update(metrics.Run(f.logdir, f.summary, ()))},
-}
-
-
 def early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
   """The PPO update over the first quarter of the budget (`metrics.early_update`), per-seed with
   its [min, max] over the seeds that logged it; None where none did."""
@@ -176,13 +129,6 @@ def early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
   return {"window_steps": windows[0] if len(windows) == 1 else windows,
           **{k: stats.spread([e[k] for e in found]) for k, _, _ in UPDATE_KEYS
              if all(k in e for e in found)}}
-
-
-CELL: Dict[str, Callable[[Any, List[Dict[str, Any]]], Dict[str, Any]]] = {
-    "final_return": lambda ctx, runs: {
-        "final_return": stats.spread([r["final_return"] for r in runs])},
-    "early_update": lambda ctx, runs: {"early_update": early(runs)},
-}
 
 
 def plot(g, results: str, runs: List[Dict[str, Any]]) -> None:
@@ -239,12 +185,6 @@ def _update_quarters(ctx, f) -> Dict[str, Any]:
   run = metrics.load_run(f.logdir)
   return {"clip_frac": _mean([r.get("clip_frac") for r in run.train_curve()]),
           "quarters": quarters(run, ctx.task(f.task).budget, ctx.settings["diagnostics"])}
-
-
-RUN["update_quarters"] = _update_quarters
-CELL["per_seed"] = lambda ctx, runs: {"per_seed": {
-    k: [r[k] for r in runs] for k in ("steps_to_target", "final_metric", "clip_frac")}}
-CELL["quarter_medians"] = lambda ctx, runs: {"quarters": quarter_medians(ctx, runs)}
 
 
 def _median(xs: List[Optional[float]], missing: float = math.inf) -> float:
@@ -350,9 +290,6 @@ def _verdict(ctx, out: Dict[str, Any]) -> Dict[str, Any]:
           "clip_frac_matches_sync": clip_overlap(ctx, table)}
 
 
-REPORT: Dict[str, Callable[[Any, Dict[str, Any]], Dict[str, Any]]] = {"decision": _verdict}
-
-
 def _median_range(xs: List[stats.Censored]) -> str:
   """'median [min, max]' of per-seed values, a miss censored at the budget (≥)."""
   lo, hi = min(xs, key=lambda s: s.value), max(xs, key=lambda s: s.value)
@@ -409,10 +346,6 @@ def quarters_cell(col, c: Dict[str, Any]) -> str:
   return shown + (f" ({n} seed{'' if n == 1 else 's'})" if n < len(c["seeds"]) else "")
 
 
-CELLS.update(seeds_steps=seeds_steps_cell, seeds_values=seeds_values_cell, rule=rule_cell,
-             quarters=quarters_cell)
-
-
 def decision_lines(out: Dict[str, Any], aggregates_too: bool = True) -> List[str]:
   """Question 3, the aggregates (`aggregates_too`) and the decision with each correction's
   passes and geometric mean of q (its cost in the study), a paragraph each."""
@@ -443,12 +376,6 @@ def clip_line(ctx, out: Dict[str, Any]) -> str:
           "the epochs start from.")
 
 
-LINES.update(
-    decision=lambda ctx, out: "\n\n".join(decision_lines(out)),
-    clip_and_decision=lambda ctx, out: " ".join(
-        [clip_line(ctx, out), *decision_lines(out, aggregates_too=False)]))
-
-
 # A paper-style report's parts beyond the paper's metrics (`paper_parts`), by name.
 
 
@@ -461,44 +388,10 @@ def _wall_idle(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
       f"{paper_parts.IDLE[k]} {v:.0%}" for k, v in r["idle_share"].items())
 
 
-SECTIONS.update({
-    "paired_each": lambda sec, task, m, r, out: _per_target(
-        lambda t: paper_parts.ratio_cell(out, task, m, t, "1 (reference)"), r),
-    "bench_minutes_sps": paper_parts.bench_minutes_sps,
-    "required_min": lambda sec, task, m, r, out: _per_target(
-        lambda t: fmt_ci(r["required_min"][t]), r),
-    "final_per_host_sps": lambda sec, task, m, r, out: (
-        f"{fmt_ci(r['final'], sec.fmt)}; " + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
-    "wall_idle": _wall_idle,
-    "update": paper_parts.update_cell,
-    "run_throughput": paper_parts.throughput_cell,
-    "readme": paper_parts.readme_cell,
-})
-FIGURES["pm_2f"] = lambda v: "{:.2f} ± {:.2f}".format(*v)
-FIGURES["each_1f"] = lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v)
-LINES.update(docs_tail=lambda ctx, out: paper_parts.docs_tail(out),
-             readme_tail=lambda ctx, out: paper_parts.readme_tail(
-                 {m.name: m.short for m in ctx.methods if m.short}, out))
-TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
-    # the host, where the runs ran on one host kind only
-    "one_host": lambda title, out: (title.format(host=out["hosts"][0])
-                                    if len(out.get("hosts") or []) == 1 else None),
-    # where the final time metric has a clock (some scenario's runs of the limit method)
-    "time_limit": lambda title, out: (title if any(s["time_limit_s"]
-                                                   for s in out["summary"].values()) else None),
-    "run_throughput": lambda title, out: paper_parts.throughput_title(out),
-}
-
-
 def _final_time_row(task: str, s: Dict[str, Any]) -> str:
   limit = (f"; IMPALA {s['time_limit_s'] / 60:.1f} min"
            if s["time_limit_s"] and len(s.get("hosts", ())) < 2 else "")
   return f"{paper_parts.short(task)} ({s['budget']:,} steps{limit})"
-
-
-ROWS: Dict[str, Callable[[str, Dict[str, Any]], str]] = {
-    "final_time": _final_time_row, "update": paper_parts.update_row,
-    "short": lambda task, d: paper_parts.short(task)}
 
 
 def _scale(out: Dict[str, Any]) -> Dict[str, Any]:
@@ -510,12 +403,6 @@ def _scale(out: Dict[str, Any]) -> Dict[str, Any]:
           if any(not r.get("host_recorded") for r in out["runs"]) else "")
   return {"redo": redo, "num_envs": o["num_envs"], "representation": o["representation"],
           "networks": "/".join(networks)}
-
-
-FIELDS: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {"scale": _scale}
-PANELS: Dict[str, Callable[[str], str]] = {"task": str, "short": paper_parts.short}
-EXTRAS: Dict[str, Callable[[str, Dict[str, Any], int], Dict[str, Any]]] = {
-    "gfootball": paper_parts.extras}
 
 
 def gfootball_scale(out: Dict[str, Any], method: str, o: Mapping[str, Any]) -> Dict[str, Any]:
@@ -545,4 +432,93 @@ def gfootball_scale(out: Dict[str, Any], method: str, o: Mapping[str, Any]) -> D
   return out
 
 
+# The registries a grid.toml names its functions from.
+CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
+    "count": lambda col, c: str(len(c["seeds"])),
+    "mean": lambda col, c: col.fmt.format(c[col.key]["mean"]),
+    "spread": _spread,
+    "steps_to_target": steps_cell,
+    "time_ratio": lambda col, c: stats.ratio_cell(c.get("time_ratio")),
+    "per_task": lambda col, c: col.values.get(c["task"], ""),
+    "early_update": update_cell,
+    "seeds_steps": seeds_steps_cell,
+    "seeds_values": seeds_values_cell,
+    "rule": rule_cell,
+    "quarters": quarters_cell,
+}
+SECTIONS: Dict[str, Callable[..., str]] = {
+    "final": lambda sec, task, m, r, out: fmt_ci(r["final"], sec.fmt),
+    "final_time": lambda sec, task, m, r, out: fmt_ci(r.get("final_time"), sec.fmt),
+    "required_steps": lambda sec, task, m, r, out: " / ".join(
+        map(fmt_steps, r["required_steps"].values())),
+    "paired": paper_parts.paired_cell,
+    "bench_minutes": paper_parts.bench_minutes,
+    "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
+    "final_and_sps": lambda sec, task, m, r, out: (
+        f"{fmt_ci(r['final'], sec.fmt)}; {fmt_ci(r['sps'], '{:,.0f}')} SPS"),
+    "final_and_last_target_steps": _last_target_steps,
+    "final_and_final_time": _final_time_among,
+    "paired_each": lambda sec, task, m, r, out: _per_target(
+        lambda t: paper_parts.ratio_cell(out, task, m, t, "1 (reference)"), r),
+    "bench_minutes_sps": paper_parts.bench_minutes_sps,
+    "required_min": lambda sec, task, m, r, out: _per_target(
+        lambda t: fmt_ci(r["required_min"][t]), r),
+    "final_per_host_sps": lambda sec, task, m, r, out: (
+        f"{fmt_ci(r['final'], sec.fmt)}; " + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
+    "wall_idle": _wall_idle,
+    "update": paper_parts.update_cell,
+    "run_throughput": paper_parts.throughput_cell,
+    "readme": paper_parts.readme_cell,
+}
+FIGURES: Dict[str, Callable[[Any], str]] = {
+    "mean_pm": lambda v: f"{v[0]:,} ± {v[1]:,}",
+    "each_g": lambda v: " / ".join("-" if x is None else f"{x:g}" for x in v),
+    "plain": lambda v: f"{v:,}",
+    "pm_2f": lambda v: "{:.2f} ± {:.2f}".format(*v),
+    "each_1f": lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v),
+}
+LINES: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
+    "clipped_share": clipped_line, "partial_seeds": partial_seeds, "targets": targets_line,
+    "decision": lambda ctx, out: "\n\n".join(decision_lines(out)),
+    "clip_and_decision": lambda ctx, out: " ".join(
+        [clip_line(ctx, out), *decision_lines(out, aggregates_too=False)]),
+    "docs_tail": lambda ctx, out: paper_parts.docs_tail(out),
+    "readme_tail": lambda ctx, out: paper_parts.readme_tail(
+        {m.name: m.short for m in ctx.methods if m.short}, out),
+}
+TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
+    # the host, where the runs ran on one host kind only
+    "one_host": lambda title, out: (title.format(host=out["hosts"][0])
+                                    if len(out.get("hosts") or []) == 1 else None),
+    # where the final time metric has a clock (some scenario's runs of the limit method)
+    "time_limit": lambda title, out: (title if any(s["time_limit_s"]
+                                                   for s in out["summary"].values()) else None),
+    "run_throughput": lambda title, out: paper_parts.throughput_title(out),
+}
+ROWS: Dict[str, Callable[[str, Dict[str, Any]], str]] = {
+    "final_time": _final_time_row, "update": paper_parts.update_row,
+    "short": lambda task, d: paper_parts.short(task)}
+FIELDS: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {"scale": _scale}
+PANELS: Dict[str, Callable[[str], str]] = {"task": str, "short": paper_parts.short}
+RUN: Dict[str, Callable[[Any, Any], Dict[str, Any]]] = {
+    "final_return": lambda ctx, f: {"final_return": final_return(f.summary)},
+    # [[env_steps, recent training return]] from metrics.csv (none without the file)
+    "train_curve": lambda ctx, f: {"curve": [
+        [int(r["env_steps"]), r["train_return"]]
+        for r in metrics.Run(f.logdir, f.summary, ()).train_curve() if "train_return" in r]},
+    "early_update": lambda ctx, f: {
+        "early_update": metrics.early_update(metrics.Run(f.logdir, f.summary, ()))},
+    "update_quarters": _update_quarters,
+}
+CELL: Dict[str, Callable[[Any, List[Dict[str, Any]]], Dict[str, Any]]] = {
+    "final_return": lambda ctx, runs: {
+        "final_return": stats.spread([r["final_return"] for r in runs])},
+    "early_update": lambda ctx, runs: {"early_update": early(runs)},
+    "per_seed": lambda ctx, runs: {"per_seed": {
+        k: [r[k] for r in runs] for k in ("steps_to_target", "final_metric", "clip_frac")}},
+    "quarter_medians": lambda ctx, runs: {"quarters": quarter_medians(ctx, runs)},
+}
+REPORT: Dict[str, Callable[[Any, Dict[str, Any]], Dict[str, Any]]] = {"decision": _verdict}
+EXTRAS: Dict[str, Callable[[str, Dict[str, Any], int], Dict[str, Any]]] = {
+    "gfootball": paper_parts.extras}
 ADJUST: Dict[str, Callable[..., Dict[str, Any]]] = {"gfootball_scale": gfootball_scale}

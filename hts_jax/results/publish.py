@@ -1,6 +1,6 @@
 """What a grid publishes: its results.json (with provenance), the markdown rendered from that JSON
 only, and the README (or docs) block between a pair of markers, so that no figure in them is ever
-typed by hand. `stale` is the check the tests make on every committed block."""
+typed by hand."""
 
 import dataclasses
 import json
@@ -103,22 +103,6 @@ def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, A
     if not block.write(path, render_block(out)):
       print(f"warning: {path} has no {block.begin!r} block; not updated", file=sys.stderr)
   return out
-
-
-def stale(results: str, render: Callable[[Dict[str, Any]], str], targets: Sequence[Target],
-          table: str = "table.md") -> List[str]:
-  """What is out of date with `<results>/results.json`: the table file and each target's block,
-  each named; empty when all are the JSON rendered."""
-  with open(os.path.join(results, "results.json")) as f:
-    out = json.load(f)
-  stale_ = []
-  path = os.path.join(results, table)
-  if not os.path.exists(path) or open(path).read() != render(out):
-    stale_.append(path)
-  for doc, block, render_block in targets:
-    if block.wrap(render_block(out)) not in open(doc).read():
-      stale_.append(f"{doc} ({block.name})")
-  return stale_
 
 
 def read_json(results: str, name: str) -> Any:
