@@ -20,7 +20,7 @@ from typing import Any, Dict, List, NamedTuple, Optional
 import jax
 import numpy as np
 
-from hts_jax import impala
+from hts_jax import impala, mode_options
 from hts_jax.config import ConfigError
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
@@ -200,6 +200,6 @@ def run_async(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   return ctl.finish(steps, extras=lambda: {"policy_lag": a.lag_summary(book.lags, max_lags)})
 
 
-MODE = Mode(name="async", policy_rows=_policy_rows, loop=run_async, learner_step=_learner_step,
-            learner_input=_learner_input, acts_with_extras=True,
+MODE = Mode(mode_options.ASYNC, policy_rows=_policy_rows, loop=run_async,
+            learner_step=_learner_step, learner_input=_learner_input, acts_with_extras=True,
             no_checkpoints="unrolls in flight have no consistent boundary")

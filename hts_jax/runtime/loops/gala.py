@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import jax
 import numpy as np
 
-from hts_jax import gala
+from hts_jax import gala, mode_options
 from hts_jax.runtime import supervisor
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
@@ -257,7 +257,7 @@ def run_allreduce(parts: Parts, ctl: Controller) -> Dict[str, Any]:
 
 
 _NO_CHECKPOINTS = "its agents keep their own params and storages"
-GALA = Mode(name="gala", policy_rows=_policy_rows, loop=run_gala, learner_input=_agent_input,
-            no_checkpoints=_NO_CHECKPOINTS)
-ALLREDUCE = Mode(name="allreduce", policy_rows=_policy_rows, loop=run_allreduce,
+GALA = Mode(mode_options.GALA, policy_rows=_policy_rows, loop=run_gala,
+            learner_input=_agent_input, no_checkpoints=_NO_CHECKPOINTS)
+ALLREDUCE = Mode(mode_options.ALLREDUCE, policy_rows=_policy_rows, loop=run_allreduce,
                  no_checkpoints=_NO_CHECKPOINTS)

@@ -32,6 +32,7 @@ from typing import Any, Dict
 
 import jax
 
+from hts_jax import mode_options
 from hts_jax.corrections import extrapolate
 from hts_jax.runtime.actor import BlockBatcher, ParamsBox, actor_loop
 from hts_jax.runtime.controller import Controller
@@ -141,4 +142,4 @@ def _run_lag_0(parts: Parts, ctl: Controller, params: ParamsBox) -> Dict[str, An
   return ctl.finish(steps)
 
 
-MODE = Mode(name="hts", policy_rows=_policy_rows, loop=run_hts)
+MODE = Mode(mode_options.HTS, policy_rows=_policy_rows, loop=run_hts)

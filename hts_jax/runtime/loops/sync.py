@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List
 
+from hts_jax import mode_options
 from hts_jax.runtime import supervisor
 from hts_jax.runtime.actor import BlockBatcher, ParamsBox
 from hts_jax.runtime.buffers import Done
@@ -135,4 +136,4 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   return ctl.finish(steps)
 
 
-MODE = Mode(name="sync", policy_rows=_policy_rows, loop=run_sync)
+MODE = Mode(mode_options.SYNC, policy_rows=_policy_rows, loop=run_sync)
