@@ -72,8 +72,7 @@ class Controller(Session):
     start)."""
     cpu_1 = self.cpu_s()
     recent = self.record_rollout(reports, rollout_s, learner_waited=True, cpu_s=cpu_1 - cpu_0)
-    result = self.parts.learner.learn_now(segment, self.storages.learning(segment),
-                                          self.supervisor.check)
+    result = self.learn_now(segment)
     self.record_update(result, recent, env_steps, cpu_s=self.cpu_s() - cpu_1)
 
   def boundary(self, segment: int, env_steps: int, params, learned: bool = False) -> bool:

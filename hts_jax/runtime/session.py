@@ -1,7 +1,9 @@
 """A run's session: the parts that live as long as the run (storages, supervisor, barrier, book,
 observers, evaluator, checkpoint writer), built from `parts.Parts` and shut down in order when the
-`with` block ends; the clock and counters; the executors' spawning. `controller.Controller` adds
-the decisions taken at segment boundaries.
+`with` block ends; the clock and counters; the verbs a mode's loop calls (executors and actors,
+the barrier's `go` / `wait_done`, the learner's `submit` / `result` under the supervisor's
+liveness check, threads and waits), so that a loop asks and never takes these parts apart.
+`controller.Controller` adds the decisions taken at segment boundaries.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ import dataclasses
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.runtime import cpu
 from hts_jax.runtime import logdir as logdir_lib
-from hts_jax.runtime.actor import ActorStats
+from hts_jax.runtime.actor import (ActorStats, BlockBatcher, LockstepSampler, ParamsBox,
+                                   actor_loop)
 from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.buffers import ActionBuffer, Done, StateBuffer
+from hts_jax.runtime.buffers import ActionBuffer, ActionWriter, Done, RecordReader, StateBuffer
+from hts_jax.runtime.learner_worker import LearnResult
 from hts_jax.runtime.executor import executor_specs
 from hts_jax.runtime.outputs import bookkeeping
 from hts_jax.runtime.outputs.bookkeeping import Book
@@ -27,6 +31,7 @@ from hts_jax.runtime.placement import COMPILES
 from hts_jax.runtime.storage import Storages, shm_prefix
 from hts_jax.runtime.errors import RunError, catch_output_errors, error_line, take_output_error
 from hts_jax.runtime.supervisor import Supervisor
+from hts_jax.runtime.watchdog import WatchedThread
 
 if TYPE_CHECKING:
   from hts_jax.runtime.parts import Parts
@@ -182,6 +187,103 @@ class Session:
                                     [self.state_buffers[o].writer for o in owners])
     self.barrier.attach(inboxes)
 
+  def start_actors(self, params: ParamsBox) -> None:
+    """HTS's `num_actors` actor threads (`actor.actor_loop`) on the shared state buffer, acting
+    with what `params` holds when they act."""
+    sb, n = self.state_buffers[0], self.config.rollout.num_actors
+    for i in range(n):
+      self.supervisor.start_thread(actor_loop, f"actor-{i}", self.batcher(), sb.reader, sb.writer,
+                                   self.barrier.writers, lambda: params.current,
+                                   self.new_actor_stats(),
+                                   self.config.rollout.actor_wait if n == 1 else 0.0)
+    self.supervisor.on_shutdown(sb.writer.post_stop)
+
+  def lockstep_sampler(self, index: int, executors: Sequence[int]) -> LockstepSampler:
+    """A lockstep sampler over `executors`, which post to state buffer `index`, with counters of
+    its own."""
+    return LockstepSampler(self.parts.acting, self.barrier, self.storages, executors,
+                           self.state_reader(index), self.new_actor_stats())
+
+  def batcher(self) -> BlockBatcher:
+    """A packer of ready blocks into this run's policy calls, writing into the storages."""
+    return BlockBatcher.from_parts(self.parts.acting, self.storages)
+
+  def state_reader(self, index: int = 0) -> RecordReader:
+    """The actors' end of state buffer `index` (`spawn_executors`)."""
+    return self.state_buffers[index].reader
+
+  def action_writers(self) -> List[ActionWriter]:
+    """The actors' ends of the executors' action buffers, by executor."""
+    return self.barrier.writers
+
+  def add_executors(self, inboxes: Sequence[ActionBuffer]) -> List:
+    """Registers in-process executors (envpool groups) with the supervisor and the barrier, one
+    per action buffer of `inboxes`; returns their control channels' writers."""
+    writers = [self.supervisor.add_thread_executor(inbox).writer for inbox in inboxes]
+    self.barrier.attach(inboxes)
+    return writers
+
+  # ------------------------------------------------------------ the barrier and the storages
+  def wait_started(self) -> None:
+    """Waits until every executor has created its envs (`AlphaBarrier.wait_started`)."""
+    self.barrier.wait_started()
+
+  def go(self, segment: int) -> None:
+    """Every executor starts `segment` (in storage `filling(segment)`)."""
+    self.barrier.go(segment)
+
+  def wait_done(self, segment: int) -> List[Done]:
+    """The barrier: every executor has finished `segment`; their reports."""
+    return self.barrier.wait_done(segment)
+
+  def filling(self, segment: int):
+    """The storage `segment` is collected in."""
+    return self.storages.filling(segment)
+
+  # ------------------------------------------------------------ the learner
+  def submit(self, segment: int) -> None:
+    """Queues the update on `segment`'s storage (the learner thread runs it)."""
+    self.parts.learner.submit(segment, self.storages.learning(segment))
+
+  def result(self) -> LearnResult:
+    """The oldest queued update's result, waited for under the supervisor's liveness check."""
+    return self.parts.learner.result(self.supervisor.check)
+
+  def learn_now(self, segment: int) -> LearnResult:
+    """A synchronous update on `segment`'s storage (sync, all-reduce: the rollout waits for it),
+    run on the learner thread (`start_learner(count_idle=False)`) so that the liveness check
+    keeps running while it does: an update that does not end stops the run as it does in HTS."""
+    self.submit(segment)
+    return self.result()
+
+  # ------------------------------------------------------------ supervision
+  def start_thread(self, fn: Callable, name: str, *args) -> None:
+    """`fn(*args)` on a thread the supervisor watches (a failure stops the run)."""
+    self.supervisor.start_thread(fn, name, *args)
+
+  def on_shutdown(self, fn: Callable[[], None]) -> None:
+    self.supervisor.on_shutdown(fn)
+
+  def check(self) -> None:
+    """The supervisor's liveness check: raises if a part failed, stalled or a signal came."""
+    self.supervisor.check()
+
+  def wait(self, predicate: Callable[[], bool]) -> None:
+    """Waits for `predicate()` under the liveness check."""
+    self.supervisor.wait(predicate)
+
+  @property
+  def signal(self) -> Optional[int]:
+    """The signal that asked the run to stop, if any."""
+    return self.supervisor.signal
+
+  def watched_thread(self, name: str) -> WatchedThread:
+    """A thread for calls the main thread waits for under the liveness check (closed at
+    shutdown)."""
+    thread = WatchedThread(name, self.supervisor.check)
+    self.supervisor.on_shutdown(thread.close)
+    return thread
+
   # ------------------------------------------------------------ what the loops collected
   def record_rollout(self, reports: Sequence[Done], rollout_s: float = 0.0,
                      learner_waited: bool = False, cpu_s: float = 0.0) -> List[float]:
@@ -195,6 +297,19 @@ class Session:
     if learner_waited:
       self.book.learner_idle += rollout_s
     return finished
+
+  def evaluate_now(self, params) -> List[float]:
+    """The returns of one evaluation of `params`, run now in the calling thread."""
+    return self.evaluator.evaluate_now(params)
+
+  def lags(self) -> List[int]:
+    """The policy lag of every update booked so far."""
+    return self.book.lags
+
+  def restored_returns(self) -> List[float]:
+    """The episode returns in the book so far (a resumed run's: the restored book's), in env
+    order."""
+    return [r for rs in self.book.returns for r in rs]
 
   def cpu_s(self) -> float:
     """CPU seconds the run's processes (this one, its executors) have used so far."""

@@ -2,8 +2,8 @@
 options, checks and corrections), the shapes of its policy and learner steps, and its loop.
 
 A new mode is one module that defines a `Mode` and a loop `loop(parts, ctl) -> summary` composed
-of the parts (`parts.Parts`, what the runner built; the `Controller`'s barrier, boundary and
-`finish`), plus its rules in `mode_options.RULES`; `hts_jax.runtime.modes` registers the `Mode`
+of the parts (`parts.Parts`, what the runner built) and the `Controller`'s verbs (the barrier's
+`go` / `wait_done`, the learner's `submit` / `result`, `boundary`, `finish`), plus its rules in `mode_options.RULES`; `hts_jax.runtime.modes` registers the `Mode`
 by importing its module (see CONTRIBUTING.md). Its shape questions are answered from
 `parts.Shape` (config and env spec) before anything is built.
 """
