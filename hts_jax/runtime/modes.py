@@ -37,12 +37,10 @@ def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   try:
     if config.distributed.num_processes > 1:
       distributed.initialize(config)
-    runner = Runner(config, mode, resume=resume)
+    return Runner(config, mode, lock, resume=resume)
   except BaseException:
     lock.release()
     raise
-  runner.lock = lock
-  return runner
 
 
 def run(config: RunConfig, resume: bool = False) -> Dict[str, Any]:

@@ -29,7 +29,7 @@ from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.parts import Model, Parts, Shape
+from hts_jax.runtime.assembly import Model, Parts, Shape
 from hts_jax.types import Unroll
 
 

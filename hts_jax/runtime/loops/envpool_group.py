@@ -41,7 +41,7 @@ from hts_jax.runtime.storage import carry_core, reset_core
 
 if TYPE_CHECKING:
   from hts_jax.runtime.controller import Controller
-  from hts_jax.runtime.parts import Parts
+  from hts_jax.runtime.assembly import Parts
 
 
 def make_pool(cfg, index: int, m: int):

@@ -43,7 +43,7 @@ from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.gossip import Ring, Rounds, Step
 from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.parts import Parts, Shape
+from hts_jax.runtime.assembly import Parts, Shape
 
 def _policy_rows(shape: Shape) -> int:
   return shape.num_rows // shape.config.gala.agents

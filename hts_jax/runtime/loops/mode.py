@@ -2,10 +2,10 @@
 options, checks and corrections), the shapes of its policy and learner steps, and its loop.
 
 A new mode is one module that defines a `Mode` and a loop `loop(parts, ctl) -> summary` composed
-of the parts (`parts.Parts`, what the runner built) and the `Controller`'s verbs (the barrier's
+of the parts (`assembly.Parts`, what the runner built) and the `Controller`'s verbs (the barrier's
 `go` / `wait_done`, the learner's `submit` / `result`, `boundary`, `finish`), plus its rules in `mode_options.RULES`; `hts_jax.runtime.modes` registers the `Mode`
 by importing its module (see CONTRIBUTING.md). Its shape questions are answered from
-`parts.Shape` (config and env spec) before anything is built.
+`assembly.Shape` (config and env spec) before anything is built.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import ModeRules
-from hts_jax.runtime.parts import Parts, Shape
+from hts_jax.runtime.assembly import Parts, Shape
 
 if TYPE_CHECKING:
   from hts_jax.runtime.controller import Controller

@@ -22,7 +22,7 @@ from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.parts import Parts, Shape
+from hts_jax.runtime.assembly import Parts, Shape
 
 Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports
 
