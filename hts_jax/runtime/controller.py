@@ -183,13 +183,6 @@ class Controller:
     self.book.main_cpu_s += time.process_time() - self._cpu0
     self._cpu0 = time.process_time()
 
-  def start_learner(self, count_idle: bool = True) -> None:
-    """The learner thread (`LearnerWorker.run`), stopped at shutdown: HTS's, where updates
-    overlap the rollout, and sync's and all-reduce's, whose updates the rollout waits for but
-    the watchdog must still see (`LearnerWorker.learn_now`)."""
-    self.supervisor.start_thread(self.parts.learner.run, "learner", count_idle)
-    self.supervisor.on_shutdown(self.parts.learner.stop)
-
   def new_actor_stats(self) -> ActorStats:
     """Counters for one actor (thread, sampler or envpool group) of this session."""
     stats = ActorStats(name=f"actor {len(self.actor_stats)}",
@@ -211,7 +204,7 @@ class Controller:
     """summary.json's idle and efficiency figures so far, as tracker tags."""
     return bookkeeping.tags(self.book_totals(copy=False), env_steps, self.parts.shape.num_agents)
 
-  # ------------------------------------------------------------ executors
+  # ------------------------------------------------------------ executors and actors
   def spawn_executors(self, state_buffer_of: Optional[Sequence[int]] = None) -> None:
     """Executor processes for every env, one action buffer each; they post to state buffer
     `state_buffer_of[k]` (default: one state buffer shared by all)."""
@@ -280,6 +273,13 @@ class Controller:
     return self.storages.filling(segment)
 
   # ------------------------------------------------------------ the learner
+  def start_learner(self, count_idle: bool = True) -> None:
+    """The learner thread (`LearnerWorker.run`), stopped at shutdown: HTS's, where updates
+    overlap the rollout, and sync's and all-reduce's, whose updates the rollout waits for but
+    the watchdog must still see (`learn_now`)."""
+    self.supervisor.start_thread(self.parts.learner.run, "learner", count_idle)
+    self.supervisor.on_shutdown(self.parts.learner.stop)
+
   def submit(self, segment: int) -> None:
     """Queues the update on `segment`'s storage (the learner thread runs it)."""
     self.parts.learner.submit(segment, self.storages.learning(segment))
@@ -345,9 +345,9 @@ class Controller:
     """The policy lag of every update booked so far."""
     return self.book.lags
 
-  def restored_returns(self) -> List[float]:
-    """The episode returns in the book so far (a resumed run's: the restored book's), in env
-    order."""
+  def booked_returns(self) -> List[float]:
+    """The episode returns in the book so far, in env order (a resumed run's: its restored
+    book's)."""
     return [r for rs in self.book.returns for r in rs]
 
   def cpu_s(self) -> float:

@@ -125,4 +125,4 @@ def test_the_rollout_verbs_collect_one_segment(runner):
     st = ctl.filling(0)
     assert st.valid.all() and (st.version == 7).all()
     finished = ctl.record_rollout(reports)  # the episodes the segment ended, booked
-    assert sorted(finished) == sorted(ctl.restored_returns())
+    assert sorted(finished) == sorted(ctl.booked_returns())

@@ -84,7 +84,7 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
     ctl.submit(first - 1)
   # The first row (update 1) holds segments 0 and 1's returns; resumed from checkpoint 0, segment
   # 0's are in the restored book.
-  recent = ctl.restored_returns() if pending and first == 1 else []
+  recent = ctl.booked_returns() if pending and first == 1 else []
   last = first
   t_seg = time.perf_counter()
   for seg in range(first, n_seg):
