@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 import numpy as np
 
 from hts_jax.analysis import metrics as eval_metrics
-from hts_jax.runtime import cpu, distributed, host
+from hts_jax.runtime import distributed, host
 from hts_jax.runtime import logdir as logdir_lib
 from hts_jax.runtime.actor import (ActorStats, BlockBatcher, LockstepSampler, ParamsBox,
                                    actor_loop)
@@ -352,7 +352,7 @@ class Controller:
 
   def cpu_s(self) -> float:
     """CPU seconds the run's processes (this one, its executors) have used so far."""
-    return cpu.tree_cpu_s([p.pid for p in self.supervisor.procs if p.pid is not None])
+    return host.tree_cpu_s([p.pid for p in self.supervisor.procs if p.pid is not None])
 
   # ------------------------------------------------------------ updates and boundaries
   def record_update(self, result: LearnResult, recent_returns, env_steps: int,
