@@ -13,21 +13,40 @@ The corrections (`CORRECTIONS`, one `Correction` record each) say how `--mode=ht
 one-update policy lag: where the steps start, which params PPO's ratio is centred on, and the one
 function that makes each variant (its per-sample weights; PPO's policy loss is the seam
 `build_ppo_update` takes). A new PPO variant is one function plus one entry there.
+
+The JAX functions a record uses (its update builder, weights, policy loss) register themselves
+under the record's name when their module is imported (`@registers("update", "ppo")`); the
+learner (`hts_jax.learner`) imports every such module. No record names a module by string, and
+this module imports none of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any, Callable, Dict, Tuple
 
 from hts_jax.validation import check
 
+# (kind, name) -> the function registered there: kinds "update" (an algorithm's update builder),
+# "weights" (a correction's per-sample weights), "policy_loss" (PPO's policy loss).
+_REGISTERED: Dict[Tuple[str, str], Callable] = {}
 
 
-def _resolve(path: str) -> Callable:
-  module, function = path.split(":")
-  return getattr(importlib.import_module(module), function)
+def registers(kind: str, name: str) -> Callable[[Callable], Callable]:
+  """A decorator: the function is the `kind` named `name` that the records below use."""
+  def register(function: Callable) -> Callable:
+    _REGISTERED[(kind, name)] = function
+    return function
+  return register
+
+
+def registered(kind: str, name: str) -> Callable:
+  """The function registered as (`kind`, `name`); LookupError if its module was not imported."""
+  try:
+    return _REGISTERED[(kind, name)]
+  except KeyError:
+    raise LookupError(f"no {kind} {name!r} is registered: import its module (hts_jax.learner "
+                      "imports them all)") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,13 +59,15 @@ class Correction:
   start: str
   # The params PPO's ratio denominator, old values and GAE are taken at (the clip's centre).
   centre: str
-  # "module:function" `(config, log π_j(a|s), log π_{j-1}(a|s)) -> [T, B]`: per-sample weights
-  # fixed for the iteration, no gradient (`hts_jax.corrections`); "": none (every weight 1).
+  # The name the weights `(config, log π_j(a|s), log π_{j-1}(a|s)) -> [T, B]` are registered
+  # under (`registers("weights", ...)`): per-sample weights fixed for the iteration, no gradient
+  # (`hts_jax.corrections`); "": none (every weight 1).
   weights: str = ""
   # The IS weights' cap, a LearnerConfig field name or a number (for the `is_capped` diagnostic).
   cap: Any = None
-  # PPO's policy loss (`losses.clipped_surrogate_loss`'s signature): the loss seam.
-  policy_loss: str = "hts_jax.losses:clipped_surrogate_loss"
+  # PPO's policy loss (`losses.clipped_surrogate_loss`'s signature, registered under this name
+  # as "policy_loss"): the loss seam.
+  policy_loss: str = "clipped_surrogate"
   # At lag 0 (θ_{j-1} = θ_j) it is synchronous PPO bit for bit, so the lag-free modes (which run
   # their own update) accept it: a preset made for HTS that names it also runs with --mode=sync.
   lag_free_at_lag_0: bool = False
@@ -56,10 +77,10 @@ class Correction:
       raise ValueError(f"correction {self.name}: start and centre are 'behaviour' or 'current'")
 
   def weights_fn(self) -> Callable:
-    return _resolve(self.weights) if self.weights else None
+    return registered("weights", self.weights) if self.weights else None
 
   def policy_loss_fn(self) -> Callable:
-    return _resolve(self.policy_loss)
+    return registered("policy_loss", self.policy_loss)
 
   def cap_value(self, config) -> float:
     """c̄ for this config (inf: uncapped)."""
@@ -78,11 +99,11 @@ CORRECTIONS: Dict[str, Correction] = {c.name: c for c in (
     # centred on the proximal policy p = π_{θ_j}; μ = π_{θ_{j-1}} enters only through
     # w = min(c̄, p/μ).
     Correction("decoupled", start="current", centre="current",
-               weights="hts_jax.corrections:decoupled_weights", cap="is_cap",
+               weights="decoupled", cap="is_cap",
                lag_free_at_lag_0=True),
     # The paper's Table A1: at θ_j with weights min(1, π_j/π_{j-1}) (decoupled with c̄ = 1).
     Correction("truncated_is", start="current", centre="current",
-               weights="hts_jax.corrections:truncated_is_weights", cap=1.0),
+               weights="truncated_is", cap=1.0),
     # The paper's Table A1: at θ_j, everything recomputed there; the lag ignored.
     Correction("none", start="current", centre="current", lag_free_at_lag_0=True),
 )}
@@ -91,7 +112,6 @@ CORRECTIONS: Dict[str, Correction] = {c.name: c for c in (
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
   name: str
-  builder: str  # "module:function", the update builder
   # (LearnerConfig, segment length T) -> optimizer steps per learner update (what --lr_decay
   # spans); raises ConfigError (one line) when T does not fit the algorithm's batches.
   sgd_steps: Callable[[Any, int], int]
@@ -105,7 +125,8 @@ class Algorithm:
   why_not: str = ""  # said when a correction it lacks is asked for
 
   def build(self) -> Callable:
-    return _resolve(self.builder)
+    """The update builder, registered under this algorithm's name (`registers("update", name)`)."""
+    return registered("update", self.name)
 
 
 def _a2c_steps(config, segment_length: int) -> int:
@@ -125,12 +146,12 @@ def _ppo_steps(config, segment_length: int) -> int:
 
 ALGORITHMS: Dict[str, Algorithm] = {a.name: a for a in (
     # The paper's A2C (Eq. 3/4): T / unroll_length n-step steps per segment.
-    Algorithm("a2c", "hts_jax.algorithms:build_a2c_update", _a2c_steps,
+    Algorithm("a2c", _a2c_steps,
               corrections=("delayed", "truncated_is", "none"), vtrace_baseline=True,
               why_not="A2C has no trust region to centre: its delayed gradient is Eq. 6 "
                       "exactly, and truncated_is is decoupled's analogue"),
     # PPO: epochs x minibatches clipped-surrogate steps; 128 steps per update as in Kostrikov's
     # PPO (which the paper uses) and the released HTS-RL PPO scripts.
-    Algorithm("ppo", "hts_jax.ppo:build_ppo_update", _ppo_steps,
+    Algorithm("ppo", _ppo_steps,
               corrections=tuple(CORRECTIONS), minibatches=True, defaults={"alpha": 128}),
 )}

@@ -18,7 +18,7 @@ import optax
 
 from hts_jax import losses
 from hts_jax.collectives import pmean
-from hts_jax.algorithm_registry import CORRECTIONS
+from hts_jax.algorithm_registry import CORRECTIONS, registers
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.sequences import (CoreInput, apply_tb, chunk_states, core_input, core_resets,
@@ -132,6 +132,7 @@ def bootstrapped_rewards(config: LearnerConfig, apply_fn: ApplyFn, params, segme
   return segment.rewards + config.gamma * segment.truncated * sg(v_final)
 
 
+@registers("update", "a2c")
 def build_a2c_update(config: LearnerConfig, apply_fn: ApplyFn,
                      optimizer: optax.GradientTransformation, axis_name: Optional[str] = None,
                      unroll: bool = True, head: Head = losses.CATEGORICAL):

@@ -13,6 +13,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from hts_jax.algorithm_registry import registers
 from hts_jax.collectives import psum
 from hts_jax.normalization import COLLECTION
 
@@ -26,6 +27,7 @@ def _mean(x: chex.Array, mask: Optional[chex.Array]) -> chex.Array:
   return jnp.mean(x * mask) * (x.size / jnp.maximum(jnp.sum(mask), 1.0))
 
 
+@registers("weights", "truncated_is")
 def truncated_is_weights(config, log_p: chex.Array, log_mu: chex.Array) -> chex.Array:
   """`--correction=truncated_is`'s weights min(1, π_j(a|s)/π_{j-1}(a|s)) (paper Table A1), no
   gradient; `config` is unused (the cap is 1)."""
@@ -33,6 +35,7 @@ def truncated_is_weights(config, log_p: chex.Array, log_mu: chex.Array) -> chex.
   return jax.lax.stop_gradient(jnp.minimum(1.0, jnp.exp(log_p - log_mu)))
 
 
+@registers("weights", "decoupled")
 def decoupled_weights(config, log_p: chex.Array, log_mu: chex.Array) -> chex.Array:
   """`--correction=decoupled`'s weights min(c̄, p(a|s)/μ(a|s)), p = π_{θ_j}, μ = π_{θ_{j-1}},
   c̄ = `config.is_cap` (Hilton et al. 2022; openai/ppo-ewma caps at 100), no gradient. At lag 0

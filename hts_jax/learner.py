@@ -50,7 +50,8 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
-from hts_jax import corrections, losses, normalization
+# ppo (like algorithms) registers its update builder with `algorithm_registry` when imported.
+from hts_jax import corrections, losses, normalization, ppo  # pylint: disable=unused-import
 from hts_jax.algorithm_registry import ALGORITHMS, CORRECTIONS
 from hts_jax.algorithms import check_segment, complete_segment, learning_rate, params_finite
 from hts_jax.config import CONV_KINDS, LearnerConfig

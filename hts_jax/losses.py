@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import rlax
 
 from hts_jax import config, corrections
+from hts_jax.algorithm_registry import registers
 from hts_jax.heads import Categorical, Head
 
 Metrics = Dict[str, chex.Array]
@@ -181,6 +182,7 @@ def a2c_loss(logits: chex.Array, values: chex.Array, actions: chex.Array, return
   return loss, dict(loss=loss, pg_loss=pg_loss, value_loss=value_loss, entropy=ent)
 
 
+@registers("policy_loss", "clipped_surrogate")
 def clipped_surrogate_loss(log_ratio: chex.Array, advantages: chex.Array, weights: chex.Array,
                            clip_eps: float) -> chex.Array:
   """PPO's policy loss over N samples (flat `[N]` arrays), the default of `ppo_loss`'s seam:

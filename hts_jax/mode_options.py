@@ -1,9 +1,10 @@
 """What the JAX-free config knows of each mode (`RULES`): the section of `RunConfig` holding its
 own options (`HtsOptions`, `SyncOptions`, `AsyncOptions`, `GalaOptions`, each validating itself
 and checking what it needs of the rest of the config), the learner correction it forces, the
-policy lag its schedule sets, the correction name its summary reports and its update size where an update is not one segment. No JAX import (see
-`config.py`); the mode's loop and compiled steps are the `Mode` its entry's `runtime` names.
-A new mode is its module plus its entry here (CONTRIBUTING.md)."""
+policy lag its schedule sets, the correction name its summary reports and its update size where
+an update is not one segment. No JAX import (see `config.py`): the mode's loop and compiled steps
+are the `Mode` (`hts_jax/runtime/loops/mode.py`) that holds these rules, defined in its loop's
+module. A new mode is its loop module plus its entry here (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
@@ -156,11 +157,11 @@ class ModeRules:
   runs with whatever --correction says (None: --correction applies); `reports`: the correction
   its summary names (None: --correction's); `steps_per_update(config)`, `sgd_steps_per_update`:
   its update size where an update is not one segment's (None: one segment, the learner's steps);
-  `multi_process`: whether it runs over several processes (jax.distributed); `runtime`: where its
-  `Mode` (loop and compiled steps) lives, "module:attribute", imported by `hts_jax.runtime.modes`
-  only, so that this module stays JAX-free; `actors`: what --num_actors is in this mode (written
-  here once: --num_actors' help lists it for every mode)."""
-  runtime: str
+  `multi_process`: whether it runs over several processes (jax.distributed); `actors`: what
+  --num_actors is in this mode (written here once: --num_actors' help lists it for every mode).
+  The mode's `Mode` (its loop and compiled steps) holds these rules and lives in its loop's
+  module, which imports them from here: this module stays JAX-free."""
+  name: str
   actors: str
   options: Optional[str] = None
   forces_correction: Optional[str] = None
@@ -225,28 +226,24 @@ class ModeRules:
 
 _ENVPOOL_ACTORS = "with --envpool, each drives one envpool instance over num_envs / num_actors envs"
 _AGENT_ACTORS = "must be 1 (each agent acts for its own envs in lockstep)"
-RULES: Dict[str, ModeRules] = {
-    "hts": ModeRules("hts_jax.runtime.loops.hts:MODE", options="hts",
-                     actors="actor threads sharing one state buffer, each packing whichever "
-                     f"blocks are ready into fixed-shape policy calls; {_ENVPOOL_ACTORS}"),
-    "sync": ModeRules("hts_jax.runtime.loops.sync:MODE", options="sync", forces_correction="none",
-                      reports="none",
-                      actors="not used with executors (the loop makes one batched call per "
-                      f"step for every env); {_ENVPOOL_ACTORS}, all in lockstep"),
-    # IMPALA: one V-trace step per batch of unrolls.
-    "async": ModeRules("hts_jax.runtime.loops.asynchronous:MODE", options="asynchronous",
-                       forces_correction="none", reports="vtrace",
-                       steps_per_update=lambda cfg: cfg.asynchronous.steps_per_update(cfg.rollout),
-                       sgd_steps_per_update=1, multi_process=False,
-                       actors="actor threads, each owning num_executors / num_actors executors "
-                       "and sending its own unrolls to the learner (and, by default, the "
-                       "unrolls per update)"),
-    "gala": ModeRules("hts_jax.runtime.loops.gala:GALA", options="gala", forces_correction="none",
-                      reports="none", multi_process=False, actors=_AGENT_ACTORS),
-    "allreduce": ModeRules("hts_jax.runtime.loops.gala:ALLREDUCE", options="gala",
-                           forces_correction="none", reports="none", multi_process=False,
-                           actors=_AGENT_ACTORS),
-}
+HTS = ModeRules("hts", options="hts",
+                actors="actor threads sharing one state buffer, each packing whichever blocks are "
+                f"ready into fixed-shape policy calls; {_ENVPOOL_ACTORS}")
+SYNC = ModeRules("sync", options="sync", forces_correction="none", reports="none",
+                 actors="not used with executors (the loop makes one batched call per step for "
+                 f"every env); {_ENVPOOL_ACTORS}, all in lockstep")
+# IMPALA: one V-trace step per batch of unrolls.
+ASYNC = ModeRules("async", options="asynchronous", forces_correction="none", reports="vtrace",
+                  steps_per_update=lambda cfg: cfg.asynchronous.steps_per_update(cfg.rollout),
+                  sgd_steps_per_update=1, multi_process=False,
+                  actors="actor threads, each owning num_executors / num_actors executors and "
+                  "sending its own unrolls to the learner (and, by default, the unrolls per "
+                  "update)")
+GALA = ModeRules("gala", options="gala", forces_correction="none", reports="none",
+                 multi_process=False, actors=_AGENT_ACTORS)
+ALLREDUCE = ModeRules("allreduce", options="gala", forces_correction="none", reports="none",
+                      multi_process=False, actors=_AGENT_ACTORS)
+RULES: Dict[str, ModeRules] = {r.name: r for r in (HTS, SYNC, ASYNC, GALA, ALLREDUCE)}
 MODES = tuple(RULES)  # what --mode takes
 
 

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import optax
 
 from hts_jax import losses
-from hts_jax.algorithm_registry import CORRECTIONS
+from hts_jax.algorithm_registry import CORRECTIONS, registers
 from hts_jax.algorithms import bootstrapped_rewards, run_steps, shard_weighted
 from hts_jax.collectives import psum
 from hts_jax.config import LearnerConfig
@@ -80,6 +80,7 @@ def ppo_targets(config: LearnerConfig, apply_fn: ApplyFn, reference, segment: Se
   return PPOTargets(old_logp, sg(values[:-1]), advantages, returns)
 
 
+@registers("update", "ppo")
 def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
                      optimizer: optax.GradientTransformation, axis_name: Optional[str] = None,
                      unroll: bool = True, head: Head = losses.CATEGORICAL, policy_loss=None):

@@ -12,7 +12,6 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics
 from hts_jax.runtime import host as runtime_host
-from hts_jax.runtime.cpu import cpu_model
 
 # The checkout's root (hts_jax/results/ is two levels below it): where git says the commit, and
 # where a clone's `python -m experiments.<script>` runs.
@@ -20,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def machine() -> Dict[str, Any]:
-  return {"cores": os.cpu_count(), "cpu": cpu_model(), "platform": platform.platform(),
+  return {"cores": os.cpu_count(), "cpu": runtime_host.cpu_model(), "platform": platform.platform(),
           "python": platform.python_version()}
 
 

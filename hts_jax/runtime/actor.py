@@ -21,7 +21,7 @@ import numpy as np
 from hts_jax.seeding import global_step
 from hts_jax.runtime import buffers, supervisor
 from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.buffers import BlockLayout, Done
+from hts_jax.runtime.buffers import BlockLayout, Done, Started
 from hts_jax.runtime.storage import StorageSpec
 
 
@@ -235,6 +235,10 @@ class LockstepSampler:
       for k in self.executors:
         self.barrier.post_blocks(k, self.blocks_of[k])
     return logp
+
+  def wait_started(self) -> None:
+    """Waits until its executors have created their envs."""
+    self.barrier.supervisor.wait_all(Started, self.executors)
 
   def wait_done(self, segment: int) -> List[Done]:
     """The executors' reports of `segment` (the one just collected)."""

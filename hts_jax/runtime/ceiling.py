@@ -8,7 +8,7 @@ What stays the same as in a run: `Executor`'s env construction (seeds, decorrela
 stepping (`Executor.step_block`: the env blocks, the storage writes, the finiteness check) and the
 processes (one per executor, `spawn`ed). What goes: the action and state buffers, the policy
 calls, the learner, the alpha barrier, evaluations and outputs. The executors' processes import
-no JAX (the run's shapes, `parts.Shape`, are worked out in the parent).
+no JAX (the run's shapes, `assembly.Shape`, are worked out in the parent).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def measure(config: RunConfig, steps: int, timeout_s: float = 600.0) -> Dict[str
   from the moment every executor is ready (envs made and reset, actions drawn) to the moment the
   last one is done. Returns the env steps, wall seconds, SPS and each executor's own seconds. An
   executor that fails or dies is named in one line (RuntimeError); none outlives the call."""
-  from hts_jax.runtime.parts import Shape  # pylint: disable=import-outside-toplevel (JAX)
+  from hts_jax.runtime.assembly import Shape  # pylint: disable=import-outside-toplevel (JAX)
   r = config.rollout
   info = envs.env_info(r.env, r.env_kwargs)
   shape = Shape.of(config, info, core_size=0)

@@ -134,13 +134,6 @@ class LearnerWorker:
     """Seconds the learner waited for data outside `run` (async's unroll queue)."""
     self.idle_s += seconds
 
-  def learn_now(self, segment: int, storage, check: Callable[[], None]) -> LearnResult:
-    """A synchronous update (sync, all-reduce: the rollout waits for it), run on the learner
-    thread (`run`, started with `count_idle=False`) so that the watchdog's `check` keeps running
-    while it does: an update that does not end stops the run as it does in HTS."""
-    self.submit(segment, storage)
-    return self.result(check)
-
   def run(self, count_idle: bool = True) -> None:
     """The learner thread's body; `count_idle`: add its waits for a job to `idle_s` (not where
     the loop books the learner's idle time itself, as sync does)."""

@@ -4,28 +4,23 @@ and allreduce (its all-reduce A2C baseline)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Dict
 
 from hts_jax.config import ConfigError, RunConfig
 from hts_jax.mode_options import RULES
 from hts_jax.runtime import backend, distributed, logdir
 from hts_jax.runtime.outputs import tracking
+from hts_jax.runtime.loops import asynchronous, gala, hts, sync
 from hts_jax.runtime.loops.mode import Mode
 from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.errors import Interrupted, RunError  # pylint: disable=unused-import
 from hts_jax.runtime.supervisor import defer_signals  # pylint: disable=unused-import
 
 
-def _load(name: str) -> Mode:
-  """The `Mode` that `RULES[name].runtime` ("module:attribute") names."""
-  module, attribute = RULES[name].runtime.split(":")
-  mode = getattr(importlib.import_module(module), attribute)
-  assert isinstance(mode, Mode) and mode.name == name, (name, RULES[name].runtime)
-  return mode
-
-
-MODES: Dict[str, Mode] = {name: _load(name) for name in RULES}
+# Every mode, registered by importing its loop's module; each holds its `mode_options` rules.
+MODES: Dict[str, Mode] = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE, gala.GALA,
+                                              gala.ALLREDUCE)}
+assert list(MODES) == list(RULES) and all(m.rules is RULES[m.name] for m in MODES.values())
 
 
 def make_runner(config: RunConfig, resume: bool = False) -> Runner:
@@ -42,12 +37,10 @@ def make_runner(config: RunConfig, resume: bool = False) -> Runner:
   try:
     if config.distributed.num_processes > 1:
       distributed.initialize(config)
-    runner = Runner(config, mode, resume=resume)
+    return Runner(config, mode, lock, resume=resume)
   except BaseException:
     lock.release()
     raise
-  runner.lock = lock
-  return runner
 
 
 def run(config: RunConfig, resume: bool = False) -> Dict[str, Any]:

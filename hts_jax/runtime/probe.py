@@ -21,7 +21,7 @@ from typing import Any, Dict
 
 from hts_jax.analysis import planner
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.runtime import cpu
+from hts_jax.runtime import host
 
 # What a probe run leaves out: outputs, evaluations beyond one short episode, the calibration.
 QUIET = dict(checkpoint_every=0, eval_every=0, eval_episodes=1, eval_max_steps=50,
@@ -88,7 +88,7 @@ def probe(config: RunConfig, segments: int = 8, budget_s: float = 60.0,
     runs["lag_1"] = run_for(config, n, "hts", 1)
   for s in list(runs.values())[1:]:
     timed, compiled = timed + s["wall_time_s"], compiled + s["timing"]["compile_s"]
-  stages = planner.stages_of(lag_0, runs["sync"], cpu.usable_cores(), runs.get("lag_1"))
+  stages = planner.stages_of(lag_0, runs["sync"], host.usable_cores(), runs.get("lag_1"))
   return {"stages": stages,
           "measured": {m: {"sps": s["sps"], "segments": s["updates"],
                            "learner_busy_share": s["learner_busy_share"],

@@ -1,4 +1,4 @@
-"""What every mode shares, built once (`parts.Parts`): the shapes, the network, the TrainState
+"""What every mode shares, built once (`assembly.Parts`): the shapes, the network, the TrainState
 (fresh or restored), the compiled learner and policy steps (`ActingParts`) and the learner worker.
 `Runner.run` runs the mode's loop (`loops.mode.Mode`) on them inside a `Controller`, which composes
 the other parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`, `buffers`, and the
@@ -25,7 +25,7 @@ from hts_jax.runtime.outputs import checkpoint, signing, video
 from hts_jax.runtime.actor import ActingParts
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnerWorker
-from hts_jax.runtime.parts import Model, Parts, Shape
+from hts_jax.runtime.assembly import Model, Parts, Shape
 from hts_jax.runtime.placement import Placement
 from hts_jax.runtime.policy import make_policy_step
 from hts_jax.runtime.watchdog import within
@@ -53,13 +53,14 @@ def place_replicated(tree, sharding):
 
 class Runner:
   """Builds the parts for `config` (`self.parts`), compiles the hot steps, then `run()` runs the
-  mode's loop inside a `Controller` and writes `<logdir>/{metrics.csv,summary.json}`. With
+  mode's loop inside a `Controller` and writes `<logdir>/{metrics.csv,summary.json}`; `lock`,
+  the logdir's lock taken before the runner is built, is released when the run ends. With
   `resume=True` it continues from the newest checkpoint in `<logdir>/checkpoints`; without, it
   refuses a logdir that holds one."""
 
-  def __init__(self, config: RunConfig, mode: "Mode", resume: bool = False):
+  def __init__(self, config: RunConfig, mode: "Mode", lock=None, resume: bool = False):
     self.config, self.mode = config, mode
-    self.lock = None  # the logdir's (`logdir.prepare`), released when the run ends
+    self.lock = lock  # the logdir's (`logdir.prepare`), released when the run ends
     r = config.rollout
     # The start-up says what it does (compiling a CNN takes a minute on 2 cores, in silence).
     self._say(f"starting: {r.env}, {r.num_envs} envs, {r.num_executors} executors, "

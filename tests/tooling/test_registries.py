@@ -23,7 +23,8 @@ def _read(*path):
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_every_algorithm_is_whole(name):
-  algo = ALGORITHMS[name]
+  from hts_jax import learner  # pylint: disable=import-outside-toplevel,unused-import
+  algo = ALGORITHMS[name]  # its builder registered by the learner's imports
   assert algo.name == name and name in config.ALGOS and name in config.CHOICES["algo"]
   builder = algo.build()
   assert list(inspect.signature(builder).parameters)[:3] == ["config", "apply_fn", "optimizer"]

@@ -9,7 +9,7 @@ import pytest
 
 import hts_jax
 from hts_jax.analysis import metrics
-from hts_jax.runtime import cpu, host
+from hts_jax.runtime import host
 
 
 def _cgroup(tmp_path, v2=None, v1=None):
@@ -32,22 +32,22 @@ def _cgroup(tmp_path, v2=None, v1=None):
     ("garbage", None, None),        # unreadable: no quota rather than an error
 ])
 def test_cpu_quota_cores_reads_cgroup_v2_and_v1(tmp_path, v2, v1, cores):
-  assert cpu.cpu_quota_cores(_cgroup(tmp_path, v2, v1)) == cores
+  assert host.cpu_quota_cores(_cgroup(tmp_path, v2, v1)) == cores
 
 
 def test_usable_cores_is_the_affinity_mask_capped_by_the_quota(tmp_path):
   affinity = len(os.sched_getaffinity(0))
-  assert cpu.usable_cores(_cgroup(tmp_path)) == affinity  # no quota
+  assert host.usable_cores(_cgroup(tmp_path)) == affinity  # no quota
   quota = tmp_path / "quota"
   quota.mkdir()
   # 0.5 cores keeps one core busy part of the time: 1, never 0.
-  assert cpu.usable_cores(_cgroup(quota, v2="50000 100000")) == 1
+  assert host.usable_cores(_cgroup(quota, v2="50000 100000")) == 1
   big = tmp_path / "big"
   big.mkdir()
-  assert cpu.usable_cores(_cgroup(big, v2=f"{(affinity + 8) * 100000} 100000")) == affinity
+  assert host.usable_cores(_cgroup(big, v2=f"{(affinity + 8) * 100000} 100000")) == affinity
   odd = tmp_path / "odd"
   odd.mkdir()
-  assert cpu.usable_cores(_cgroup(odd, v2="150000 100000")) == min(affinity, math.ceil(1.5))
+  assert host.usable_cores(_cgroup(odd, v2="150000 100000")) == min(affinity, math.ceil(1.5))
 
 
 def test_a_run_over_machines_of_two_kinds_is_mixed():
@@ -124,11 +124,11 @@ def test_the_cpu_identity_tells_cpus_of_one_model_name_apart(tmp_path):
                   "model name\t: Intel(R) Xeon(R) Processor\nstepping\t: 8\n"
                   "cache size\t: 107520 KB\nflags\t\t: fpu sse avx avx2 fma avx512f amx_tile\n\n"
                   "processor\t: 1\nmodel\t\t: 85\n")
-  assert cpu.cpu_identity(str(info)) == {
+  assert host.cpu_identity(str(info)) == {
       "vendor": "GenuineIntel", "family": 6, "model": 143, "stepping": 8, "cache_kb": 107520,
       "isa": ["avx", "avx2", "fma", "avx512f", "amx_tile"]}
-  assert cpu.cpu_identity(str(tmp_path / "missing")) == {}
-  assert host.start_record(calibration=False)["cpu_identity"] == cpu.cpu_identity()
+  assert host.cpu_identity(str(tmp_path / "missing")) == {}
+  assert host.start_record(calibration=False)["cpu_identity"] == host.cpu_identity()
 
 
 def test_the_code_record_is_the_clone_s_commit_and_says_when_the_code_had_changes(

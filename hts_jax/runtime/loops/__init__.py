@@ -1,4 +1,5 @@
 """The modes' wing of the runtime: each mode's `Mode` and loop (hts, sync, asynchronous, gala), the
 contract they share (`mode.Mode`), GALA's gossip and the envpool group that plays the executors
-under --envpool. `hts_jax.runtime.modes` registers them (from `mode_options.RULES`) and is the
-entry point (`make_runner`, `run`)."""
+under --envpool. A loop receives the built parts and the controller, whose verbs it calls.
+`hts_jax.runtime.modes` registers the modes (by importing these modules) and is the entry point
+(`make_runner`, `run`)."""

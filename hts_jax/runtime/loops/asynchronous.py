@@ -20,16 +20,16 @@ from typing import Any, Dict, List, NamedTuple, Optional
 import jax
 import numpy as np
 
-from hts_jax import impala
+from hts_jax import impala, mode_options
 from hts_jax.config import ConfigError
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
-from hts_jax.runtime.actor import ActorStats, LockstepSampler, ParamsBox
-from hts_jax.runtime.buffers import Done, Started
+from hts_jax.runtime.actor import LockstepSampler, ParamsBox
+from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.parts import Model, Parts, Shape
+from hts_jax.runtime.assembly import Model, Parts, Shape
 from hts_jax.types import Unroll
 
 
@@ -110,14 +110,9 @@ class _Async:
     self.results: "collections.deque" = collections.deque()
     self.unroll_lags: List[int] = []
     self.queue_lags: List[int] = []
-    self.per_actor = cfg.rollout.num_executors // cfg.rollout.num_actors
 
-  def actor(self, index: int, stats: ActorStats) -> None:
-    ctl = self.ctl
-    my_execs = list(range(index * self.per_actor, (index + 1) * self.per_actor))
-    sampler = LockstepSampler(self.parts.acting, ctl.barrier, ctl.storages, my_execs,
-                              ctl.state_buffers[index].reader, stats)
-    ctl.supervisor.wait_all(Started, my_execs)  # a signal meanwhile: the main thread's
+  def actor(self, sampler: LockstepSampler) -> None:
+    sampler.wait_started()  # a signal meanwhile: the main thread's
     seg = 0
     while not self.unrolls.closed:
       version, params = self.params.current  # whatever the learner published last
@@ -128,7 +123,7 @@ class _Async:
       reports = sampler.wait_done(seg)
       rows = sampler.rows
       unroll = Unroll(segment=jax.tree.map(lambda x: x[:, rows].copy(),
-                                           segment_of(ctl.storages.filling(seg))),
+                                           segment_of(self.ctl.filling(seg))),
                       behaviour_log_probs=logp)
       if not self.unrolls.put(lambda: _Queued(version, unroll, reports, self.worker.version)):
         return
@@ -170,22 +165,23 @@ class _Async:
 
 
 def run_async(parts: Parts, ctl: Controller) -> Dict[str, Any]:
-  cfg, book, sup = parts.config, ctl.book, ctl.supervisor
+  cfg, per = parts.config, parts.config.rollout.num_executors // parts.config.rollout.num_actors
   a = _Async(parts, ctl)
-  ctl.spawn_executors(state_buffer_of=[k // a.per_actor for k in range(cfg.rollout.num_executors)])
+  ctl.spawn_executors(state_buffer_of=[k // per for k in range(cfg.rollout.num_executors)])
   for i in range(cfg.rollout.num_actors):
-    sup.start_thread(a.actor, f"actor-{i}", i, ctl.new_actor_stats())
-  sup.start_thread(a.learner, "learner")
-  sup.on_shutdown(a.unrolls.close)
-  sup.wait(a.acting.is_set)  # the clock starts when the actors have started acting
+    executors = range(i * per, (i + 1) * per)  # its own, posting to state buffer i
+    ctl.start_thread(a.actor, f"actor-{i}", ctl.lockstep_sampler(i, executors))
+  ctl.start_thread(a.learner, "learner")
+  ctl.on_shutdown(a.unrolls.close)
+  ctl.wait(a.acting.is_set)  # the clock starts when the actors have started acting
   ctl.start_clock()
   max_lags: List[int] = []
   steps = 0
   for j in range(cfg.learner_updates):
-    if sup.signal is not None:
+    if ctl.signal is not None:
       raise Interrupted(f"interrupted at update {parts.learner.version}; "
-                                   "--mode=async does not checkpoint", sup.signal)
-    sup.wait(lambda: bool(a.results) or sup.signal is not None)
+                        "--mode=async does not checkpoint", ctl.signal)
+    ctl.wait(lambda: bool(a.results) or ctl.signal is not None)
     if not a.results:
       continue
     result, reports, max_lag = a.results.popleft()
@@ -197,9 +193,9 @@ def run_async(parts: Parts, ctl: Controller) -> Dict[str, Any]:
     if ctl.boundary(j, steps, a.params.current[1]):
       break
   a.unrolls.close()
-  return ctl.finish(steps, extras=lambda: {"policy_lag": a.lag_summary(book.lags, max_lags)})
+  return ctl.finish(steps, extras=lambda: {"policy_lag": a.lag_summary(ctl.lags(), max_lags)})
 
 
-MODE = Mode(name="async", policy_rows=_policy_rows, loop=run_async, learner_step=_learner_step,
-            learner_input=_learner_input, acts_with_extras=True,
+MODE = Mode(mode_options.ASYNC, policy_rows=_policy_rows, loop=run_async,
+            learner_step=_learner_step, learner_input=_learner_input, acts_with_extras=True,
             no_checkpoints="unrolls in flight have no consistent boundary")

@@ -29,7 +29,7 @@ space's bounds before the pool steps (the storage keeps the unclipped sample), a
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -37,12 +37,11 @@ from hts_jax import seeding
 from hts_jax.runtime import buffers
 from hts_jax.runtime.actor import ActingParts, ActorStats, BlockBatcher, ParamsBox
 from hts_jax.runtime.buffers import Done, EnvStates, Started
-from hts_jax.runtime.storage import Storages, carry_core, reset_core
-from hts_jax.runtime.supervisor import Supervisor
+from hts_jax.runtime.storage import carry_core, reset_core
 
 if TYPE_CHECKING:
   from hts_jax.runtime.controller import Controller
-  from hts_jax.runtime.parts import Parts
+  from hts_jax.runtime.assembly import Parts
 
 
 def make_pool(cfg, index: int, m: int):
@@ -134,17 +133,17 @@ class EnvpoolGroup:
   """One actor thread + one envpool instance for env ids [index*m, (index+1)*m): the executor of
   group `index` in `acting.layout`, with its blocks' policy calls packed like an HTS actor's."""
 
-  def __init__(self, index: int, cfg, acting: ActingParts, storages: Storages,
-               supervisor: Supervisor, params: ParamsBox, stats: ActorStats):
+  def __init__(self, index: int, cfg, acting: ActingParts, batcher: BlockBatcher,
+               filling: Callable[[int], Any], inbox: buffers.ActionBuffer, ctrl,
+               params: ParamsBox, stats: ActorStats):
     self.index, self.alpha = index, acting.alpha
     layout = acting.layout
     self.m = layout.envs_per_executor
     self.env_ids = np.arange(index * self.m, (index + 1) * self.m)
     self.blocks = layout.blocks_of_executor(index)
-    self.storages, self.params, self.stats = storages, params, stats
-    self.batcher = BlockBatcher.from_parts(acting, storages)
-    self.inbox = buffers.ActionBuffer()
-    self.ctrl = supervisor.add_thread_executor(self.inbox).writer
+    # `filling(segment)`: the storage it collects `segment` in; `batcher` writes there too.
+    self.filling, self.batcher, self.params, self.stats = filling, batcher, params, stats
+    self.inbox, self.ctrl = inbox, ctrl  # its action buffer, its control channel's writer
     self.pool = make_pool(cfg, index, self.m)
     self.atari = is_atari(cfg.rollout.env)
     space = self.pool.action_space
@@ -170,9 +169,9 @@ class EnvpoolGroup:
           self.ctrl.send(EnvStates(self.index, None, "envpool env states cannot be saved"))
           continue
         segment = int(msg[0, 1])
-        st = self.storages.filling(segment)
+        st = self.filling(segment)
         st.obs[0, rows] = rec.last_obs
-        carry_core(self.storages.filling(segment - 1), st, rows)
+        carry_core(self.filling(segment - 1), st, rows)
         busy = 0.0
         for t in range(self.alpha):
           version, params = self.params.current
@@ -197,12 +196,10 @@ class EnvpoolGroup:
 
 
 def start_envpool_groups(parts: Parts, ctl: "Controller", params: ParamsBox) -> None:
-  """One envpool group thread per actor, registered with the supervisor as executors and with
-  the barrier (their action buffers)."""
-  inboxes = []
-  for g in range(parts.config.rollout.num_actors):
-    group = EnvpoolGroup(g, parts.config, parts.acting, ctl.storages, ctl.supervisor, params,
-                         ctl.new_actor_stats())
-    inboxes.append(group.inbox)
-    ctl.supervisor.start_thread(group.run, f"envpool-{g}")
-  ctl.barrier.attach(inboxes)
+  """One envpool group thread per actor, registered as the run's executors (their action
+  buffers and control channels)."""
+  inboxes = [buffers.ActionBuffer() for _ in range(parts.config.rollout.num_actors)]
+  for g, ctrl in enumerate(ctl.add_executors(inboxes)):
+    group = EnvpoolGroup(g, parts.config, parts.acting, ctl.batcher(), ctl.filling, inboxes[g],
+                         ctrl, params, ctl.new_actor_stats())
+    ctl.start_thread(group.run, f"envpool-{g}")

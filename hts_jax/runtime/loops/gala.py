@@ -34,17 +34,16 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import jax
 import numpy as np
 
-from hts_jax import gala
+from hts_jax import gala, mode_options
 from hts_jax.runtime import supervisor
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
-from hts_jax.runtime.actor import LockstepSampler
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.gossip import Ring, Rounds, Step
 from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.parts import Parts, Shape
+from hts_jax.runtime.assembly import Parts, Shape
 
 def _policy_rows(shape: Shape) -> int:
   return shape.num_rows // shape.config.gala.agents
@@ -64,13 +63,11 @@ class _Agents:
     self.n = n = cfg.gala.agents
     per = cfg.rollout.num_executors // n
     ctl.spawn_executors(state_buffer_of=[k // per for k in range(cfg.rollout.num_executors)])
-    self.samplers = [LockstepSampler(parts.acting, ctl.barrier, ctl.storages,
-                                     range(i * per, (i + 1) * per), ctl.state_buffers[i].reader,
-                                     ctl.new_actor_stats()) for i in range(n)]
+    self.samplers = [ctl.lockstep_sampler(i, range(i * per, (i + 1) * per)) for i in range(n)]
     self.rounds = Rounds(n)
     self.ring = Ring(n, cfg.gala.gossip, cfg.gala.staleness)
     self.stopping = threading.Event()
-    ctl.supervisor.on_shutdown(self.close)
+    ctl.on_shutdown(self.close)
 
   def close(self) -> None:
     self.stopping.set()
@@ -88,18 +85,18 @@ class _Agents:
 
   def start(self, body: Callable[[int], None]) -> None:
     ctl = self.ctl
-    ctl.barrier.wait_started()
+    ctl.wait_started()
     for i in range(self.n):
-      ctl.supervisor.start_thread(body, f"agent-{i}", i)
+      ctl.start_thread(body, f"agent-{i}", i)
     ctl.start_clock()
 
   def wait_round(self, k: int) -> List[Step]:
-    sup = self.ctl.supervisor
-    while not self.rounds.wait(k, supervisor.POLL_S) and sup.signal is None:
-      sup.check()
-    if sup.signal is not None:
+    ctl = self.ctl
+    while not self.rounds.wait(k, supervisor.POLL_S) and ctl.signal is None:
+      ctl.check()
+    if ctl.signal is not None:
       raise Interrupted(f"interrupted at round {k}; --mode={self.parts.config.mode} "
-                                   "does not checkpoint", sup.signal)
+                        "does not checkpoint", ctl.signal)
     return self.rounds.take(k)
 
 
@@ -120,11 +117,11 @@ class _Gala(_Agents):
         return
       reports, rollout_s = got
       data = jax.device_put(jax.tree.map(lambda x: x[:, lo:hi],
-                                         segment_of(ctl.storages.filling(k))))
+                                         segment_of(ctl.filling(k))))
       result = worker.learn(k, data, worker.version)  # lag 0: these params collected it
       local = worker.state.params
       self.ring.send(i, k, local)
-      msg = self.ring.receive(i, k, ctl.supervisor.check)
+      msg = self.ring.receive(i, k, ctl.check)
       staleness = age = None
       if msg is not None:
         worker.set_params(gala.mix(local, msg[1]))
@@ -200,7 +197,7 @@ def _run(parts: Parts, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
       extra = {"eps_max": dists_max[-1], "eps_mean": dists_mean[-1],
                "gossip_staleness": float(np.mean(st)) if st else None}
     else:  # one update on every agent's segment: the all-reduced gradient
-      result = learner.learn_now(k, ctl.storages.learning(k), ctl.supervisor.check)
+      result = ctl.learn_now(k)
       if k + 1 < n_seg:
         agents.publish(learner.version, learner.state.params)
     ctl.record_update(result, recent, steps, extra=extra)
@@ -216,12 +213,13 @@ def _run(parts: Parts, ctl: Controller, agents: _Agents) -> Dict[str, Any]:
 def _gala_summary(agents: _Gala, ctl: Controller, final, dists_max, dists_mean, staleness,
                   ages) -> Dict[str, Any]:
   """The epsilon-ball, the gossip's staleness and every agent's final params and evaluation."""
+  cfg = agents.parts.config.gala
   mean, dists = gala.consensus(final)
   scale = float(gala.norm(mean))
   lag = reporting.lag_summary(staleness)
   return {
-      "agents": agents.n, "gossip": ctl.config.gala.gossip,
-      "staleness": ctl.config.gala.staleness if ctl.config.gala.gossip == "fixed" else None,
+      "agents": agents.n, "gossip": cfg.gossip,
+      "staleness": cfg.staleness if cfg.gossip == "fixed" else None,
       "epsilon_ball": {"max": max(dists_max), "mean": float(np.mean(dists_mean)),
                        "final": np.asarray(dists).tolist(), "params_norm": scale,
                        "max_relative": max(dists_max) / scale if scale else None,
@@ -235,7 +233,7 @@ def _gala_summary(agents: _Gala, ctl: Controller, final, dists_max, dists_mean, 
       "messages_sent": agents.ring.sent, "messages_overwritten": agents.ring.overwritten,
       "agent_param_sha256": [reporting.param_sha256(p) for p in final],
       "agent_updates": [w.version for w in agents.workers],
-      "agent_eval": [float(np.mean(ctl.evaluator.evaluate_now(p))) for p in final],
+      "agent_eval": [float(np.mean(ctl.evaluate_now(p))) for p in final],
   }
 
 
@@ -257,7 +255,7 @@ def run_allreduce(parts: Parts, ctl: Controller) -> Dict[str, Any]:
 
 
 _NO_CHECKPOINTS = "its agents keep their own params and storages"
-GALA = Mode(name="gala", policy_rows=_policy_rows, loop=run_gala, learner_input=_agent_input,
-            no_checkpoints=_NO_CHECKPOINTS)
-ALLREDUCE = Mode(name="allreduce", policy_rows=_policy_rows, loop=run_allreduce,
+GALA = Mode(mode_options.GALA, policy_rows=_policy_rows, loop=run_gala,
+            learner_input=_agent_input, no_checkpoints=_NO_CHECKPOINTS)
+ALLREDUCE = Mode(mode_options.ALLREDUCE, policy_rows=_policy_rows, loop=run_allreduce,
                  no_checkpoints=_NO_CHECKPOINTS)

@@ -32,12 +32,13 @@ from typing import Any, Dict
 
 import jax
 
+from hts_jax import mode_options
 from hts_jax.corrections import extrapolate
-from hts_jax.runtime.actor import BlockBatcher, ParamsBox, actor_loop
+from hts_jax.runtime.actor import ParamsBox
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.parts import Parts, Shape
+from hts_jax.runtime.assembly import Parts, Shape
 
 
 def _policy_rows(shape: Shape) -> int:
@@ -56,19 +57,8 @@ def _acting(parts: Parts):
   return parts.actor_params(params)
 
 
-def start_actors(parts: Parts, ctl: Controller, params: ParamsBox) -> None:
-  """`num_actors` actor threads on the shared state buffer."""
-  sup, sb, n = ctl.supervisor, ctl.state_buffers[0], parts.config.rollout.num_actors
-  for i in range(n):
-    batcher = BlockBatcher.from_parts(parts.acting, ctl.storages)
-    sup.start_thread(actor_loop, f"actor-{i}", batcher, sb.reader, sb.writer,
-                     ctl.barrier.writers, lambda: params.current, ctl.new_actor_stats(),
-                     parts.config.rollout.actor_wait if n == 1 else 0.0)
-  sup.on_shutdown(sb.writer.post_stop)
-
-
 def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
-  cfg, learner, sup, barrier = parts.config, parts.learner, ctl.supervisor, ctl.barrier
+  cfg, learner = parts.config, parts.learner
   lag_0 = cfg.hts.policy_lag == 0
   params = ParamsBox(learner.version, _acting(parts))
   if parts.restored is not None and not ctl.restored_unlearned and not lag_0:
@@ -80,27 +70,27 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
     start_envpool_groups(parts, ctl, params)
   else:
     ctl.spawn_executors()
-    start_actors(parts, ctl, params)
+    ctl.start_actors(params)
   # At lag 0 the loop books the learner's idle time itself: the rollouts it waits through.
   ctl.start_learner(count_idle=not lag_0)
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
-  barrier.wait_started()
-  barrier.go(first)
+  ctl.wait_started()
+  ctl.go(first)
   ctl.start_clock()  # the clock starts when every executor has created its envs
   if lag_0:
     return _run_lag_0(parts, ctl, params)
   pending = ctl.restored_unlearned
   if pending:
-    learner.submit(first - 1, ctl.storages.learning(first - 1))
+    ctl.submit(first - 1)
   # The first row (update 1) holds segments 0 and 1's returns; resumed from checkpoint 0, segment
   # 0's are in the restored book.
-  recent = [r for rs in ctl.book.returns for r in rs] if pending and first == 1 else []
+  recent = ctl.booked_returns() if pending and first == 1 else []
   last = first
   t_seg = time.perf_counter()
   for seg in range(first, n_seg):
-    recent.extend(ctl.record_rollout(barrier.wait_done(seg), time.perf_counter() - t_seg))
+    recent.extend(ctl.record_rollout(ctl.wait_done(seg), time.perf_counter() - t_seg))
     if pending:
-      ctl.record_update(learner.result(sup.check), recent, seg * per_seg)
+      ctl.record_update(ctl.result(), recent, seg * per_seg)
       recent = []
     # The boundary: segment `seg` collected, the update on `seg - 1` done, nothing in flight.
     params.publish(learner.version, _acting(parts))
@@ -111,34 +101,34 @@ def run_hts(parts: Parts, ctl: Controller) -> Dict[str, Any]:
     # Swap: the executors go on in the other storage with θ_seg while the learner takes this one.
     t_seg = time.perf_counter()
     if seg + 1 < n_seg and not stop:
-      barrier.go(seg + 1)
-    learner.submit(seg, ctl.storages.learning(seg))
+      ctl.go(seg + 1)
+    ctl.submit(seg)
     pending, last = True, seg
     if stop:
       break
   steps = (last + 1) * per_seg
-  ctl.record_update(learner.result(sup.check), recent, steps)
+  ctl.record_update(ctl.result(), recent, steps)
   return ctl.finish(steps)
 
 
 def _run_lag_0(parts: Parts, ctl: Controller, params: ParamsBox) -> Dict[str, Any]:
   """`--policy_lag=0` from the first GO on: sync's schedule (`loops/sync.py`: collect, update
   while the executors wait, publish, boundary) over HTS's rollout."""
-  cfg, learner, barrier = parts.config, parts.learner, ctl.barrier
+  cfg, learner = parts.config, parts.learner
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
   steps = first * per_seg
   t_seg, cpu_0 = time.perf_counter(), ctl.cpu_s()
   for seg in range(first, n_seg):
     # The learner waits for the whole rollout; then the executors wait for the update.
-    reports = barrier.wait_done(seg)
+    reports = ctl.wait_done(seg)
     steps = (seg + 1) * per_seg
     ctl.learn_serially(seg, reports, time.perf_counter() - t_seg, cpu_0, steps)
     params.publish(learner.version, _acting(parts))  # θ_{seg+1} collects segment seg + 1
     if ctl.boundary(seg, steps, learner.state.params, learned=True) or seg + 1 == n_seg:
       break
     t_seg, cpu_0 = time.perf_counter(), ctl.cpu_s()
-    barrier.go(seg + 1)
+    ctl.go(seg + 1)
   return ctl.finish(steps)
 
 
-MODE = Mode(name="hts", policy_rows=_policy_rows, loop=run_hts)
+MODE = Mode(mode_options.HTS, policy_rows=_policy_rows, loop=run_hts)

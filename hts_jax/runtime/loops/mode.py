@@ -1,10 +1,11 @@
-"""A mode (`--mode`): the shapes of its policy and learner steps, what it supports, and its loop.
+"""A mode (`--mode`): one object holding its rules (the JAX-free `mode_options.ModeRules`: its
+options, checks and corrections), the shapes of its policy and learner steps, and its loop.
 
 A new mode is one module that defines a `Mode` and a loop `loop(parts, ctl) -> summary` composed
-of the parts (`parts.Parts`, what the runner built; the `Controller`'s barrier, boundary and
-`finish`), plus its entry in `mode_options.RULES`, which names the module (see CONTRIBUTING.md).
-Its shape questions are answered from `parts.Shape` (config and env spec) before anything is
-built.
+of the parts (`assembly.Parts`, what the runner built) and the `Controller`'s verbs (the barrier's
+`go` / `wait_done`, the learner's `submit` / `result`, `boundary`, `finish`), plus its rules in `mode_options.RULES`; `hts_jax.runtime.modes` registers the `Mode`
+by importing its module (see CONTRIBUTING.md). Its shape questions are answered from
+`assembly.Shape` (config and env spec) before anything is built.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.mode_options import RULES, ModeRules
-from hts_jax.runtime.parts import Parts, Shape
+from hts_jax.mode_options import ModeRules
+from hts_jax.runtime.assembly import Parts, Shape
 
 if TYPE_CHECKING:
   from hts_jax.runtime.controller import Controller
@@ -22,13 +23,14 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True)
 class Mode:
-  """`policy_rows(shape)` the actors' fixed call shape; `learner_step(shape, model, lcfg)` the
+  """`rules` what the JAX-free config knows of it (`hts_jax/mode_options.py`: its options and their
+  checks, the correction it forces or reports, its update size); `policy_rows(shape)` the actors'
+  fixed call shape; `learner_step(shape, model, lcfg)` the
   compiled update (default: the delayed-gradient A2C/PPO step); `learner_input(shape, segment)` an
   example input to compile it with; `acts_with_extras` whether actors need log-probs;
   `no_checkpoints` why it cannot checkpoint, if it cannot; `loop(parts, controller)` the run
-  itself. What the JAX-free config knows of a mode (its options and their checks, the correction
-  it forces or reports, its update size) is its `rules` (`hts_jax/mode_options.py`)."""
-  name: str
+  itself."""
+  rules: ModeRules
   policy_rows: Callable[[Shape], int]
   loop: Callable[[Parts, "Controller"], Dict[str, Any]]
   learner_step: Optional[Callable] = None
@@ -37,8 +39,8 @@ class Mode:
   no_checkpoints: Optional[str] = None
 
   @property
-  def rules(self) -> ModeRules:
-    return RULES[self.name]
+  def name(self) -> str:
+    return self.rules.name
 
   @property
   def checkpoints(self) -> bool:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List
 
+from hts_jax import mode_options
 from hts_jax.runtime import supervisor
-from hts_jax.runtime.actor import BlockBatcher, ParamsBox
+from hts_jax.runtime.actor import ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
 from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.parts import Parts, Shape
-from hts_jax.runtime.watchdog import WatchedThread
+from hts_jax.runtime.assembly import Parts, Shape
 
 Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports
 
@@ -63,25 +63,24 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
   Abbeel's alternation) one group's envs step while the other's actions are computed; each call
   keeps the [num_rows] shape (the other group's rows computed and ignored), so a row's action
   has the same bits as in plain sync."""
-  sup, barrier = ctl.supervisor, ctl.barrier
   ctl.spawn_executors()
-  reader = ctl.state_buffers[0].reader
+  reader = ctl.state_reader()
   groups = _groups(parts)
   group_of = {b: g for g, blocks in enumerate(groups) for b in blocks}
-  batcher = BlockBatcher.from_parts(parts.acting, ctl.storages)
+  batcher = ctl.batcher()
   stats = ctl.new_actor_stats()
-  inboxes = barrier.writers
+  inboxes = ctl.action_writers()
 
   def rollout(seg: int) -> List[Done]:
     version, params = _acting(parts)  # copied to the actor devices once
-    barrier.go(seg)
+    ctl.go(seg)
     waiting: List[list] = [[] for _ in groups]  # records read, by group
     for t in range(parts.acting.alpha):
       for g, blocks in enumerate(groups):
         t0 = time.perf_counter()
         while len(waiting[g]) < len(blocks):
           while not reader.ready(supervisor.POLL_S):
-            sup.check()
+            ctl.check()
           for r in reader.read().tolist():
             waiting[group_of[r[0]]].append(r)
         stats.idle_s += time.perf_counter() - t0
@@ -91,12 +90,11 @@ def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
           raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records}")
         stats.act(batcher, records, version, params)
         batcher.post(records, inboxes)
-    return barrier.wait_done(seg)
+    return ctl.wait_done(seg)
 
   # The rollout's policy calls run on a thread of their own, so that the main thread keeps
   # running the watchdog while they do (one hand-over per segment, not per call).
-  actor = WatchedThread("actor-0", sup.check)
-  sup.on_shutdown(actor.close)
+  actor = ctl.watched_thread("actor-0")
   return lambda seg: actor.call(rollout, seg)
 
 
@@ -108,8 +106,8 @@ def _envpool_rollout(parts: Parts, ctl: Controller) -> Rollout:
 
   def rollout(seg: int) -> List[Done]:
     params.publish(*_acting(parts))
-    ctl.barrier.go(seg)
-    return ctl.barrier.wait_done(seg)
+    ctl.go(seg)
+    return ctl.wait_done(seg)
 
   return rollout
 
@@ -119,7 +117,7 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   rollout = (_envpool_rollout if cfg.rollout.envpool else _executor_rollout)(parts, ctl)
   ctl.start_learner(count_idle=False)  # the rollout's time is the learner's idle time
   first, n_seg, per_seg = ctl.first_segment, cfg.rollout.num_segments, cfg.rollout.steps_per_segment
-  ctl.barrier.wait_started()
+  ctl.wait_started()
   ctl.start_clock()
   steps = first * per_seg
   for seg in range(first, n_seg):
@@ -135,4 +133,4 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   return ctl.finish(steps)
 
 
-MODE = Mode(name="sync", policy_rows=_policy_rows, loop=run_sync)
+MODE = Mode(mode_options.SYNC, policy_rows=_policy_rows, loop=run_sync)

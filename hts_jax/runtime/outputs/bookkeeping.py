@@ -165,7 +165,7 @@ def summary(config, book: Book, env_steps: int, updates: int, wall: float, param
 
 def run_summary(parts, book: Book, evaluator, env_steps: int, wall: float, params_sha: str,
                 compiled: List[str]) -> Dict[str, Any]:
-  """summary.json's dict at a run's end (`Controller.finish`), from its `parts.Parts`, `book`
+  """summary.json's dict at a run's end (`Controller.finish`), from its `assembly.Parts`, `book`
   and evaluator, before the mode's extras."""
   from hts_jax.runtime import backend, distributed, host  # pylint: disable=import-outside-toplevel
   cfg = parts.config

@@ -1,4 +1,4 @@
-"""The typed, frozen parts a run is made of, in the order they exist.
+"""What a run is assembled from, typed and frozen, in the order the parts exist.
 
   Shape   what follows from (config, env spec) alone: rows, the block layout, the storages' shape.
           A mode answers its shape questions (its policy call's rows, its learner's input) from
