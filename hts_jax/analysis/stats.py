@@ -188,8 +188,6 @@ def pair_shared(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
 
 
 def _pair_calibrations(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
-  if a.get("marked") or b.get("marked"):
-    return "marked"
   ca, cb = a.get("calibration_ms"), b.get("calibration_ms")
   if ca and cb and max(ca, cb) > CALIBRATION_SHARED * min(ca, cb):
     return f"calibrations {ca:.0f} and {cb:.0f} ms, more than {CALIBRATION_SHARED}x apart"
@@ -220,7 +218,8 @@ PAIR_RULES = (
              "or calibrated above 1.5x its host kind's median", _kind_median),
     PairRule("2026-11-29", "a block counts where neither run was marked as sharing the machine "
              "and the two runs' calibrations are within 1.5x of each other",
-             lambda a, b, _: _pair_calibrations(a, b)),
+             lambda a, b, _: ("marked" if a.get("marked") or b.get("marked")
+                              else _pair_calibrations(a, b))),
     PairRule("2026-12-02", "a block counts where neither run was marked as sharing the machine, "
              "the two runs' calibrations are within 1.5x of each other and neither run lost "
              "more than 5% of its CPU time to other virtual machines (CPU steal)",

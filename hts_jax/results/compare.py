@@ -86,14 +86,19 @@ def _left_out(r: Dict[str, Any], base: Dict[str, Any], rule: stats.PairRule,
   return "shared" if rule.left_out(r, base, kind_hosts) else None
 
 
+def minutes_to(target: str) -> Callable[[Dict[str, Any]], stats.Censored]:
+  """A run record's minutes to `target`, censored at its whole run's where it missed."""
+  return lambda r: stats.Censored.of(r["required"][target]["minutes"], r["wall_time_s"] / 60)
+
+
 def paired_ratios(runs: List[Dict[str, Any]], spec: Spec) -> Dict[str, Any]:
   """A paper-style grid's `paired`: per scenario, method and target, the method's minutes to the
   target over `spec.reference`'s (`paired`)."""
   out: Dict[str, Any] = {}
   for scenario in dict.fromkeys(r["scenario"] for r in runs):
     here = [r for r in runs if r["scenario"] == scenario]
-    out[scenario] = {m: {t: paired(here, m, spec.reference, lambda x, t=t: stats.Censored.of(
-        x["required"][t]["minutes"], x["wall_time_s"] / 60)) for t in here[0]["targets"]}
+    out[scenario] = {m: {t: paired(here, m, spec.reference, minutes_to(t))
+                         for t in here[0]["targets"]}
         for m in spec.methods if m != spec.reference and any(r["method"] == m for r in here)}
   return out
 

@@ -72,9 +72,9 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
       through = compare.paired(runs, other, hts, lambda r: stats.Censored(1.0 / r["sps"]))
       time = (report["paired"].get(task, {}).get(other, {}).get(target)
               or dict(stats.ratio([]), blocks=[]))
-      earlier = [(rule, compare.paired(runs, other, hts, lambda r: stats.Censored.of(
-          r["required"][target]["minutes"], r["wall_time_s"] / 60), rule=rule,
-          population=report["runs"])) for rule in stats.PAIR_RULES[:-1]]
+      earlier = [(rule, compare.paired(runs, other, hts, compare.minutes_to(target), rule=rule,
+                                       population=report["runs"]))
+                 for rule in stats.PAIR_RULES[:-1]]
       row["methods"][other] = {
           "label": labels[other], "seeds": seeds(other), "time": time, "throughput": through,
           "steps": steps, "earlier_rules": [
