@@ -38,6 +38,17 @@ flags.DEFINE_bool("json", False, "Print one JSON object instead of a line.")
 FLAGS = flags.FLAGS
 
 
+def _played(logdir: str, spec: dict) -> int:
+  """The evaluations the run played: a checkpoint's count stops at its boundary and the run went
+  on, so its export's count when it wrote one (the later of the two)."""
+  from hts_jax import trained  # pylint: disable=import-outside-toplevel
+  try:
+    final = trained.read_spec(logdir).get("evaluations", 0)
+  except trained.PolicyError:
+    final = 0
+  return max(final, spec.get("evaluations", 0))
+
+
 def evaluate(path: str) -> dict:
   """The evaluation the flags ask for, of the policy exported at `path`."""
   from hts_jax import networks, trained  # pylint: disable=import-outside-toplevel
@@ -49,7 +60,7 @@ def evaluate(path: str) -> dict:
     logdir = os.path.dirname(os.path.abspath(policy.spec["folder"]))
   spec = policy.spec
   greedy = spec["greedy"] if FLAGS.greedy == "run" else FLAGS.greedy == "true"
-  index = spec.get("evaluations", 0) if FLAGS.eval_index < 0 else FLAGS.eval_index
+  index = _played(logdir, spec) if FLAGS.eval_index < 0 else FLAGS.eval_index
   max_steps = spec.get("eval_max_steps", 0) if FLAGS.max_steps < 0 else FLAGS.max_steps
   evaluator = evaluation.Evaluator(
       policy.env, policy.env_kwargs, policy.network.apply, FLAGS.episodes, spec["seed"],

@@ -78,7 +78,8 @@ def test_sigint_exports_the_checkpoints_params_and_hts_eval_reads_any_checkpoint
   logdir = str(tmp_path / "run")
   flags = ["--env=CartPole-v1", "--alpha=8", "--num_envs=8", "--num_executors=2", "--seed=3",
            "--algo=a2c", "--unroll_length=8", "--total_steps=100000", "--checkpoint_every=2",
-           "--eval_episodes=2", "--executor_delay_s=0.004", "--log_every_s=1000"]
+           "--eval_episodes=2", "--eval_every=1", "--executor_delay_s=0.004",
+           "--log_every_s=1000"]
   proc = start_and_wait_for_rows(logdir, 5, *flags)
   proc.send_signal(signal.SIGINT)
   _, stderr = proc.communicate(timeout=120)
@@ -95,6 +96,8 @@ def test_sigint_exports_the_checkpoints_params_and_hts_eval_reads_any_checkpoint
   final = json.loads(hts_eval(logdir, "--episodes=2", "--json").stdout)
   assert final["returns"] == newest["returns"]
   assert older["param_sha256"] != newest["param_sha256"] and older["updates"] == kept[1]
+  # Every checkpoint's evaluation plays the episodes after the run's last, as the export's does.
+  assert older["eval_index"] == newest["eval_index"] == final["eval_index"] == spec["evaluations"]
   bad = hts_eval(logdir, "--checkpoint=7")
   assert bad.returncode == 2
   assert error_lines(bad.stderr) == [
