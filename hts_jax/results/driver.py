@@ -236,13 +236,13 @@ def build(g: Grid, results: str, resamples: int = 10_000,
             "skipped", flush=True)
   compare.mark_shared(runs)
   cells = compare.cells(runs)
-  table = {t.name or t.env: {m.name: cell(g, runs, t.name, m.name) for m in g.methods
-                             if m.name in cells.get(t.name, {})} for t in g.tasks}
+  tasks = {t.name or t.env: {"methods": {m.name: cell(g, runs, t.name, m.name) for m in g.methods
+                                         if m.name in cells.get(t.name, {})}} for t in g.tasks}
   out = {"grid": g.name, "protocol": os.path.join(g.results, "PROTOCOL.md"), "runs": runs,
-         "table": table, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
+         "tasks": tasks, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
          "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in runs]),
          "aggregates": compare.aggregates(
-             compare.by_seed(runs, "task", g.aggregate), [m.name for m in g.methods],
+             compare.by_seed(runs, g.aggregate), [m.name for m in g.methods],
              g.reference, f"each run's `{g.aggregate}`") if g.aggregate else None}
   out.update(g.extra("report", out))
   return out

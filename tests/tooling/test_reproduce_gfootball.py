@@ -156,7 +156,7 @@ def test_metrics_golden_values(tmp_path):
   assert (hts["final_time"]["reached"], hts["final_time"]["runs"]) == (2, 2)
   # IMPALA's own final time metric is its final metric: each seed's limit is its own end.
   assert impala["final_time"]["mean"] == pytest.approx(0.15)
-  assert hts["final"]["mean"] == pytest.approx((1.0 + 1.0) / 2)
+  assert hts["final_metric"]["mean"] == pytest.approx((1.0 + 1.0) / 2)
   # Idle seconds are summed over the 4 executors: a share of 0.1 each; async measures none.
   assert hts["idle_share"] == pytest.approx(
       {"executors_waiting_for_actions": 0.1, "actors": 0.5, "learner": 0.25})
@@ -170,10 +170,10 @@ def test_scenarios_come_in_the_protocols_order(tmp_path):
              "academy_empty_goal_close"):
     _fake_run(tmp_path, sc, "hts_ppo", 0, [0.5] * 10, 60)
   runs = paper_report.load_runs(str(tmp_path), SPEC)
-  assert [r["scenario"] for r in runs] == ["academy_empty_goal_close", "academy_empty_goal",
+  assert [r["task"] for r in runs] == ["academy_empty_goal_close", "academy_empty_goal",
                                            "academy_run_to_score", "academy_corner"]
   assert list(paper_report.summarize(runs, SPEC, resamples=100)) == \
-      [r["scenario"] for r in runs]
+      [r["task"] for r in runs]
 
 
 def test_a_target_some_seeds_miss_has_a_censored_mean():
@@ -250,7 +250,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
                         "1 / -; 1.00 [1.00, 1.00] / 1.00 (1/2) | (1 of 5 seeds) ≥10,000 (0/1); "
                         "- / -; 0.10 / 0.10 |")
   assert summary[7] == "- Empty goal close: it is ahead of every baseline in every cell."
-  assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
+  assert saved["tasks"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
   assert saved["identity"] is None
 
 
@@ -261,12 +261,12 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
     return {"mean": mean, "lo": mean if lo is None else lo, "hi": mean if hi is None else hi,
             "n": 2, "reached": reached, "runs": 2}
   sc = "academy_empty_goal"
-  report = {"summary": {sc: {"methods": {
-      "hts_ppo": {"required_steps": {"0.8": ci(200_000)}, "final": ci(0.9, 0.8, 0.95),
+  report = {"tasks": {sc: {"methods": {
+      "hts_ppo": {"required_steps": {"0.8": ci(200_000)}, "final_metric": ci(0.9, 0.8, 0.95),
                   "final_time": ci(0.8)},
-      "sync_ppo": {"required_steps": {"0.8": ci(100_000)}, "final": ci(0.92, 0.9, 0.94),
+      "sync_ppo": {"required_steps": {"0.8": ci(100_000)}, "final_metric": ci(0.92, 0.9, 0.94),
                    "final_time": ci(0.7)},
-      "impala": {"required_steps": {"0.8": ci(300_000)}, "final": ci(0.5),
+      "impala": {"required_steps": {"0.8": ci(300_000)}, "final_metric": ci(0.5),
                  "final_time": ci(0.5)}}}},
       "paired": {sc: {"sync_ppo": {"0.8": {"mean": 0.5, "lo": 0.4, "hi": 0.6, "n": 2,
                                    "could": [0, 1]}},
@@ -279,9 +279,9 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
       "[200,000, 200,000]), takes less time to 0.8 (paired 0.50x [0.40, 0.60] (n=2); steps over "
       "benchmark SPS 0.75x), ends higher (final metric 0.92 vs 0.90, within the intervals); "
       "IMPALA takes less time to 0.8 (steps over benchmark SPS 0.50x).")
-  report["summary"][sc]["methods"]["hts_ppo"]["required_steps"]["0.8"] = {
+  report["tasks"][sc]["methods"]["hts_ppo"]["required_steps"]["0.8"] = {
       "mean": None, "reached": 1, "runs": 2}
-  report["summary"][sc]["methods"]["sync_ppo"].update(final=ci(0.5), final_time=ci(0.5))
+  report["tasks"][sc]["methods"]["sync_ppo"].update(final_metric=ci(0.5), final_time=ci(0.5))
   report["throughput_minutes"] = {}
   report["paired"] = {}
   assert behind(report, sc, "0.8") == (
@@ -289,7 +289,7 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
       "IMPALA reaches 0.8 in more seeds (2/2, at 300,000 env steps; HTS-PPO 1/2).")
   # Neither with a mean (some seeds of each missed): more seeds that reached it still counts, and
   # as many or fewer says nothing.
-  methods = report["summary"][sc]["methods"]
+  methods = report["tasks"][sc]["methods"]
   methods["hts_ppo"]["required_steps"]["0.8"] = {"mean": None, "reached": 0, "runs": 2}
   methods["sync_ppo"]["required_steps"]["0.8"] = {"mean": None, "reached": 0, "runs": 2}
   methods["impala"]["required_steps"]["0.8"] = {"mean": None, "mean_of_reached": 300_000.0,
@@ -308,12 +308,12 @@ def test_a_higher_final_metric_is_shown_apart_from_the_other():
   ci = lambda m: {"mean": m, "n": 1}  # pylint: disable=unnecessary-lambda-assignment
   sc, t = "academy_empty_goal", "0.8"
   steps = {t: {"mean": 5.0, "reached": 1, "runs": 1}}
-  report = {"summary": {sc: {"methods": {
-      "hts_ppo": {"required_steps": steps, "final": ci(0.79)},
-      "sync_ppo": {"required_steps": steps, "final": ci(0.79 + 1e-12)}}}}}
+  report = {"tasks": {sc: {"methods": {
+      "hts_ppo": {"required_steps": steps, "final_metric": ci(0.79)},
+      "sync_ppo": {"required_steps": steps, "final_metric": ci(0.79 + 1e-12)}}}}}
   assert behind(report, sc, t) == "it is ahead of every baseline in every cell."
   # A scenario with HTS-PPO's runs only (a block begun) is not 'ahead of every baseline'.
-  del report["summary"][sc]["methods"]["sync_ppo"]
+  del report["tasks"][sc]["methods"]["sync_ppo"]
   assert behind(report, sc, t) == "no baseline has a run yet."
 
 
@@ -323,8 +323,8 @@ def test_the_committed_json_holds_every_committed_run():
   with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
     report = json.load(f)
   runs = paper_report.load_runs(os.path.join(ROOT, "results", "gfootball"), SPEC)
-  assert [(r["scenario"], r["method"], r["seed"]) for r in runs] == \
-         [(r["scenario"], r["method"], r["seed"]) for r in report["runs"]]
+  assert [(r["task"], r["method"], r["seed"]) for r in runs] == \
+         [(r["task"], r["method"], r["seed"]) for r in report["runs"]]
 
 
 @pytest.mark.slow
@@ -507,21 +507,21 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   assert paired["impala"]["0.8"]["could"] == [0, 1]
   assert paired["sync_ppo"]["0.8"]["could"] == [0, 1, 2]
   assert paired["impala"]["0.8"]["bound"] == "lower"
-  report = {"summary": body["summary"], "paired": body["paired"], "runs": body["runs"]}
+  report = {"tasks": body["tasks"], "paired": body["paired"], "runs": body["runs"]}
   assert ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
   assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
   rg.by_host(body, {sc: 5}, 500)
-  s = body["summary"][sc]
+  s = body["tasks"][sc]
   assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
   assert md_.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
       "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seed 2)")
   # One seed each: a higher final metric is said without claiming the intervals apart.
   one = {"mean": 0.9, "lo": 0.9, "hi": 0.9, "n": 1}
-  report = {"summary": {sc: {"methods": {
+  report = {"tasks": {sc: {"methods": {
       "hts_ppo": {"required_steps": {"0.8": {"mean": None, "reached": 0, "runs": 1}},
-                  "final": {**one, "mean": 0.7, "lo": 0.7, "hi": 0.7}},
+                  "final_metric": {**one, "mean": 0.7, "lo": 0.7, "hi": 0.7}},
       "sync_ppo": {"required_steps": {"0.8": {"mean": None, "reached": 0, "runs": 1}},
-                   "final": one}}}}}
+                   "final_metric": one}}}}}
   assert behind(report, sc, "0.8") == (
       "PPO (sync) ends higher (final metric 0.90 vs 0.70, one seed: no interval).")
   assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "-"
