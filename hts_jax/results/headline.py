@@ -51,7 +51,7 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
   its seeds, the three paired ratios (`compare.paired`'s cells: per block `ratios` over
   `blocks`) and the blocks where a run missed the target (`censored`)."""
   rows = []
-  for task, s in report.get("tasks", {}).items():  # none: a results.json of another schema
+  for task, s in report["tasks"].items():
     runs = [r for r in report["runs"] if r["task"] == task]
     seeds = lambda method, runs=runs: sorted(r["seed"] for r in runs if r["method"] == method)
     targets = list(s["targets"])

@@ -95,7 +95,8 @@ def targets_line(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-arg
 
 
 def _last_target_steps(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
-  return f"{fmt_ci(r['final_metric'], sec.fmt)}; {fmt_steps(list(r['required_steps'].values())[-1])}"
+  last = list(r["required_steps"].values())[-1]
+  return f"{fmt_ci(r['final_metric'], sec.fmt)}; {fmt_steps(last)}"
 
 
 def _final_time_among(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
@@ -111,7 +112,8 @@ def targets(settings: Dict[str, Any]) -> Callable[[str, List[Dict[str, Any]]], D
     fractions, method = settings["target_fractions"], settings["reference_method"]
 
     def of_reference(task, runs):  # pylint: disable=unused-argument
-      ref = [r["final_metric"] for r in runs if r["method"] == method and r["final_metric"] is not None]
+      ref = [r["final_metric"] for r in runs
+             if r["method"] == method and r["final_metric"] is not None]
       return {f"{f:.0%}": f * sum(ref) / len(ref) for f in fractions} if ref else {}
     return of_reference
   fixed = settings["targets"]
@@ -470,7 +472,8 @@ SECTIONS: Dict[str, Callable[..., str]] = {
     "required_min": lambda sec, task, m, r, out: _per_target(
         lambda t: fmt_ci(r["required_min"][t]), r),
     "final_per_host_sps": lambda sec, task, m, r, out: (
-        f"{fmt_ci(r['final_metric'], sec.fmt)}; " + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
+        f"{fmt_ci(r['final_metric'], sec.fmt)}; "
+        + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
     "wall_idle": _wall_idle,
     "update": paper_parts.update_cell,
     "run_throughput": paper_parts.throughput_cell,
