@@ -238,8 +238,8 @@ def build(g: Grid, results: str, resamples: int = 10_000,
   cells = compare.cells(runs)
   tasks = {t.name or t.env: {"methods": {m.name: cell(g, runs, t.name, m.name) for m in g.methods
                                          if m.name in cells.get(t.name, {})}} for t in g.tasks}
-  out = {"grid": g.name, "protocol": os.path.join(g.results, "PROTOCOL.md"), "runs": runs,
-         "tasks": tasks, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
+  out = {"grid": g.name, "protocol": {"path": os.path.join(g.results, "PROTOCOL.md")},
+         "runs": runs, "tasks": tasks, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
          "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in runs]),
          "aggregates": compare.aggregates(
              compare.by_seed(runs, g.aggregate), [m.name for m in g.methods],
@@ -282,9 +282,11 @@ def _paper_build(g: Grid, results: str, resamples: int, deviations: Dict[str, An
                                  "eval_every": t.eval_every} for t in g.tasks},
               "options": {**{o.name: o.default for o in g.options}, **(options or {})},
               **p.settings}
-  out = {"title": g.title, "paper": dict(p.figures), "reference": p.spec.reference,
-         **paper_report.report_body(results, p.spec, resamples,
-                                    {"settings": settings, "deviations": deviations})}
+  out = {"grid": g.name, "title": g.title, "paper": dict(p.figures),
+         "reference": p.spec.reference,
+         **paper_report.report_body(results, p.spec, resamples, {
+             "path": os.path.join(g.results, "PROTOCOL.md"), "settings": settings,
+             "deviations": deviations})}
   if p.extras:
     out.update(p.extras(results, out, resamples))
   if g.identity:
