@@ -39,8 +39,7 @@ CASES = SPEC["cases"]
 
 
 def _source(data: Dict[str, Any], name: str) -> str:
-  m = data["machine"]
-  commit = data["commit"][:12] + ("+dirty" if data["commit"].endswith("+dirty") else "")
+  m, commit = data["machine"], publish.short_commit(data["commit"])
   return (f"`results/benchmarks/{name}`, {data['date']}, commit {commit}, {m['cores']} cores "
           f"({m['cpu'] or m['platform']}). Command: `{data['command']}`")
 
