@@ -14,7 +14,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, launch, provenance, publish
+from hts_jax.results import compare, grid, launch, provenance
 from hts_jax.results.compare import Spec  # noqa: F401 (the grids' name for it)
 from hts_jax.runtime.outputs import integrity
 
@@ -62,26 +62,6 @@ def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
       q = metrics.required_time_metric(run, score)
       r["required"][name] = {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
   return records
-
-
-def report_body(results: str, spec: Spec, resamples: int,
-                protocol: Dict[str, Any]) -> Dict[str, Any]:
-  """What every paper-style grid's results.json holds: its `protocol`, the runs, their summary,
-  the paired ratios, the throughput benchmark (`throughput.json`, None before it ran) and the
-  minutes from it, and the host kinds of the runs."""
-  runs = load_runs(results, spec)
-  summary = summarize(runs, spec, resamples)
-  throughput = publish.read_json(results, "throughput.json")
-  return {"protocol": protocol, "tasks": summary,
-          "paired": compare.paired_ratios(runs, spec), "throughput": throughput,
-          "aggregates": compare.aggregates(
-              compare.by_seed(runs, "final_metric"), spec.methods, spec.baseline,
-              "the final metric") if spec.baseline else None,
-          "throughput_minutes": throughput_minutes(summary, throughput),
-          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs,
-          "runs_commit": stats.provenance_commit(provenance.ROOT, [os.path.relpath(
-              os.path.join(os.path.abspath(results), r["path"]), provenance.ROOT)
-              for r in runs])}
 
 
 def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from hts_jax.results import driver, grid, launch, paper_report, publish, render, spec
+from hts_jax.results import compare, driver, grid, launch, paper_report, publish, render, spec
 from hts_jax.results import paper_parts as md_
 from hts_jax.results import paper_parts as rg
 from tests.support import ROOT
@@ -105,6 +105,13 @@ def test_bad_options_are_one_line_errors():
   assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
       "error: --methods: unknown ['a3c']; expected some of ['hts_ppo', 'hts_ppo_behaviour', "
       "'hts_ppo_delayed', 'impala', 'sync_ppo', 'sync_ppo_r1']"]
+
+
+def _body(results):
+  """The runs, their cells and paired ratios, as the driver builds them (`driver.build`)."""
+  runs = paper_report.load_runs(results, SPEC)
+  return {"runs": runs, "tasks": paper_report.summarize(runs, SPEC, 500),
+          "paired": compare.paired_ratios(runs, SPEC)}
 
 
 def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0, host=None):
@@ -495,7 +502,7 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [1.0] * 12, 120, host="A")
   _fake_run(tmp_path, sc, "impala", 1, [0.1] * 12, 120, host="A")
   _fake_run(tmp_path, sc, "impala", 2, [1.0] * 12, 120, host="A")
-  body = paper_report.report_body(str(tmp_path), SPEC, 500, {})
+  body = _body(str(tmp_path))
   paired = body["paired"][sc]
   # Block 2's IMPALA ran on A, its PPO runs on B: IMPALA's pair is left out, sync PPO's counts.
   assert paired["sync_ppo"]["0.8"]["blocks"] == [0, 1, 2]
@@ -528,6 +535,6 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   # Runs without a host record never pair (two unknown hosts are not one host kind).
   for m in ("hts_ppo", "sync_ppo"):
     _fake_run(tmp_path / "unknown", sc, m, 0, [1.0] * 12, 60)
-  unknown = paper_report.report_body(str(tmp_path / "unknown"), SPEC, 500, {})["paired"][sc]
+  unknown = _body(str(tmp_path / "unknown"))["paired"][sc]
   assert unknown["sync_ppo"]["0.8"]["blocks"] == []
   assert unknown["sync_ppo"]["0.8"]["left_out"] == [0] and unknown["sync_ppo"]["0.8"]["could"] == []
