@@ -68,7 +68,7 @@ def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:
                                        for m in methods)] for k, s in here.items()]
     parts.append((f"**{title}**\n\n" if title else "")
                  + stats.markdown([sec.head or t.head, *(m.header for m in methods)], rows))
-  for k, s in (summ.items() if t.by_task else ()):  # a row per section: the summary's only
+  for k, s in (summ.items() if t.by_task else ()):  # a row per section of `tasks` only
     methods = [m for m in g.methods if m.name in s["methods"]]
     secs = [(sec.title_in(out), sec) for sec in t.sections
             if sec.data == "tasks" and (sec.tasks is None or k in sec.tasks)]
