@@ -78,7 +78,8 @@ flags.DEFINE_string("now", None, "The commit that applied the change (default: t
 FLAGS = flags.FLAGS
 
 PAPER_GRIDS = ("gfootball", "minatar", "atari")  # results.json's `paired`: task, method, target
-# results.json's `table` cells' `time_ratio` (one target): the reference's time over the method's.
+# results.json's cells' `time_ratio` (one target): the reference's time over the method's; its
+# cells are `tasks`' `methods` since 2026-12-05, `table`'s before.
 RECORD_GRIDS = {"memory": spec.load("memory"), "corrections": spec.load("corrections")}
 
 
@@ -88,6 +89,13 @@ def _load(commit, grid):
       ["git", "show", f"{commit}:{path}"], cwd=provenance.ROOT, capture_output=True, text=True,
       check=True).stdout)
   return json.loads(text)
+
+
+def _cells(report):
+  """{task: {method: cell}} of a record grid's results.json in either schema."""
+  if "table" in report:
+    return report["table"]
+  return {task: t["methods"] for task, t in report["tasks"].items()}
 
 
 def _ratio(cell):
@@ -112,8 +120,8 @@ def changes(before, now, record_grids=tuple(RECORD_GRIDS)):
       g = RECORD_GRIDS[grid]
       ratio = g.reference + " / {method}"  # the reference's time over the method's
       targets = {t.name or t.env: "-" if t.target is None else f"{t.target:g}" for t in g.tasks}
-      cells = [(task, m, targets[task], old["table"].get(task, {}).get(m, {}).get("time_ratio"),
-                c.get("time_ratio")) for task, ms in new["table"].items() for m, c in ms.items()
+      cells = [(task, m, targets[task], _cells(old).get(task, {}).get(m, {}).get("time_ratio"),
+                c.get("time_ratio")) for task, ms in _cells(new).items() for m, c in ms.items()
                if isinstance(c, dict)]
     for task, method, target, old_cell, new_cell in cells:
       a, b = _ratio(old_cell), _ratio(new_cell)

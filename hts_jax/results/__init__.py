@@ -19,7 +19,7 @@
   `mujoco`, `memory`; `paper_report` computes the paper's metrics for the first three, `compare`
   every grid's paired time ratios and aggregates across tasks; `corrections` (the policy-lag
   corrections study, with its decision rule). `benchmarks` renders docs/benchmarks.md's
-  throughput blocks from the benchmark scripts' JSON.
+  throughput blocks from the benchmark scripts' JSON, as results/benchmarks/render.toml says.
 
 Nothing here is imported by the runtime; the benchmark scripts in `experiments/` use `launch` and
 `provenance` and import no other script.

@@ -35,12 +35,11 @@ def mark_shared(runs: List[Dict[str, Any]]) -> None:
                                marked=bool(r["marked"]))
 
 
-def cells(runs: Sequence[Dict[str, Any]], task: str = "task"
-          ) -> Dict[Any, Dict[str, List[Dict[str, Any]]]]:
-  """The runs grouped by (task, method), in their order: {run[task]: {method: [runs]}}."""
+def cells(runs: Sequence[Dict[str, Any]]) -> Dict[Any, Dict[str, List[Dict[str, Any]]]]:
+  """The runs grouped by (task, method), in their order: {task: {method: [runs]}}."""
   out: Dict[Any, Dict[str, List[Dict[str, Any]]]] = {}
   for r in runs:
-    out.setdefault(r[task], {}).setdefault(r["method"], []).append(r)
+    out.setdefault(r["task"], {}).setdefault(r["method"], []).append(r)
   return out
 
 
@@ -95,8 +94,8 @@ def paired_ratios(runs: List[Dict[str, Any]], spec: Spec) -> Dict[str, Any]:
   """A paper-style grid's `paired`: per scenario, method and target, the method's minutes to the
   target over `spec.reference`'s (`paired`)."""
   out: Dict[str, Any] = {}
-  for scenario in dict.fromkeys(r["scenario"] for r in runs):
-    here = [r for r in runs if r["scenario"] == scenario]
+  for scenario in dict.fromkeys(r["task"] for r in runs):
+    here = [r for r in runs if r["task"] == scenario]
     out[scenario] = {m: {t: paired(here, m, spec.reference, minutes_to(t))
                          for t in here[0]["targets"]}
         for m in spec.methods if m != spec.reference and any(r["method"] == m for r in here)}
@@ -123,13 +122,12 @@ def aggregates(values: Mapping[Tuple[Any, str], Mapping[int, float]], methods: S
   return out
 
 
-def by_seed(runs: Sequence[Dict[str, Any]], task: str, key: str
-            ) -> Dict[Tuple[Any, str], Dict[int, float]]:
-  """`aggregates`' values: (run[task], method) -> {seed: run[key]}, where it is not None."""
+def by_seed(runs: Sequence[Dict[str, Any]], key: str) -> Dict[Tuple[Any, str], Dict[int, float]]:
+  """`aggregates`' values: (task, method) -> {seed: run[key]}, where it is not None."""
   out: Dict[Tuple[Any, str], Dict[int, float]] = {}
   for r in runs:
     if r[key] is not None:
-      out.setdefault((r[task], r["method"]), {})[r["seed"]] = r[key]
+      out.setdefault((r["task"], r["method"]), {})[r["seed"]] = r[key]
   return out
 
 

@@ -214,11 +214,41 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
 def build(g: Grid, results: str, resamples: int = 10_000,
           deviations: Optional[Dict[str, Any]] = None,
           options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-  """What results.json holds (less its provenance) from the finished runs: a paper-style grid's
-  (`_paper_build`), else a record per run, a cell per (task, method), the aggregates across
-  tasks."""
-  if g.paper:
-    return _paper_build(g, results, resamples, deviations or {}, options)
+  """What results.json holds (less its provenance) from the finished runs, one schema for every
+  grid: a record per run, a cell per (task, method) (a paper-style grid's: the paper's metrics,
+  `paper_report`), the runs' host kinds and the commit holding them, the aggregates across tasks;
+  then a paper-style grid's parts (`_paper_parts`) or the grid's named ones."""
+  p = g.paper
+  if p:  # (methods, reference, metric, what it is) of the aggregates
+    runs = paper_report.load_runs(results, p.spec)
+    tasks = paper_report.summarize(runs, p.spec, resamples)
+    logdirs = [os.path.join(results, r["path"]) for r in runs]
+    methods, reference, metric, label = (p.spec.methods, p.spec.baseline, "final_metric",
+                                         "the final metric")
+  else:
+    runs = _records(g, results)
+    cells = compare.cells(runs)
+    tasks = {t.name or t.env: {"methods": {m.name: cell(g, runs, t.name, m.name)
+                                           for m in g.methods if m.name in cells.get(t.name, {})}}
+             for t in g.tasks}
+    logdirs = [os.path.join(provenance.ROOT, r["logdir"]) for r in runs]
+    methods, reference, metric, label = ([m.name for m in g.methods], g.aggregate and g.reference,
+                                         g.aggregate, f"each run's `{g.aggregate}`")
+  out = {"grid": g.name, "protocol": {"path": os.path.join(g.results, "PROTOCOL.md")},
+         "runs": runs, "tasks": tasks, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
+         "runs_commit": stats.provenance_commit(provenance.ROOT, [
+             os.path.relpath(os.path.abspath(d), provenance.ROOT) for d in logdirs]),
+         "aggregates": compare.aggregates(compare.by_seed(runs, metric), methods, reference,
+                                          label) if reference else None}
+  if p:
+    out.update(_paper_parts(g, results, out, resamples, deviations or {}, options))
+  else:
+    out.update(g.extra("report", out))
+  return out
+
+
+def _records(g: Grid, results: str) -> List[Dict[str, Any]]:
+  """A record per finished run, borrowed ones too (`run_record`; one it cannot read: named)."""
   tasked = any(t.name for t in g.tasks)
   found = list(grid.finished_runs(results, tasks=tasked, methods=[m.name for m in g.methods]))
   for (task, method), where in g.borrowed.items():
@@ -235,17 +265,7 @@ def build(g: Grid, results: str, resamples: int = 10_000,
       print(f"  {os.path.join(f.logdir, 'summary.json')}: {type(e).__name__}: {e}: the run is "
             "skipped", flush=True)
   compare.mark_shared(runs)
-  cells = compare.cells(runs)
-  table = {t.name or t.env: {m.name: cell(g, runs, t.name, m.name) for m in g.methods
-                             if m.name in cells.get(t.name, {})} for t in g.tasks}
-  out = {"grid": g.name, "protocol": os.path.join(g.results, "PROTOCOL.md"), "runs": runs,
-         "table": table, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
-         "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in runs]),
-         "aggregates": compare.aggregates(
-             compare.by_seed(runs, "task", g.aggregate), [m.name for m in g.methods],
-             g.reference, f"each run's `{g.aggregate}`") if g.aggregate else None}
-  out.update(g.extra("report", out))
-  return out
+  return runs
 
 
 def report(g: Grid, results: str, root: Optional[str] = None, resamples: int = 10_000,
@@ -272,21 +292,24 @@ def report(g: Grid, results: str, root: Optional[str] = None, resamples: int = 1
   return out
 
 
-def _paper_build(g: Grid, results: str, resamples: int, deviations: Dict[str, Any],
-                 options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-  """What a paper-style grid's results.json holds (`paper_report`: the paper's metrics per task
-  and method), with the protocol's settings and `deviations` from them."""
+def _paper_parts(g: Grid, results: str, out: Dict[str, Any], resamples: int,
+                 deviations: Dict[str, Any], options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+  """What a paper-style grid's results.json adds (`paper_report`): the protocol's settings and
+  `deviations` from them, the paper's figures, the paired ratios, the throughput benchmark
+  (`throughput.json`, None before it ran) and the minutes from it, the grid's extras."""
   p = g.paper
   settings = {"methods": {m.name: dict(m.flags) for m in g.methods},
               "tasks": {t.name: {"budget": t.budget, "seeds": list(t.seeds),
                                  "eval_every": t.eval_every} for t in g.tasks},
               "options": {**{o.name: o.default for o in g.options}, **(options or {})},
               **p.settings}
-  out = {"title": g.title, "paper": dict(p.figures), "reference": p.spec.reference,
-         **paper_report.report_body(results, p.spec, resamples,
-                                    {"settings": settings, "deviations": deviations})}
+  throughput = publish.read_json(results, "throughput.json")
+  more = {"title": g.title, "paper": dict(p.figures), "reference": p.spec.reference,
+          "protocol": dict(out["protocol"], settings=settings, deviations=deviations),
+          "paired": compare.paired_ratios(out["runs"], p.spec), "throughput": throughput,
+          "throughput_minutes": paper_report.throughput_minutes(out["tasks"], throughput)}
   if p.extras:
-    out.update(p.extras(results, out, resamples))
+    more.update(p.extras(results, {**out, **more}, resamples))
   if g.identity:
-    out["identity"] = paper_report.identity_report(results)
-  return out
+    more["identity"] = paper_report.identity_report(results)
+  return more

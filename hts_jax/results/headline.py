@@ -34,8 +34,7 @@ from hts_jax.results.headline_text import task_name
 SOURCES = (("gfootball", "hts_ppo", ("sync_ppo", "impala"),
             {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO", "impala": "IMPALA"}),
            ("atari", "hts_a2c", ("a2c",), {"hts_a2c": "HTS-A2C", "a2c": "sync A2C"}))
-# The paper's "same score" claim: (grid, HTS with the presets' correction, its sync baseline);
-# paper-style grids keep per-task finals in `summary`, record grids in `table`.
+# The paper's "same score" claim: (grid, HTS with the presets' correction, its sync baseline).
 SCORES = (("gfootball", "hts_ppo", "sync_ppo"), ("atari", "hts_a2c", "a2c"),
           ("minatar", "hts_a2c", "a2c"), ("mujoco", "hts_ppo_none", "sync_ppo"),
           ("memory", "hts_lstm_none", "sync_lstm"))
@@ -52,8 +51,8 @@ def task_rows(report: Dict[str, Any], hts: str, others: Sequence[str],
   its seeds, the three paired ratios (`compare.paired`'s cells: per block `ratios` over
   `blocks`) and the blocks where a run missed the target (`censored`)."""
   rows = []
-  for task, s in report["summary"].items():
-    runs = [r for r in report["runs"] if r["scenario"] == task]
+  for task, s in report["tasks"].items():
+    runs = [r for r in report["runs"] if r["task"] == task]
     seeds = lambda method, runs=runs: sorted(r["seed"] for r in runs if r["method"] == method)
     targets = list(s["targets"])
     reached = [t for t in targets if any(r["required"][t]["minutes"] is not None for r in runs
@@ -91,15 +90,12 @@ def score_rows(reports: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
   (mean over seeds, and seeds)."""
   rows = []
   for grid, hts, sync in SCORES:
-    report = reports[grid]
-    cells = ({t: s["methods"] for t, s in report.get("summary", {}).items()}
-             if "summary" in report else report.get("table", {}))
-    for task, methods in cells.items():
+    for task, s in reports[grid].get("tasks", {}).items():
       got = {}
       for side, m in (("hts", hts), ("sync", sync)):
-        c = (methods.get(m) or {})
-        final = c.get("final") or c.get("final_metric") or {}
-        got[side] = {"mean": final.get("mean"), "seeds": len(c.get("seeds") or ())}
+        c = s["methods"].get(m) or {}
+        got[side] = {"mean": (c.get("final_metric") or {}).get("mean"),
+                     "seeds": len(c.get("seeds") or ())}
       rows.append({"grid": grid, "task": task, "hts_method": hts, "sync_method": sync, **got})
   return rows
 

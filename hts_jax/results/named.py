@@ -48,25 +48,31 @@ def update_cell(col, c: Dict[str, Any]) -> str:  # pylint: disable=unused-argume
                    if k in e) or "-"
 
 
+def _table(out: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+  """results.json's cells: {task: {method: cell}}."""
+  return {task: t["methods"] for task, t in out["tasks"].items()}
+
+
 def clipped_line(ctx, out: Dict[str, Any]) -> str:
   """The clipped share over the first quarter of the budget, the methods side by side."""
-  methods = [m.name for m in ctx.methods if any(m.name in t for t in out["table"].values())]
+  table = _table(out)
+  methods = [m.name for m in ctx.methods if any(m.name in t for t in table.values())]
 
   def clip(t, m):
     return ((t.get(m) or {}).get("early_update") or {}).get("clip_frac")
-  if not any(clip(t, m) for t in out["table"].values() for m in methods):
+  if not any(clip(t, m) for t in table.values() for m in methods):
     return ""
   return ("Share of samples with a clipped ratio over the first quarter of the budget (mean over "
           f"seeds; {' / '.join(methods)}): " + "; ".join(
               f"{task} " + " / ".join("-" if not clip(t, m) else f"{clip(t, m)['mean']:.2f}"
-                                      for m in methods) for task, t in out["table"].items()) + ".")
+                                      for m in methods) for task, t in table.items()) + ".")
 
 
 def partial_seeds(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
   """A label for tasks where a method has fewer finished seeds than the protocol's, or ''; each
   method's count where they differ."""
   parts = []
-  for task, s in out["summary"].items():
+  for task, s in out["tasks"].items():
     counts = {m: len(r["seeds"]) for m, r in s["methods"].items()}
     seeds, protocol = min(counts.values()), len(
         out["protocol"]["settings"]["tasks"][task]["seeds"])
@@ -85,15 +91,16 @@ def partial_seeds(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-ar
 def targets_line(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
   """Each task's targets."""
   return "; ".join(f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values())
-                   for g, s in out["summary"].items() if s["targets"]) + "."
+                   for g, s in out["tasks"].items() if s["targets"]) + "."
 
 
 def _last_target_steps(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
-  return f"{fmt_ci(r['final'], sec.fmt)}; {fmt_steps(list(r['required_steps'].values())[-1])}"
+  last = list(r["required_steps"].values())[-1]
+  return f"{fmt_ci(r['final_metric'], sec.fmt)}; {fmt_steps(last)}"
 
 
 def _final_time_among(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
-  return fmt_ci(r["final"], sec.fmt) + (f"; {fmt_ci(r['final_time'], sec.fmt)}"
+  return fmt_ci(r["final_metric"], sec.fmt) + (f"; {fmt_ci(r['final_time'], sec.fmt)}"
                                         if r.get("final_time") and m in sec.among else "")
 
 
@@ -105,7 +112,8 @@ def targets(settings: Dict[str, Any]) -> Callable[[str, List[Dict[str, Any]]], D
     fractions, method = settings["target_fractions"], settings["reference_method"]
 
     def of_reference(task, runs):  # pylint: disable=unused-argument
-      ref = [r["final"] for r in runs if r["method"] == method and r["final"] is not None]
+      ref = [r["final_metric"] for r in runs
+             if r["method"] == method and r["final_metric"] is not None]
       return {f"{f:.0%}": f * sum(ref) / len(ref) for f in fractions} if ref else {}
     return of_reference
   fixed = settings["targets"]
@@ -281,11 +289,11 @@ def _verdict(ctx, out: Dict[str, Any]) -> Dict[str, Any]:
   """The decision, the aggregates and question 3 over the cells' per-seed values; each
   correction's cell gets its verdict (`passes`: None until its task is complete), in place."""
   table = {t: {m: {"seeds": c["seeds"], **c["per_seed"]} for m, c in cells.items()}
-           for t, cells in out["table"].items()}
+           for t, cells in _table(out).items()}
   decision = decide(ctx, table)
   for task, verdicts in decision["passes_by_task"].items():
     for c, ok in verdicts.items():
-      out["table"][task][c]["passes"] = ok
+      out["tasks"][task]["methods"][c]["passes"] = ok
   return {"decision": decision, "study_aggregates": study_aggregates(ctx, table),
           "clip_frac_matches_sync": clip_overlap(ctx, table)}
 
@@ -369,7 +377,7 @@ def clip_line(ctx, out: Dict[str, Any]) -> str:
   """Per task, each method's median over seeds of its runs' mean clip fraction."""
   per = [f"{task} " + " / ".join("-" if not xs else f"{statistics.median(xs):.2f}" for xs in (
       [x for x in (cells.get(m.name) or {}).get("per_seed", {}).get("clip_frac", [])
-       if x is not None] for m in ctx.methods)) for task, cells in out["table"].items()]
+       if x is not None] for m in ctx.methods)) for task, cells in _table(out).items()]
   return ("Samples whose ratio starts outside 1 ± ε (`clip_frac`, the median over seeds of each "
           f"run's mean over its updates; {' / '.join(m.name for m in ctx.methods)}): "
           + "; ".join(per) + ". `behaviour` centres the clip on μ, one update behind the params "
@@ -447,7 +455,7 @@ CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
     "quarters": quarters_cell,
 }
 SECTIONS: Dict[str, Callable[..., str]] = {
-    "final": lambda sec, task, m, r, out: fmt_ci(r["final"], sec.fmt),
+    "final": lambda sec, task, m, r, out: fmt_ci(r["final_metric"], sec.fmt),
     "final_time": lambda sec, task, m, r, out: fmt_ci(r.get("final_time"), sec.fmt),
     "required_steps": lambda sec, task, m, r, out: " / ".join(
         map(fmt_steps, r["required_steps"].values())),
@@ -455,7 +463,7 @@ SECTIONS: Dict[str, Callable[..., str]] = {
     "bench_minutes": paper_parts.bench_minutes,
     "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
     "final_and_sps": lambda sec, task, m, r, out: (
-        f"{fmt_ci(r['final'], sec.fmt)}; {fmt_ci(r['sps'], '{:,.0f}')} SPS"),
+        f"{fmt_ci(r['final_metric'], sec.fmt)}; {fmt_ci(r['sps'], '{:,.0f}')} SPS"),
     "final_and_last_target_steps": _last_target_steps,
     "final_and_final_time": _final_time_among,
     "paired_each": lambda sec, task, m, r, out: _per_target(
@@ -464,7 +472,8 @@ SECTIONS: Dict[str, Callable[..., str]] = {
     "required_min": lambda sec, task, m, r, out: _per_target(
         lambda t: fmt_ci(r["required_min"][t]), r),
     "final_per_host_sps": lambda sec, task, m, r, out: (
-        f"{fmt_ci(r['final'], sec.fmt)}; " + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
+        f"{fmt_ci(r['final_metric'], sec.fmt)}; "
+        + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
     "wall_idle": _wall_idle,
     "update": paper_parts.update_cell,
     "run_throughput": paper_parts.throughput_cell,
@@ -492,7 +501,7 @@ TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
                                     if len(out.get("hosts") or []) == 1 else None),
     # where the final time metric has a clock (some scenario's runs of the limit method)
     "time_limit": lambda title, out: (title if any(s["time_limit_s"]
-                                                   for s in out["summary"].values()) else None),
+                                                   for s in out["tasks"].values()) else None),
     "run_throughput": lambda title, out: paper_parts.throughput_title(out),
 }
 ROWS: Dict[str, Callable[[str, Dict[str, Any]], str]] = {

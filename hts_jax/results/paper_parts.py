@@ -91,7 +91,7 @@ def update_diagnostics(results: str, runs: List[Dict[str, Any]],
   Under `--correction=behaviour` the ratio's denominator is the behaviour policy, one update
   behind the params the epochs start from, so more samples start outside 1 ± clip."""
   out = {}
-  for sc, cells in compare.cells(runs, "scenario").items():
+  for sc, cells in compare.cells(runs).items():
     per: Dict[str, Dict[str, List[float]]] = {}
     window, clip = set(), set()
     for m, cell in cells.items():
@@ -128,7 +128,7 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   bench_host = (throughput or {}).get("host")
   costs = (env_costs or {}).get("envs") or {}
   out = {}
-  for sc, cells in compare.cells(runs, "scenario").items():
+  for sc, cells in compare.cells(runs).items():
     cost = costs.get(f"gfootball:{sc}") or {}
     reset, random_len = cost.get("reset_in_steps"), cost.get("random_episode_length")
     out[sc] = {"reset_in_steps": reset, "random_episode_length": random_len,
@@ -154,9 +154,9 @@ def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> No
   all have fewer runs is partial), its runs' host kinds (`hosts`), and where they are more than
   one, each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
   different host kinds are never averaged together (PROTOCOL.md)."""
-  for sc, s in body["summary"].items():
+  for sc, s in body["tasks"].items():
     s["planned_seeds"] = planned.get(sc, 0)
-    here = [r for r in body["runs"] if r["scenario"] == sc]
+    here = [r for r in body["runs"] if r["task"] == sc]
     s["hosts"] = list(dict.fromkeys(r["host"] for r in here))
     if len(s["hosts"]) < 2:
       continue
@@ -230,9 +230,9 @@ def readme_cell(sec, sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) ->
   t = out["protocol"]["settings"]["targets"][-1]
   bench = _benchratio_cell(out, sc, m, t)
   bench = "1" if m == out["reference"] and bench else "-" if bench is None else f"{bench:.2f}x"
-  return (f"{partial(out['summary'][sc], m)}{fmt_steps(r['required_steps'][t])}; "
+  return (f"{partial(out['tasks'][sc], m)}{fmt_steps(r['required_steps'][t])}; "
           f"{ratio_cell(out, sc, m, t, '1')} / {bench}; "
-          f"{fmt_ci(r['final'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
+          f"{fmt_ci(r['final_metric'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
 
 
 def readme_tail(labels: Mapping[str, str], out: Dict[str, Any]) -> str:
@@ -240,7 +240,7 @@ def readme_tail(labels: Mapping[str, str], out: Dict[str, Any]) -> str:
   PPO update's diagnostics are the corrections study's, README's section of its own)."""
   t = out["protocol"]["settings"]["targets"][-1]
   lines = [f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
-  lines += [f"- {short(sc)}: {_behind(out, sc, t, labels)}" for sc in out["summary"]]
+  lines += [f"- {short(sc)}: {_behind(out, sc, t, labels)}" for sc in out["tasks"]]
   return "\n".join(lines + [""] + _verdict(out))
 
 
@@ -276,7 +276,7 @@ def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: 
   makes the ratio a bound), as 'n=k of N' where N blocks could count (`compare.paired`'s `could`:
   both runs, one host kind) and k < N (blocks where a run shared the machine are left out)."""
   if method == report["reference"]:
-    steps = report["summary"][scenario]["methods"][method]["required_steps"][t]
+    steps = report["tasks"][scenario]["methods"][method]["required_steps"][t]
     return ref if steps.get("reached") else "-"
   ci = paired_ci(report, scenario, method, t)
   cell = stats.ratio_cell(ci)
@@ -356,7 +356,7 @@ def _behind(report: Dict[str, Any], scenario: str, t: str, labels: Mapping[str, 
   some of HTS-PPO's seeds missed it, the target reached in more seeds), less time to it (either
   estimate), a higher final or final time metric ('within the intervals' where the two intervals
   overlap); each baseline named by `labels` (the grid's methods, in order)."""
-  ms = report["summary"][scenario]["methods"]
+  ms = report["tasks"][scenario]["methods"]
   ref = ms.get(report["reference"])
   if ref is None:
     return "no HTS-PPO runs yet."
@@ -380,7 +380,7 @@ def _behind(report: Dict[str, Any], scenario: str, t: str, labels: Mapping[str, 
     if faster:
       said.append(f"takes less time to {t} ({'; '.join(faster)})")
     higher = []
-    for key, name in (("final", "final metric"), ("final_time", "final time metric")):
+    for key, name in (("final_metric", "final metric"), ("final_time", "final time metric")):
       a, b = r.get(key), ref.get(key)
       # Higher at 4 decimals: two means of equal scores differ only by float sums.
       if _mean(a) is not None and _mean(b) is not None and \

@@ -14,7 +14,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, launch, provenance, publish
+from hts_jax.results import compare, grid, launch, provenance
 from hts_jax.results.compare import Spec  # noqa: F401 (the grids' name for it)
 from hts_jax.runtime.outputs import integrity
 
@@ -23,7 +23,7 @@ def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> D
   """A run's figures for results.json, but its required times (`load_runs` adds them)."""
   s = run.summary
   return {
-      "scenario": scenario, "method": method, "seed": run.seed,
+      "task": scenario, "method": method, "seed": run.seed,
       "path": os.path.relpath(run.path, results), "network": s.get("network"),
       "total_steps": (s.get("config") or {}).get("total_steps", s["env_steps"]),
       "env_steps": s["env_steps"], "wall_time_s": s["wall_time_s"], "sps": s["sps"],
@@ -32,7 +32,8 @@ def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> D
       "num_envs": s.get("num_envs"), "num_actors": s.get("num_actors"),
       "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
       "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
-      "host": run.host, "host_recorded": bool(s.get("host")), "final": metrics.final_metric(run),
+      "host": run.host, "host_recorded": bool(s.get("host")),
+      "final_metric": metrics.final_metric(run),
       **{k: v for k, v in provenance.run_host(s).items() if k != "host"},
       "usable_cores": (s.get("host") or {}).get("usable_cores"),
       "marked": bool(grid.shared_note(run.path)),
@@ -51,36 +52,16 @@ def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
                     else len(spec.scenarios))  # stable: within a scenario, finished_runs' order
   loaded = [(metrics.load_run(f.logdir), f) for f in finished]
   records = [_run_record(run, results, f.task, f.method) for run, f in loaded]
-  targets = {sc: spec.targets(sc, [r for r in records if r["scenario"] == sc])
-             for sc in dict.fromkeys(r["scenario"] for r in records)}
+  targets = {sc: spec.targets(sc, [r for r in records if r["task"] == sc])
+             for sc in dict.fromkeys(r["task"] for r in records)}
   compare.mark_shared(records)
   for (run, _), r in zip(loaded, records):
-    r["targets"] = targets[r["scenario"]]
+    r["targets"] = targets[r["task"]]
     r["required"] = {}
-    for name, score in targets[r["scenario"]].items():
+    for name, score in targets[r["task"]].items():
       q = metrics.required_time_metric(run, score)
       r["required"][name] = {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
   return records
-
-
-def report_body(results: str, spec: Spec, resamples: int,
-                protocol: Dict[str, Any]) -> Dict[str, Any]:
-  """What every paper-style grid's results.json holds: its `protocol`, the runs, their summary,
-  the paired ratios, the throughput benchmark (`throughput.json`, None before it ran) and the
-  minutes from it, and the host kinds of the runs."""
-  runs = load_runs(results, spec)
-  summary = summarize(runs, spec, resamples)
-  throughput = publish.read_json(results, "throughput.json")
-  return {"protocol": protocol, "summary": summary,
-          "paired": compare.paired_ratios(runs, spec), "throughput": throughput,
-          "aggregates": compare.aggregates(
-              compare.by_seed(runs, "scenario", "final"), spec.methods, spec.baseline,
-              "the final metric") if spec.baseline else None,
-          "throughput_minutes": throughput_minutes(summary, throughput),
-          "hosts": list(dict.fromkeys(r["host"] for r in runs)), "runs": runs,
-          "runs_commit": stats.provenance_commit(provenance.ROOT, [os.path.relpath(
-              os.path.join(os.path.abspath(results), r["path"]), provenance.ROOT)
-              for r in runs])}
 
 
 def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
@@ -122,8 +103,8 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
   says how many had one. `time_limit_s` is that method's mean wall time (shown beside the
   table)."""
   out: Dict[str, Any] = {}
-  for scenario, cells in compare.cells(runs, "scenario").items():
-    here = [r for r in runs if r["scenario"] == scenario]
+  for scenario, cells in compare.cells(runs).items():
+    here = [r for r in runs if r["task"] == scenario]
     targets = list(here[0]["targets"])
     impala = {r["seed"]: r for r in cells.get(spec.limit_method, ())}
     limit = (sum(r["wall_time_s"] for r in impala.values()) / len(impala)) if impala else None
@@ -134,7 +115,8 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
           "env_steps": [r["env_steps"] for r in mine],
           "sps": _ci([r["sps"] for r in mine], resamples),
           "wall_time_min": _ci([r["wall_time_s"] / 60 for r in mine], resamples),
-          "final": _ci([r["final"] for r in mine if r["final"] is not None], resamples),
+          "final_metric": _ci([r["final_metric"] for r in mine if r["final_metric"] is not None],
+                              resamples),
           "required_min": {t: _reached([r["required"][t]["minutes"] for r in mine],
                                        [r["wall_time_s"] / 60 for r in mine], resamples)
                            for t in targets},
@@ -151,7 +133,7 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
                "mean_return": e["score"]} for e in r["evals"]))
           twin = impala.get(r["seed"])
           if method == spec.limit_method:
-            v = r["final"]
+            v = r["final_metric"]
           elif twin is None or twin["host"] != r["host"]:
             v = None
           else:
@@ -213,7 +195,7 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
   """Evaluation score vs env steps and vs wall time (the paper's curve figures), one panel per
   scenario: per method the mean over seeds (each seed's last score carried forward) and its band
   (`plots.mean_band`: [min, max] below 6 seeds); `<prefix>_vs_env_steps.png` and `<prefix>_vs_wall_time.png`."""
-  scenarios = list(report["summary"])
+  scenarios = list(report["tasks"])
   if not scenarios:
     return []
   paths = []
@@ -222,7 +204,7 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
     panels = [(title(scenario), {
         labels[m]: [([e[axis] * scale for e in r["evals"]], [e["score"] for e in r["evals"]])
                     for r in report["runs"]
-                    if r["scenario"] == scenario and r["method"] == m and r["evals"]]
+                    if r["task"] == scenario and r["method"] == m and r["evals"]]
         for m in methods}) for scenario in scenarios]
     paths.append(plots.band_figure(os.path.join(out_dir, f"{prefix}_vs_{name}.png"), panels,
                                    xlabel=xlabel, ylabel=ylabel, ylim=ylim, resamples=resamples))

@@ -157,13 +157,16 @@ def source_name(path: str) -> str:
   return os.path.abspath(path) if rel.startswith("..") else rel
 
 
+def short_commit(commit: str) -> str:
+  """A stamped commit as sources name it: 12 hex digits, and '+dirty' where it was."""
+  return commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+
+
 def source(report: Dict[str, Any], name: str, mixed: str = "MIXED host kinds") -> str:
   """A report's source line: its results.json (as recorded when it was written, else `name`),
   date, the commit it was rendered at and the one holding its runs (the provenance: `stats.
   provenance_commit`), the runs' host kinds (`mixed` said where there are several)."""
-  name = report.get("source", name)
-  commit = report["commit"]
-  commit = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+  name, commit = report.get("source", name), short_commit(report["commit"])
   hosts = report.get("hosts") or []
   runs = ("" if "runs_commit" not in report else "; the runs as committed in "
           + (f"`{report['runs_commit'][:12]}`" if report["runs_commit"] else "no commit yet"))

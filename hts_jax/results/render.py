@@ -25,17 +25,18 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
   if t.sections:
     body = _sections(g, t, out)
   elif t.pivot:
-    methods = [m.name for m in g.methods if any(m.name in c for c in out["table"].values())]
+    methods = [m.name for m in g.methods if any(m.name in c["methods"]
+                                                for c in out["tasks"].values())]
     headers = ["task", *methods, *(c.header for c in t.columns[1:])]
-    rows = [[task, *(t.columns[0].cell(dict(cells[m], task=task)) if m in cells else "-"
-                     for m in methods),
+    rows = [[task, *(t.columns[0].cell(dict(s["methods"][m], task=task))
+                     if m in s["methods"] else "-" for m in methods),
              *(c.cell({"task": task}) for c in t.columns[1:])]
-            for task, cells in out["table"].items()]
+            for task, s in out["tasks"].items()]
   else:
     headers = [*(["task"] if tasks else []), "method", *(c.header for c in t.columns)]
-    rows = [[*([task] if tasks else []), method, *(c.cell(dict(cells[method], task=task))
+    rows = [[*([task] if tasks else []), method, *(c.cell(dict(cell, task=task))
                                                   for c in t.columns)]
-            for task, cells in out["table"].items() for method in cells]
+            for task, s in out["tasks"].items() for method, cell in s["methods"].items()]
   if not t.sections:
     body = stats.markdown(headers, rows)
   shared = [r for r in out["runs"] if r.get("shared")]
@@ -49,8 +50,8 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
 
 
 def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:
-  """A paper-style grid's tables (`Table.sections`) over its report's `summary`."""
-  summ, parts = out["summary"], []
+  """A paper-style grid's tables (`Table.sections`) over its report's `tasks`."""
+  summ, parts = out["tasks"], []
   if not summ:
     return "No finished runs yet.\n"
   row = t.row or (lambda task, s: f"{task} ({s['budget']:,})")
@@ -67,10 +68,10 @@ def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:
                                        for m in methods)] for k, s in here.items()]
     parts.append((f"**{title}**\n\n" if title else "")
                  + stats.markdown([sec.head or t.head, *(m.header for m in methods)], rows))
-  for k, s in (summ.items() if t.by_task else ()):  # a row per section: the summary's only
+  for k, s in (summ.items() if t.by_task else ()):  # a row per section of `tasks` only
     methods = [m for m in g.methods if m.name in s["methods"]]
     secs = [(sec.title_in(out), sec) for sec in t.sections
-            if sec.data == "summary" and (sec.tasks is None or k in sec.tasks)]
+            if sec.data == "tasks" and (sec.tasks is None or k in sec.tasks)]
     rows = [[title, *(sec.cell(k, m.name, s["methods"][m.name], out)
                       if sec.methods is None or m.name in sec.methods else "" for m in methods)]
             for title, sec in secs if title is not None]

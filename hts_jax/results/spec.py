@@ -108,7 +108,7 @@ class Section:
   figure_fmt: str = ""
   partial: bool = False
   title_when: str = ""
-  data: str = "summary"
+  data: str = "tasks"
   row_fn: str = ""
   head: Optional[str] = None
 

@@ -92,7 +92,7 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
       f"{docs.begin}\n{docs.end}\n# x\n{summary.begin}\nold\n{summary.end}\ntail\n")
   out = driver.report(g, str(results), str(tmp_path))
   assert {r["method"] for r in out["runs"]} == {"hts_ppo", "sync_ppo"}
-  assert out["table"][task]["hts_ppo"]["final_return"]["n"] == 1
+  assert out["tasks"][task]["methods"]["hts_ppo"]["final_return"]["n"] == 1
   assert out["runs"][0]["curve"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
   assert "| hts_ppo " in table and "963.09 ± 22.20" in table

@@ -100,7 +100,7 @@ def test_the_memory_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   readme.write_text(f"# x\n{block.begin}\nold\n{block.end}\ntail\n")
   out = driver.report(g, str(results), str(tmp_path))
   assert {r["method"] for r in out["runs"]} == {"hts_lstm", "hts_ff"}
-  assert out["table"][g.tasks[0].env]["hts_lstm"]["final_eval"]["n"] == 1
+  assert out["tasks"][g.tasks[0].env]["methods"]["hts_lstm"]["final_eval"]["n"] == 1
   assert out["runs"][0]["evals"] and out["command"] and out["commit"]
   table = (results / "table.md").read_text()
   assert "| hts_lstm " in table

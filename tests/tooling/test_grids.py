@@ -41,12 +41,12 @@ def test_the_committed_runs_ran_with_the_grids_flags(g):
   with open(os.path.join(ROOT, g.results, "results.json")) as f:
     runs = json.load(f)["runs"]
   assert runs
-  for r in runs:  # a paper-style grid's runs name their task `scenario`, their logdir `path`
+  for r in runs:  # a paper-style grid's runs name their logdir `path`
     logdir = r.get("logdir") or os.path.join(g.results, r["path"])
     with open(os.path.join(ROOT, logdir, "summary.json")) as f:
       config = json.load(f)["config"]
     flat = {**config, **config.get("learner", {})}
-    given = g.run_flags(r.get("task", r.get("scenario")), r["method"], r["seed"])
+    given = g.run_flags(r["task"], r["method"], r["seed"])
     for name, value in given.items():
       if name in flat:
         if isinstance(value, str) and isinstance(flat[name], dict):  # --env_kwargs, as JSON
@@ -59,12 +59,12 @@ def test_aggregates_across_tasks_with_unequal_seed_counts():
   averaged, and the IQM over every run normalised by the reference's median there; a task
   where a method lacks the reference's seeds is left out of that method's aggregate only."""
   from hts_jax.results import compare  # pylint: disable=import-outside-toplevel
-  runs = [{"scenario": sc, "method": m, "seed": k, "final": v}
+  runs = [{"task": sc, "method": m, "seed": k, "final": v}
           for sc, m, values in (("a", "hts", (2.0, 4.0)), ("a", "sync", (1.0, 3.0)),
                                 ("b", "hts", (1.0, 1.0, 1.0)), ("b", "sync", (1.0, 1.0, 1.0)),
                                 ("b", "other", (5.0,)), ("a", "other", (1.0, 3.0)))
           for k, v in enumerate(values)]
-  got = compare.aggregates(compare.by_seed(runs, "scenario", "final"), ["hts", "sync", "other"],
+  got = compare.aggregates(compare.by_seed(runs, "final"), ["hts", "sync", "other"],
                            "sync", "the final metric")
   # a: 2 > 1, 2 < 3, 4 > 1, 4 > 3: 3/4; b: all ties, 1/2; normalised runs 1, 2, 1, 1, 1: IQM 1.
   assert got["methods"]["hts"] == {"tasks": ["a", "b"], "seeds": [2, 3], "iqm_normalised": 1.0,

@@ -13,7 +13,7 @@ from tests.support import ROOT
 
 
 def _run(method, seed, minutes, steps, sps, host="A x2", marked=None, end_steps=400_000):
-  return {"scenario": "academy_empty_goal_close", "method": method, "seed": seed, "host": host,
+  return {"task": "academy_empty_goal_close", "method": method, "seed": seed, "host": host,
           "marked": marked, "shared": marked, "calibration_ms": 60.0, "sps": sps,
           "env_steps": end_steps,
           "wall_time_s": end_steps / sps,
@@ -26,7 +26,7 @@ def _report(runs):
                       limit_method="impala", targets=lambda sc, runs: {"0.8": 0.8})
   for r in runs:
     r["targets"] = {"0.8": 0.8}
-  return {"summary": {"academy_empty_goal_close": {"targets": {"0.4": 0.4, "0.8": 0.8},
+  return {"tasks": {"academy_empty_goal_close": {"targets": {"0.4": 0.4, "0.8": 0.8},
                                                    "budget": 400_000}},
           "protocol": {"settings": {"tasks": {"academy_empty_goal_close": {"seeds": [0, 1, 2]}}}},
           "runs": runs, "paired": compare.paired_ratios(runs, spec)}

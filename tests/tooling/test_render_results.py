@@ -37,7 +37,7 @@ def test_the_docs_blocks_and_tables_md_are_the_committed_json_rendered():
 
 
 def test_speedup_rows_golden():
-  out = rr.render_speedup(SPEEDUP).splitlines()
+  out = rr.render_part("speedup.json", SPEEDUP).splitlines()
   cells = [[c.strip() for c in line.strip("|").split("|")] for line in out[-2:]]
   assert cells == [["0.1", "1,620", "1,000", "1.62x", "1.56x"],
                    ["10", "5,300", "1,000", "5.30x", "5.98x"]]  # variance grid only, sorted
@@ -52,7 +52,7 @@ def test_cleanrl_rows_golden():
               ("cleanrl", 40.0), ("cleanrl", 50.0), ("hts_jax_hts", 20.0), ("hts_jax_hts", 30.0))],
           "date": "2026-11-28", "commit": "0123456789abcdef", "command": "python -m x",
           "machine": {"cores": 2, "cpu": "", "platform": "Linux"}}
-  out = rr.render_cleanrl(data).splitlines()
+  out = rr.render_part("cleanrl.json", data).splitlines()
   cells = [[c.strip() for c in line.strip("|").split("|")] for line in out[-2:]]
   assert cells == [["cleanrl", "100", "1", "45"], ["hts_jax_hts", "150", "1.50x", "25"]]
   assert "*no tyro* (w)" in out[0] and "sha256 `abababababab`" in out[0]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from hts_jax.results import driver, grid, launch, paper_report, publish, render, spec
+from hts_jax.results import compare, driver, grid, launch, paper_report, publish, render, spec
 from hts_jax.results import paper_parts as md_
 from hts_jax.results import paper_parts as rg
 from tests.support import ROOT
@@ -107,6 +107,13 @@ def test_bad_options_are_one_line_errors():
       "'hts_ppo_delayed', 'impala', 'sync_ppo', 'sync_ppo_r1']"]
 
 
+def _body(results):
+  """The runs, their cells and paired ratios, as the driver builds them (`driver.build`)."""
+  runs = paper_report.load_runs(results, SPEC)
+  return {"runs": runs, "tasks": paper_report.summarize(runs, SPEC, 500),
+          "paired": compare.paired_ratios(runs, SPEC)}
+
+
 def _fake_run(results, scenario, method, seed, scores, dt_s, *, sps=100.0, host=None):
   path = grid.run_dir(str(results), scenario, method, seed)
   os.makedirs(path)
@@ -156,7 +163,7 @@ def test_metrics_golden_values(tmp_path):
   assert (hts["final_time"]["reached"], hts["final_time"]["runs"]) == (2, 2)
   # IMPALA's own final time metric is its final metric: each seed's limit is its own end.
   assert impala["final_time"]["mean"] == pytest.approx(0.15)
-  assert hts["final"]["mean"] == pytest.approx((1.0 + 1.0) / 2)
+  assert hts["final_metric"]["mean"] == pytest.approx((1.0 + 1.0) / 2)
   # Idle seconds are summed over the 4 executors: a share of 0.1 each; async measures none.
   assert hts["idle_share"] == pytest.approx(
       {"executors_waiting_for_actions": 0.1, "actors": 0.5, "learner": 0.25})
@@ -170,10 +177,10 @@ def test_scenarios_come_in_the_protocols_order(tmp_path):
              "academy_empty_goal_close"):
     _fake_run(tmp_path, sc, "hts_ppo", 0, [0.5] * 10, 60)
   runs = paper_report.load_runs(str(tmp_path), SPEC)
-  assert [r["scenario"] for r in runs] == ["academy_empty_goal_close", "academy_empty_goal",
+  assert [r["task"] for r in runs] == ["academy_empty_goal_close", "academy_empty_goal",
                                            "academy_run_to_score", "academy_corner"]
   assert list(paper_report.summarize(runs, SPEC, resamples=100)) == \
-      [r["scenario"] for r in runs]
+      [r["task"] for r in runs]
 
 
 def test_a_target_some_seeds_miss_has_a_censored_mean():
@@ -250,7 +257,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
                         "1 / -; 1.00 [1.00, 1.00] / 1.00 (1/2) | (1 of 5 seeds) ≥10,000 (0/1); "
                         "- / -; 0.10 / 0.10 |")
   assert summary[7] == "- Empty goal close: it is ahead of every baseline in every cell."
-  assert saved["summary"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
+  assert saved["tasks"][sc]["methods"]["impala"]["required_min"]["0.8"]["mean"] is None
   assert saved["identity"] is None
 
 
@@ -261,12 +268,12 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
     return {"mean": mean, "lo": mean if lo is None else lo, "hi": mean if hi is None else hi,
             "n": 2, "reached": reached, "runs": 2}
   sc = "academy_empty_goal"
-  report = {"summary": {sc: {"methods": {
-      "hts_ppo": {"required_steps": {"0.8": ci(200_000)}, "final": ci(0.9, 0.8, 0.95),
+  report = {"tasks": {sc: {"methods": {
+      "hts_ppo": {"required_steps": {"0.8": ci(200_000)}, "final_metric": ci(0.9, 0.8, 0.95),
                   "final_time": ci(0.8)},
-      "sync_ppo": {"required_steps": {"0.8": ci(100_000)}, "final": ci(0.92, 0.9, 0.94),
+      "sync_ppo": {"required_steps": {"0.8": ci(100_000)}, "final_metric": ci(0.92, 0.9, 0.94),
                    "final_time": ci(0.7)},
-      "impala": {"required_steps": {"0.8": ci(300_000)}, "final": ci(0.5),
+      "impala": {"required_steps": {"0.8": ci(300_000)}, "final_metric": ci(0.5),
                  "final_time": ci(0.5)}}}},
       "paired": {sc: {"sync_ppo": {"0.8": {"mean": 0.5, "lo": 0.4, "hi": 0.6, "n": 2,
                                    "could": [0, 1]}},
@@ -279,9 +286,9 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
       "[200,000, 200,000]), takes less time to 0.8 (paired 0.50x [0.40, 0.60] (n=2); steps over "
       "benchmark SPS 0.75x), ends higher (final metric 0.92 vs 0.90, within the intervals); "
       "IMPALA takes less time to 0.8 (steps over benchmark SPS 0.50x).")
-  report["summary"][sc]["methods"]["hts_ppo"]["required_steps"]["0.8"] = {
+  report["tasks"][sc]["methods"]["hts_ppo"]["required_steps"]["0.8"] = {
       "mean": None, "reached": 1, "runs": 2}
-  report["summary"][sc]["methods"]["sync_ppo"].update(final=ci(0.5), final_time=ci(0.5))
+  report["tasks"][sc]["methods"]["sync_ppo"].update(final_metric=ci(0.5), final_time=ci(0.5))
   report["throughput_minutes"] = {}
   report["paired"] = {}
   assert behind(report, sc, "0.8") == (
@@ -289,7 +296,7 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
       "IMPALA reaches 0.8 in more seeds (2/2, at 300,000 env steps; HTS-PPO 1/2).")
   # Neither with a mean (some seeds of each missed): more seeds that reached it still counts, and
   # as many or fewer says nothing.
-  methods = report["summary"][sc]["methods"]
+  methods = report["tasks"][sc]["methods"]
   methods["hts_ppo"]["required_steps"]["0.8"] = {"mean": None, "reached": 0, "runs": 2}
   methods["sync_ppo"]["required_steps"]["0.8"] = {"mean": None, "reached": 0, "runs": 2}
   methods["impala"]["required_steps"]["0.8"] = {"mean": None, "mean_of_reached": 300_000.0,
@@ -308,12 +315,12 @@ def test_a_higher_final_metric_is_shown_apart_from_the_other():
   ci = lambda m: {"mean": m, "n": 1}  # pylint: disable=unnecessary-lambda-assignment
   sc, t = "academy_empty_goal", "0.8"
   steps = {t: {"mean": 5.0, "reached": 1, "runs": 1}}
-  report = {"summary": {sc: {"methods": {
-      "hts_ppo": {"required_steps": steps, "final": ci(0.79)},
-      "sync_ppo": {"required_steps": steps, "final": ci(0.79 + 1e-12)}}}}}
+  report = {"tasks": {sc: {"methods": {
+      "hts_ppo": {"required_steps": steps, "final_metric": ci(0.79)},
+      "sync_ppo": {"required_steps": steps, "final_metric": ci(0.79 + 1e-12)}}}}}
   assert behind(report, sc, t) == "it is ahead of every baseline in every cell."
   # A scenario with HTS-PPO's runs only (a block begun) is not 'ahead of every baseline'.
-  del report["summary"][sc]["methods"]["sync_ppo"]
+  del report["tasks"][sc]["methods"]["sync_ppo"]
   assert behind(report, sc, t) == "no baseline has a run yet."
 
 
@@ -323,8 +330,8 @@ def test_the_committed_json_holds_every_committed_run():
   with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
     report = json.load(f)
   runs = paper_report.load_runs(os.path.join(ROOT, "results", "gfootball"), SPEC)
-  assert [(r["scenario"], r["method"], r["seed"]) for r in runs] == \
-         [(r["scenario"], r["method"], r["seed"]) for r in report["runs"]]
+  assert [(r["task"], r["method"], r["seed"]) for r in runs] == \
+         [(r["task"], r["method"], r["seed"]) for r in report["runs"]]
 
 
 @pytest.mark.slow
@@ -495,7 +502,7 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [1.0] * 12, 120, host="A")
   _fake_run(tmp_path, sc, "impala", 1, [0.1] * 12, 120, host="A")
   _fake_run(tmp_path, sc, "impala", 2, [1.0] * 12, 120, host="A")
-  body = paper_report.report_body(str(tmp_path), SPEC, 500, {})
+  body = _body(str(tmp_path))
   paired = body["paired"][sc]
   # Block 2's IMPALA ran on A, its PPO runs on B: IMPALA's pair is left out, sync PPO's counts.
   assert paired["sync_ppo"]["0.8"]["blocks"] == [0, 1, 2]
@@ -507,27 +514,27 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   assert paired["impala"]["0.8"]["could"] == [0, 1]
   assert paired["sync_ppo"]["0.8"]["could"] == [0, 1, 2]
   assert paired["impala"]["0.8"]["bound"] == "lower"
-  report = {"summary": body["summary"], "paired": body["paired"], "runs": body["runs"]}
+  report = {"tasks": body["tasks"], "paired": body["paired"], "runs": body["runs"]}
   assert ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
   assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
   rg.by_host(body, {sc: 5}, 500)
-  s = body["summary"][sc]
+  s = body["tasks"][sc]
   assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
   assert md_.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
       "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seed 2)")
   # One seed each: a higher final metric is said without claiming the intervals apart.
   one = {"mean": 0.9, "lo": 0.9, "hi": 0.9, "n": 1}
-  report = {"summary": {sc: {"methods": {
+  report = {"tasks": {sc: {"methods": {
       "hts_ppo": {"required_steps": {"0.8": {"mean": None, "reached": 0, "runs": 1}},
-                  "final": {**one, "mean": 0.7, "lo": 0.7, "hi": 0.7}},
+                  "final_metric": {**one, "mean": 0.7, "lo": 0.7, "hi": 0.7}},
       "sync_ppo": {"required_steps": {"0.8": {"mean": None, "reached": 0, "runs": 1}},
-                   "final": one}}}}}
+                   "final_metric": one}}}}}
   assert behind(report, sc, "0.8") == (
       "PPO (sync) ends higher (final metric 0.90 vs 0.70, one seed: no interval).")
   assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "-"
   # Runs without a host record never pair (two unknown hosts are not one host kind).
   for m in ("hts_ppo", "sync_ppo"):
     _fake_run(tmp_path / "unknown", sc, m, 0, [1.0] * 12, 60)
-  unknown = paper_report.report_body(str(tmp_path / "unknown"), SPEC, 500, {})["paired"][sc]
+  unknown = _body(str(tmp_path / "unknown"))["paired"][sc]
   assert unknown["sync_ppo"]["0.8"]["blocks"] == []
   assert unknown["sync_ppo"]["0.8"]["left_out"] == [0] and unknown["sync_ppo"]["0.8"]["could"] == []
