@@ -1,8 +1,8 @@
 """What every mode shares, built once (`assembly.Parts`): the shapes, the network, the TrainState
 (fresh or restored), the compiled learner and policy steps (`ActingParts`) and the learner worker.
-`Runner.run` runs the mode's loop (`loops.mode.Mode`) on them inside a `Controller`, which composes
-the other parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`, `buffers`, and the
-outputs: `bookkeeping`, the `observers`).
+`Runner.run` runs the mode's loop (`Mode`, defined here) on them inside a `Controller`, which
+composes the other parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`, `buffers`, and
+the outputs: `bookkeeping`, the `observers`).
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Dict
+from typing import Any, Callable, Dict, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import envs, heads, learner, networks, seeding
+from hts_jax.choices import ModeRules
 from hts_jax.config import ConfigError, RunConfig, incompatible_changes
 from hts_jax.runtime import distributed, host
 from hts_jax.runtime.outputs import checkpoint, signing, video
@@ -29,9 +30,6 @@ from hts_jax.runtime.assembly import Model, Parts, Shape
 from hts_jax.runtime.placement import Placement
 from hts_jax.runtime.policy import make_policy_step
 from hts_jax.runtime.watchdog import within
-
-if TYPE_CHECKING:
-  from hts_jax.runtime.loops.mode import Mode
 
 # On CPU, XLA runs each call on the calling thread instead of handing it to a dispatch thread and
 # spinning until it is done: an actor's small policy call then costs ~65 us of CPU instead of
@@ -51,6 +49,48 @@ def place_replicated(tree, sharding):
                       distributed.local_copy(tree))
 
 
+@dataclasses.dataclass(frozen=True)
+class Mode:
+  """A mode (`--mode`): `rules` what the JAX-free config knows of it (`choices.RULES`: its options
+  and their checks, the correction it forces or reports, its update size); `policy_rows(shape)`
+  the actors' fixed call shape; `learner_step(shape, model, lcfg)` the compiled update (default:
+  the delayed-gradient A2C/PPO step); `learner_input(shape, segment)` an example input to compile
+  it with; `acts_with_extras` whether actors need log-probs; `no_checkpoints` why it cannot
+  checkpoint, if it cannot; `loop(parts, controller)` the run itself.
+
+  A new mode is one module of `runtime/loops` that defines its `Mode` and its loop
+  `loop(parts, ctl) -> summary`, composed of the parts (`assembly.Parts`) and the `Controller`'s
+  verbs (the barrier's `go` / `wait_done`, the learner's `submit` / `result`, `boundary`,
+  `finish`), plus its rules in `choices.RULES`; `hts_jax.runtime.modes` registers the `Mode` by
+  importing its module (CONTRIBUTING.md). Its shape questions are answered from `assembly.Shape`
+  (config and env spec) before anything is built."""
+  rules: ModeRules
+  policy_rows: Callable[[Shape], int]
+  loop: Callable[[Parts, Controller], Dict[str, Any]]
+  learner_step: Optional[Callable] = None
+  learner_input: Optional[Callable] = None
+  acts_with_extras: bool = False
+  no_checkpoints: Optional[str] = None
+
+  @property
+  def name(self) -> str:
+    return self.rules.name
+
+  @property
+  def checkpoints(self) -> bool:
+    return self.no_checkpoints is None
+
+  def check(self, config: RunConfig, resume: bool) -> None:
+    """Refuses what this mode cannot do with `config` (one line)."""
+    if not self.checkpoints and (resume or config.outputs.checkpoint_every):
+      raise ConfigError(f"--mode={self.name} does not checkpoint ({self.no_checkpoints}); "
+                        "use --mode=hts or sync")
+
+  def total_steps(self, config: RunConfig) -> int:
+    """The env steps the run takes (whole updates)."""
+    return config.learner_updates * config.steps_per_update
+
+
 class Runner:
   """Builds the parts for `config` (`self.parts`), compiles the hot steps, then `run()` runs the
   mode's loop inside a `Controller` and writes `<logdir>/{metrics.csv,summary.json}`; `lock`,
@@ -58,7 +98,7 @@ class Runner:
   `resume=True` it continues from the newest checkpoint in `<logdir>/checkpoints`; without, it
   refuses a logdir that holds one."""
 
-  def __init__(self, config: RunConfig, mode: "Mode", lock=None, resume: bool = False):
+  def __init__(self, config: RunConfig, mode: Mode, lock=None, resume: bool = False):
     self.config, self.mode = config, mode
     self.lock = lock  # the logdir's (`logdir.prepare`), released when the run ends
     r = config.rollout
