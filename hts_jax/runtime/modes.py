@@ -11,7 +11,8 @@ from hts_jax.choices import RULES
 from hts_jax.runtime import backend, distributed, logdir
 from hts_jax.runtime.outputs import tracking
 from hts_jax.runtime.loops import asynchronous, gala, hts, sync
-from hts_jax.runtime.runner import Mode, Runner
+from hts_jax.runtime.assembly import Mode
+from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.errors import Interrupted, RunError  # pylint: disable=unused-import
 from hts_jax.runtime.supervisor import defer_signals  # pylint: disable=unused-import
 

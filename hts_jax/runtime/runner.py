@@ -1,8 +1,8 @@
 """What every mode shares, built once (`assembly.Parts`): the shapes, the network, the TrainState
 (fresh or restored), the compiled learner and policy steps (`ActingParts`) and the learner worker.
-`Runner.run` runs the mode's loop (`Mode`, defined here) on them inside a `Controller`, which
-composes the other parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`, `buffers`, and
-the outputs: `bookkeeping`, the `observers`).
+`Runner.run` runs the mode's loop (`assembly.Mode`) on them inside a `Controller`, which composes
+the other parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`, `buffers`, and the
+outputs: `bookkeeping`, the `observers`).
 """
 
 from __future__ import annotations
@@ -12,21 +12,20 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import envs, heads, learner, networks, seeding
-from hts_jax.choices import ModeRules
 from hts_jax.config import ConfigError, RunConfig, incompatible_changes
 from hts_jax.runtime import distributed, host
 from hts_jax.runtime.outputs import checkpoint, signing, video
 from hts_jax.runtime.actor import ActingParts
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnerWorker
-from hts_jax.runtime.assembly import Model, Parts, Shape
+from hts_jax.runtime.assembly import Mode, Model, Parts, Shape
 from hts_jax.runtime.placement import Placement
 from hts_jax.runtime.policy import make_policy_step
 from hts_jax.runtime.watchdog import within
@@ -47,48 +46,6 @@ def place_replicated(tree, sharding):
     return jax.device_put(tree, sharding)
   return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)),
                       distributed.local_copy(tree))
-
-
-@dataclasses.dataclass(frozen=True)
-class Mode:
-  """A mode (`--mode`): `rules` what the JAX-free config knows of it (`choices.RULES`: its options
-  and their checks, the correction it forces or reports, its update size); `policy_rows(shape)`
-  the actors' fixed call shape; `learner_step(shape, model, lcfg)` the compiled update (default:
-  the delayed-gradient A2C/PPO step); `learner_input(shape, segment)` an example input to compile
-  it with; `acts_with_extras` whether actors need log-probs; `no_checkpoints` why it cannot
-  checkpoint, if it cannot; `loop(parts, controller)` the run itself.
-
-  A new mode is one module of `runtime/loops` that defines its `Mode` and its loop
-  `loop(parts, ctl) -> summary`, composed of the parts (`assembly.Parts`) and the `Controller`'s
-  verbs (the barrier's `go` / `wait_done`, the learner's `submit` / `result`, `boundary`,
-  `finish`), plus its rules in `choices.RULES`; `hts_jax.runtime.modes` registers the `Mode` by
-  importing its module (CONTRIBUTING.md). Its shape questions are answered from `assembly.Shape`
-  (config and env spec) before anything is built."""
-  rules: ModeRules
-  policy_rows: Callable[[Shape], int]
-  loop: Callable[[Parts, Controller], Dict[str, Any]]
-  learner_step: Optional[Callable] = None
-  learner_input: Optional[Callable] = None
-  acts_with_extras: bool = False
-  no_checkpoints: Optional[str] = None
-
-  @property
-  def name(self) -> str:
-    return self.rules.name
-
-  @property
-  def checkpoints(self) -> bool:
-    return self.no_checkpoints is None
-
-  def check(self, config: RunConfig, resume: bool) -> None:
-    """Refuses what this mode cannot do with `config` (one line)."""
-    if not self.checkpoints and (resume or config.outputs.checkpoint_every):
-      raise ConfigError(f"--mode={self.name} does not checkpoint ({self.no_checkpoints}); "
-                        "use --mode=hts or sync")
-
-  def total_steps(self, config: RunConfig) -> int:
-    """The env steps the run takes (whole updates)."""
-    return config.learner_updates * config.steps_per_update
 
 
 class Runner:

@@ -28,8 +28,7 @@ from hts_jax.runtime.actor import LockstepSampler, ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
-from hts_jax.runtime.runner import Mode
-from hts_jax.runtime.assembly import Model, Parts, Shape
+from hts_jax.runtime.assembly import Mode, Model, Parts, Shape
 from hts_jax.types import Unroll
 
 

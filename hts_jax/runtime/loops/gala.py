@@ -42,8 +42,7 @@ from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.gossip import Ring, Rounds, Step
 from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
-from hts_jax.runtime.runner import Mode
-from hts_jax.runtime.assembly import Parts, Shape
+from hts_jax.runtime.assembly import Mode, Parts, Shape
 
 def _policy_rows(shape: Shape) -> int:
   return shape.num_rows // shape.config.gala.agents

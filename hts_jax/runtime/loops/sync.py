@@ -21,8 +21,7 @@ from hts_jax.runtime.actor import ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
-from hts_jax.runtime.runner import Mode
-from hts_jax.runtime.assembly import Parts, Shape
+from hts_jax.runtime.assembly import Mode, Parts, Shape
 
 Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports
 
