@@ -25,7 +25,6 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 # The validation base every config shares.
 
-
 class ConfigError(ValueError):
   """A user-facing configuration error; its message is one line."""
 

@@ -27,9 +27,9 @@ import json
 import typing
 from typing import Any, ClassVar, Dict, Optional, Tuple
 
-from hts_jax.choices import (ALGORITHMS, CORRECTIONS, ENVPOOL_MUJOCO, FAMILIES, MODES, RULES,
-                             SAMPLED_EVALUATION, WANDB_MODES, ConfigError, check, check_choices,
-                             check_finite, family_of, flag_name)
+from hts_jax.choices import (ALGORITHMS, ENVPOOL_MUJOCO, FAMILIES, MODES, RULES, SAMPLED_EVALUATION,
+                             WANDB_MODES, ConfigError, check, check_choices, check_finite,
+                             family_of, flag_name)
 
 # Evaluations in the paper's running average ("the most recent 100 evaluation episodes, 10 of each
 # of the ten most recent policies"): `analysis.metrics` and --stop_at_return use full windows.
@@ -40,6 +40,8 @@ def resumable(default: Any) -> Any:
   """A field a resumed run may change (it changes no result); others must match the checkpoint."""
   return dataclasses.field(default=default, metadata={"resumable": True})
 
+
+# The sections of RunConfig, one per concern.
 
 @dataclasses.dataclass(frozen=True)
 class Rollout:
@@ -309,6 +311,8 @@ class Testing:
       check(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
 
 
+# Each mode's own options: a section of RunConfig (the mode's rules: `choices.RULES`).
+
 @dataclasses.dataclass(frozen=True)
 class HtsOptions:
   """--mode=hts's options."""
@@ -443,6 +447,8 @@ class GalaOptions:
             "--mode=gala: every agent learns on the one learner device")
 
 
+# The learner's hyperparameters.
+
 @dataclasses.dataclass(frozen=True)
 class LearnerConfig:
   """Learner hyperparameters. Defaults follow the paper's A2C (Table A3) where it gives them.
@@ -564,6 +570,8 @@ class LearnerConfig:
   def check_segment_length(self, segment_length: int) -> None:
     self.num_sgd_steps(segment_length)
 
+
+# The run.
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
@@ -735,6 +743,8 @@ class RunConfig:
     per = self.local_envs // self.rollout.num_executors
     return list(range(self.env_offset + executor * per, self.env_offset + (executor + 1) * per))
 
+
+# Flag names, resumes and saved configs.
 
 def _section_types() -> Dict[str, type]:
   """RunConfig's sections (every field but `mode` and `learner`) by field name."""
