@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import optax
 
 from hts_jax import losses
+from hts_jax.choices import CORRECTIONS, registers
 from hts_jax.collectives import pmean
-from hts_jax.algorithm_registry import CORRECTIONS, registers
 from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.sequences import (CoreInput, apply_tb, chunk_states, core_input, core_resets,

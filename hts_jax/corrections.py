@@ -1,4 +1,4 @@
-"""The policy-lag corrections' pure parts (their records: `algorithm_registry.CORRECTIONS`): the
+"""The policy-lag corrections' pure parts (their records: `choices.CORRECTIONS`): the
 per-sample weights a record names, and the diagnostics every PPO update reports, against the
 clip's centre (`ratio_diagnostics`) and of the lag itself (`lag_diagnostics`: KL(μ || p), the
 weights' mean, effective sample size and tails). μ = π_{θ_{j-1}}, the behaviour policy that
@@ -13,7 +13,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from hts_jax.algorithm_registry import registers
+from hts_jax.choices import registers
 from hts_jax.collectives import psum
 from hts_jax.normalization import COLLECTION
 

@@ -11,7 +11,7 @@ algorithm runs its usual sequence of optimizer steps on a *shadow* copy started 
 of the optimizer's updates is transferred to θ_j. With one A2C step per segment this is exactly
 Eq. 6. The paper's Table A1 ablations use the same slot:
 
-The corrections are records (`algorithm_registry.CORRECTIONS`: where the steps start, where
+The corrections are records (`choices.CORRECTIONS`: where the steps start, where
 PPO's clip is centred, the per-sample weights; docs/modes.md):
 
 - `delayed` (default): the steps start at θ_{j-1}, the behaviour policy; on-policy. For PPO's many
@@ -27,7 +27,7 @@ PPO's clip is centred, the per-sample weights; docs/modes.md):
 - `truncated_is`: the steps start at θ_j; per-sample weights min(1, π_j(a|s)/π_{j-1}(a|s)).
 - `none`: the steps start at θ_j and everything is recomputed there: the lag is ignored.
 
-The pieces: `algorithm_registry.ALGORITHMS[algo].build()` builds the algorithm update
+The pieces: `choices.ALGORITHMS[algo].build()` builds the algorithm update
 (`build_a2c_update`, `build_ppo_update`: `update(start, opt_state, segment, key, current,
 behaviour) -> (end, opt_state, summed updates, metrics)`), made of `run_steps` over the one
 `sgd_step`; `build_learner_update` here is the delayed-gradient step around it (Eq. 6's lines).
@@ -50,11 +50,11 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
-# ppo (like algorithms) registers its update builder with `algorithm_registry` when imported.
+# ppo (like algorithms) registers its update builder (`choices.registers`) when imported.
 from hts_jax import corrections, losses, normalization, ppo  # pylint: disable=unused-import
-from hts_jax.algorithm_registry import ALGORITHMS, CORRECTIONS
 from hts_jax.algorithms import check_segment, complete_segment, learning_rate, params_finite
-from hts_jax.config import CONV_KINDS, LearnerConfig
+from hts_jax.choices import ALGORITHMS, CONV_KINDS, CORRECTIONS
+from hts_jax.config import LearnerConfig
 from hts_jax.heads import Head
 from hts_jax.sequences import apply_tb, core_input
 from hts_jax.types import DATA_AXIS, ApplyFn, Segment, TrainState

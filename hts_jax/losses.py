@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import rlax
 
-from hts_jax import config, corrections
-from hts_jax.algorithm_registry import registers
+from hts_jax import choices, corrections
+from hts_jax.choices import registers
 from hts_jax.heads import Categorical, Head
 
 Metrics = Dict[str, chex.Array]
@@ -130,7 +130,7 @@ def _reduce(x: chex.Array, mask: Optional[chex.Array], reduction: str) -> chex.A
   return jnp.mean(x * mask) * _scale(x.size, mask, reduction)
 
 
-REDUCTIONS = config.REDUCTIONS
+REDUCTIONS = choices.REDUCTIONS
 
 
 def _check_reduction(reduction: str) -> None:

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hts_jax import normalization
-from hts_jax.config import CONV_KINDS, CORES, NETWORK_KINDS
+from hts_jax.choices import CONV_KINDS, CORES, NETWORK_KINDS, family_of
 from hts_jax.heads import Categorical, Head
 
 _TORSO_INIT = nn.initializers.orthogonal(np.sqrt(2.0))
@@ -238,16 +238,15 @@ def make_network(kind: str, head: "Head | int", normalize_obs: bool = False, cor
 
 def resolve_kind(kind: str, env: str, obs_shape: Sequence[int]) -> str:
   """The network `--network=<kind>` runs on `env`: `kind` itself, or for "auto" the env family's
-  own (`env_families.EnvFamily.network`), else `default_network_for` the observation's shape."""
+  own (`choices.EnvFamily.network`), else `default_network_for` the observation's shape."""
   if kind != "auto":
     return kind
-  from hts_jax import env_families  # pylint: disable=import-outside-toplevel
-  family = env_families.family_of(env)
+  family = family_of(env)
   return (family and family.network) or default_network_for(obs_shape)
 
 
 def default_network_for(obs_shape: Sequence[int]) -> str:
   """'cnn' for image-like observations `[H, W, C]`, 'mlp' for vectors: `--network=auto` where the
-  env's family names no network of its own (`env_families.EnvFamily.network`)."""
+  env's family names no network of its own (`choices.EnvFamily.network`)."""
   return "cnn" if len(obs_shape) == 3 and min(obs_shape[:2]) >= 36 else "mlp"
 

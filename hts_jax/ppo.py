@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import optax
 
 from hts_jax import losses
-from hts_jax.algorithm_registry import CORRECTIONS, registers
 from hts_jax.algorithms import bootstrapped_rewards, run_steps, shard_weighted
+from hts_jax.choices import CORRECTIONS, registers
 from hts_jax.collectives import psum
 from hts_jax.config import LearnerConfig
 from hts_jax.corrections import lag_diagnostics
@@ -87,7 +87,7 @@ def build_ppo_update(config: LearnerConfig, apply_fn: ApplyFn,
   """PPO's algorithm update: epochs x minibatches clipped-surrogate steps from `start`, with the
   ratio's denominator, the old values and GAE computed once at the clip's centre (`ppo_targets`)
   and the per-sample weights once, both as the correction's record says
-  (`algorithm_registry.CORRECTIONS`).
+  (`choices.CORRECTIONS`).
 
   `update(start, opt_state, segment, key, current, behaviour) -> (end, opt_state, summed updates,
   metrics)`: `current` θ_j, `behaviour` θ_{j-1}. `policy_loss` (the seam, default the record's,

@@ -13,8 +13,9 @@ import typing
 
 from absl import flags
 
+from hts_jax import choices
 from hts_jax import config as hts_config
-from hts_jax.validation import check_finite
+from hts_jax.choices import check_finite
 
 # The DEFINE_* calls below define their caller's flags: `--help` lists them as the launcher's own.
 flags.disclaim_key_flags()
@@ -104,7 +105,7 @@ def define_config_flags(cls, renamed=None, skip=()) -> None:
   """Defines a flag for every field of the config dataclass `cls` (a nested config's fields are
   flags of their own), named as the field (after the dataclass's `FLAG_PREFIX`, if it has one) or
   `renamed[field name]`, with the field's default and its docstring as help. Types: bool, int,
-  float, str (an enum where `hts_config.CHOICES` lists the values), dict (a JSON object), tuple
+  float, str (an enum where `choices.CHOICES` lists the values), dict (a JSON object), tuple
   (of ints, comma separated). Fields in `skip` get none."""
   renamed, docs = renamed or {}, field_docs(cls)
   for field, kind in _fields(cls, skip):
@@ -116,8 +117,8 @@ def define_config_flags(cls, renamed=None, skip=()) -> None:
       raise TypeError(f"{cls.__name__}.{field.name} has no docstring (the help of --{name})")
     default = (field.default if field.default_factory is dataclasses.MISSING
                else field.default_factory())
-    if kind is str and name in hts_config.CHOICES:
-      flags.DEFINE_enum(name, default, list(hts_config.CHOICES[name]), docs[field.name])
+    if kind is str and name in choices.CHOICES:
+      flags.DEFINE_enum(name, default, list(choices.CHOICES[name]), docs[field.name])
     elif kind is tuple:  # of ints: a comma-separated list
       flags.DEFINE_list(name, ",".join(str(x) for x in default), docs[field.name])
     elif kind in (bool, int, float, str, dict):

@@ -15,17 +15,17 @@ import os
 from absl import flags
 from absl import logging
 
-from hts_jax.algorithm_registry import ALGORITHMS
+from hts_jax import choices
+from hts_jax import config as hts_config
+from hts_jax.choices import ALGORITHMS
 from hts_jax.cli import common as cli
 from hts_jax.cli import startup
 from hts_jax.presets import PRESETS
-from hts_jax import config as hts_config
-from hts_jax import mode_options
 
 FLAGS = flags.FLAGS
 
 # Defaults that depend on --algo, for flags given neither on the command line nor by the preset.
-# Each algorithm's launcher defaults (its record in `algorithm_registry`; PPO's 128 steps per
+# Each algorithm's launcher defaults (its record in `choices.ALGORITHMS`; PPO's 128 steps per
 # update as in Kostrikov's PPO, which the paper uses, and the released HTS-RL PPO scripts).
 ALGO_DEFAULTS = {name: algo.defaults for name, algo in ALGORITHMS.items()}
 
@@ -37,11 +37,11 @@ SKIPPED = ("lr_decay_updates",)
 
 
 cli.define_config_flags(hts_config.RunConfig, RENAMED, SKIPPED)
-FLAGS["num_actors"].help += " " + mode_options.actors_help()
+FLAGS["num_actors"].help += " " + choices.actors_help()
 for _name in {name for defaults in ALGO_DEFAULTS.values() for name in defaults}:
   FLAGS[_name].help += " Default: " + ", ".join(
       f"{ALGO_DEFAULTS[algo].get(_name, FLAGS[_name].default)} with --algo={algo}"
-      for algo in hts_config.ALGOS) + "."
+      for algo in choices.ALGOS) + "."
 flags.DEFINE_enum("preset", None, sorted(PRESETS), "Named defaults (explicit flags win).")
 flags.DEFINE_bool("lr_decay", False, "Decay the learning rate linearly to 0 over the run (or "
                   "over --lr_decay_steps).")
@@ -98,8 +98,8 @@ def build_config() -> hts_config.RunConfig:
 def _check_typed_mode_options(cfg: hts_config.RunConfig) -> None:
   """Options typed on the command line that the chosen mode does not run are refused in one line
   (a preset's are not: a preset made for one mode may be run in another): another mode's own
-  options (`mode_options.RULES`), and a --correction the mode replaces by its own update."""
-  rules = mode_options.RULES
+  options (`choices.RULES`), and a --correction the mode replaces by its own update."""
+  rules = choices.RULES
   for name, (section, _) in hts_config.flag_fields().items():
     users = [m for m, r in rules.items() if r.options == section]
     hts_config.check(not users or section == rules[cfg.mode].options or not FLAGS[name].present,

@@ -34,17 +34,19 @@ from typing import Any, Dict, Tuple
 import gymnasium as gym
 import numpy as np
 
+from hts_jax import choices
+from hts_jax.choices import family_of
 from hts_jax.config import ConfigError
-from hts_jax import env_families
-from hts_jax.env_families import family_of
-from hts_jax.envs import memory, vstep  # importing them registers their gymnasium ids
+# Importing them registers their family's `make` (atari, gfootball, minatar) or their gymnasium
+# ids (memory, vstep).
+from hts_jax.envs import atari, gfootball, memory, minatar, vstep  # pylint: disable=unused-import
 from hts_jax.envs.wrappers import ClipAction, MujocoState, RecordRawEpisode, is_mujoco
 
 
 MEMORY_ENV = memory.ENV_ID  # CartPole without velocities (`hts_jax.envs.memory`)
 # The env families `make_env` knows besides gymnasium ids, as a user writes them (the one list
 # that messages name).
-FAMILIES = tuple(f.usage for f in env_families.FAMILIES) + ("vstep",)  # for messages
+FAMILIES = tuple(f.usage for f in choices.FAMILIES) + ("vstep",)  # for messages
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import Any, Dict
 import gymnasium as gym
 import numpy as np
 
+from hts_jax.choices import registers
 from hts_jax.config import ConfigError
 from hts_jax.envs.wrappers import RecordRawEpisode
 
@@ -191,8 +192,10 @@ def parse_kwargs(env_kwargs: Dict[str, Any]) -> Dict[str, Any]:
   return dict(env_kwargs)
 
 
+@registers("env", "atari:")
 def make(game: str, env_kwargs: Dict[str, Any], train: bool, render: bool) -> gym.Env:
-  """`atari:<game>` for `hts_jax.env_families` (one line for an unknown game or kwarg)."""
+  """`atari:<game>`: the family's `make` (`choices.FAMILIES`); one line for an unknown game or
+  kwarg."""
   try:
     return make_atari(game, train=train, **parse_kwargs(env_kwargs),
                       **({"render_mode": "rgb_array"} if render else {}))

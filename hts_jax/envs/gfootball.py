@@ -29,6 +29,8 @@ from typing import Any, Dict, Optional
 import gymnasium as gym
 import numpy as np
 
+from hts_jax.choices import registers
+
 SCENARIOS = (
     "academy_empty_goal_close", "academy_empty_goal", "academy_run_to_score",
     "academy_run_to_score_with_keeper", "academy_pass_and_shoot_with_keeper",
@@ -178,6 +180,7 @@ def make_gfootball(scenario: str, env_kwargs: Dict[str, Any], train: bool = True
   return GFootballEnv(scenario, **env_kwargs, render=render)
 
 
+@registers("env", "gfootball:")
 def make(scenario: str, env_kwargs: Dict[str, Any], train: bool, render: bool):
-  """`gfootball:<scenario>` for `hts_jax.env_families`."""
+  """`gfootball:<scenario>`: the family's `make` (`choices.FAMILIES`)."""
   return make_gfootball(scenario, env_kwargs, train=train, render=render)

@@ -41,6 +41,7 @@ from typing import Any, Dict, Optional
 import gymnasium as gym
 import numpy as np
 
+from hts_jax.choices import registers
 from hts_jax.config import ConfigError
 from hts_jax.envs.wrappers import RecordRawEpisode
 
@@ -153,7 +154,9 @@ def make_minatar(game: str, env_kwargs: Dict[str, Any], render: bool = False) ->
   return RecordRawEpisode(env)
 
 
+@registers("env", "minatar:")
 def make(game: str, env_kwargs: Dict[str, Any], train: bool, render: bool) -> gym.Env:
-  """`minatar:<game>` for `hts_jax.env_families`: the same env for training and evaluation."""
+  """`minatar:<game>`: the family's `make` (`choices.FAMILIES`); the same env for training and
+  evaluation."""
   del train
   return make_minatar(game, env_kwargs, render=render)

@@ -1,4 +1,5 @@
-"""What a run is assembled from, typed and frozen, in the order the parts exist.
+"""What a run is assembled from, typed and frozen, in the order the parts exist, and what a mode
+gives the runner.
 
   Shape   what follows from (config, env spec) alone: rows, the block layout, the storages' shape.
           A mode answers its shape questions (its policy call's rows, its learner's input) from
@@ -8,16 +9,19 @@
           policy step (`ActingParts`), the learner worker (the only writer of the TrainState),
           the restored checkpoint, the host record. The controller and a mode's loop receive
           this, never the runner.
+  Mode    a mode (`--mode`): its rules, its shape answers and its loop, defined in its loop's
+          module (`runtime/loops`) and registered by `runtime.modes`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 import jax
 
-from hts_jax.config import RunConfig
+from hts_jax.choices import ModeRules
+from hts_jax.config import ConfigError, RunConfig
 from hts_jax.envs import EnvInfo
 from hts_jax.runtime import distributed
 from hts_jax.runtime import storage as storage_lib
@@ -26,6 +30,9 @@ from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
 from hts_jax.runtime.placement import Placement
 from hts_jax.types import Segment
+
+if TYPE_CHECKING:
+  from hts_jax.runtime.controller import Controller
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,3 +102,45 @@ class Parts:
     """A copy of `params` on the actors' devices (replicated over them; no copy where they are
     the learner's)."""
     return jax.device_put(distributed.local_copy(params), self.placement.actor_params)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+  """A mode (`--mode`): `rules` what the JAX-free config knows of it (`choices.RULES`: its options
+  and their checks, the correction it forces or reports, its update size); `policy_rows(shape)`
+  the actors' fixed call shape; `learner_step(shape, model, lcfg)` the compiled update (default:
+  the delayed-gradient A2C/PPO step); `learner_input(shape, segment)` an example input to compile
+  it with; `acts_with_extras` whether actors need log-probs; `no_checkpoints` why it cannot
+  checkpoint, if it cannot; `loop(parts, controller)` the run itself.
+
+  A new mode is one module of `runtime/loops` that defines its `Mode` and its loop
+  `loop(parts, ctl) -> summary`, composed of the parts (`Parts`) and the `Controller`'s
+  verbs (the barrier's `go` / `wait_done`, the learner's `submit` / `result`, `boundary`,
+  `finish`), plus its rules in `choices.RULES`; `hts_jax.runtime.modes` registers the `Mode` by
+  importing its module (CONTRIBUTING.md). Its shape questions are answered from `Shape`
+  (config and env spec) before anything is built."""
+  rules: ModeRules
+  policy_rows: Callable[[Shape], int]
+  loop: Callable[[Parts, "Controller"], Dict[str, Any]]
+  learner_step: Optional[Callable] = None
+  learner_input: Optional[Callable] = None
+  acts_with_extras: bool = False
+  no_checkpoints: Optional[str] = None
+
+  @property
+  def name(self) -> str:
+    return self.rules.name
+
+  @property
+  def checkpoints(self) -> bool:
+    return self.no_checkpoints is None
+
+  def check(self, config: RunConfig, resume: bool) -> None:
+    """Refuses what this mode cannot do with `config` (one line)."""
+    if not self.checkpoints and (resume or config.outputs.checkpoint_every):
+      raise ConfigError(f"--mode={self.name} does not checkpoint ({self.no_checkpoints}); "
+                        "use --mode=hts or sync")
+
+  def total_steps(self, config: RunConfig) -> int:
+    """The env steps the run takes (whole updates)."""
+    return config.learner_updates * config.steps_per_update

@@ -19,9 +19,9 @@ from typing import Any, List
 import jax
 import numpy as np
 
+from hts_jax.choices import ConfigError
 from hts_jax.config import resumable_fields
 from hts_jax.runtime import job_check
-from hts_jax.validation import ConfigError
 
 # Seconds without a heartbeat after which the coordination service declares a process dead and
 # stops the others (a killed process must not leave its peers waiting in a collective).

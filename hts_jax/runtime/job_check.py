@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any, Dict, List, Tuple
 
-from hts_jax.validation import ConfigError
+from hts_jax.choices import ConfigError
 
 CONNECT_EVERY_S = 0.2
 # A connection gets this long to send its one-line request and take the answer; a silent or

@@ -7,17 +7,17 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.mode_options import RULES
+from hts_jax.choices import RULES
 from hts_jax.runtime import backend, distributed, logdir
 from hts_jax.runtime.outputs import tracking
 from hts_jax.runtime.loops import asynchronous, gala, hts, sync
-from hts_jax.runtime.loops.mode import Mode
+from hts_jax.runtime.assembly import Mode
 from hts_jax.runtime.runner import Runner
 from hts_jax.runtime.errors import Interrupted, RunError  # pylint: disable=unused-import
 from hts_jax.runtime.supervisor import defer_signals  # pylint: disable=unused-import
 
 
-# Every mode, registered by importing its loop's module; each holds its `mode_options` rules.
+# Every mode, registered by importing its loop's module; each holds its `choices.RULES` entry.
 MODES: Dict[str, Mode] = {m.name: m for m in (hts.MODE, sync.MODE, asynchronous.MODE, gala.GALA,
                                               gala.ALLREDUCE)}
 assert list(MODES) == list(RULES) and all(m.rules is RULES[m.name] for m in MODES.values())

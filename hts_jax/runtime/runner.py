@@ -1,6 +1,6 @@
 """What every mode shares, built once (`assembly.Parts`): the shapes, the network, the TrainState
 (fresh or restored), the compiled learner and policy steps (`ActingParts`) and the learner worker.
-`Runner.run` runs the mode's loop (`loops.mode.Mode`) on them inside a `Controller`, which composes
+`Runner.run` runs the mode's loop (`assembly.Mode`) on them inside a `Controller`, which composes
 the other parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`, `buffers`, and the
 outputs: `bookkeeping`, the `observers`).
 """
@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Dict
+from typing import Any, Dict
 
 import jax
 import jax.numpy as jnp
@@ -25,13 +25,10 @@ from hts_jax.runtime.outputs import checkpoint, signing, video
 from hts_jax.runtime.actor import ActingParts
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnerWorker
-from hts_jax.runtime.assembly import Model, Parts, Shape
+from hts_jax.runtime.assembly import Mode, Model, Parts, Shape
 from hts_jax.runtime.placement import Placement
 from hts_jax.runtime.policy import make_policy_step
 from hts_jax.runtime.watchdog import within
-
-if TYPE_CHECKING:
-  from hts_jax.runtime.loops.mode import Mode
 
 # On CPU, XLA runs each call on the calling thread instead of handing it to a dispatch thread and
 # spinning until it is done: an actor's small policy call then costs ~65 us of CPU instead of
@@ -58,7 +55,7 @@ class Runner:
   `resume=True` it continues from the newest checkpoint in `<logdir>/checkpoints`; without, it
   refuses a logdir that holds one."""
 
-  def __init__(self, config: RunConfig, mode: "Mode", lock=None, resume: bool = False):
+  def __init__(self, config: RunConfig, mode: Mode, lock=None, resume: bool = False):
     self.config, self.mode = config, mode
     self.lock = lock  # the logdir's (`logdir.prepare`), released when the run ends
     r = config.rollout

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
+from hts_jax.choices import ConfigError
 from hts_jax.runtime import job_check
-from hts_jax.validation import ConfigError
 from tests.support import ROOT
 from tests.support import processes as mp
 from tests.support.cli import error_lines, leftover_shm, metric_rows, run_cli, summary

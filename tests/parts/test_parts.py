@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from hts_jax import seeding
+from hts_jax.choices import RULES
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.mode_options import RULES
 from hts_jax.runtime.outputs import observers
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer

@@ -112,9 +112,7 @@ def test_the_runtime_and_the_core_never_import_the_library_or_the_programs():
 
 def test_the_config_and_the_registries_import_no_jax():
   graph = _graph()
-  light = ("hts_jax.config", "hts_jax.config_sections", "hts_jax.learner_config",
-           "hts_jax.mode_options", "hts_jax.validation", "hts_jax.algorithm_registry",
-           "hts_jax.env_families", "hts_jax.presets")
+  light = ("hts_jax.config", "hts_jax.choices", "hts_jax.presets")
   for module in light:
     for m in {module} | _reach(graph, module):
       with open(_modules()[m]) as f:

@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-from hts_jax import config
+from hts_jax import choices, config
+from hts_jax.choices import RULES
 from hts_jax.config import ConfigError, RunConfig
-from hts_jax.mode_options import RULES
 
 
 def test_make_puts_each_flag_in_its_section_and_to_dict_gives_them_back():
@@ -58,7 +58,7 @@ def test_each_section_checks_its_fields_in_one_line(values, message):
 
 
 def test_mode_rules_answer_the_modes_questions():
-  assert config.MODES == tuple(RULES) == ("hts", "sync", "async", "gala", "allreduce")
+  assert choices.MODES == tuple(RULES) == ("hts", "sync", "async", "gala", "allreduce")
   cfg = RunConfig.make(mode="async", num_envs=8, num_executors=4, num_actors=4, alpha=20,
                        async_batch_unrolls=2, total_steps=1000)
   assert cfg.steps_per_update == 20 * 2 * 2 and cfg.optimizer_steps == cfg.learner_updates
@@ -73,9 +73,9 @@ def test_mode_rules_answer_the_modes_questions():
   with pytest.raises(ConfigError, match=r"--correction=behaviour does not apply to --algo=a2c.*"
                                         r"use one of \('delayed', 'truncated_is', 'none'\)"):
     RunConfig.make(learner={"algo": "a2c", "correction": "behaviour"})
-  assert [RULES[m].reports for m in config.MODES] == [None, "none", "vtrace", "none", "none"]
+  assert [RULES[m].reports for m in choices.MODES] == [None, "none", "vtrace", "none", "none"]
   # A mode's rules name its runtime module; those that run in one process refuse more in one line.
-  assert [m for m in config.MODES if RULES[m].multi_process] == ["hts", "sync"]
+  assert [m for m in choices.MODES if RULES[m].multi_process] == ["hts", "sync"]
   for mode in ("async", "gala", "allreduce"):
     with pytest.raises(ConfigError, match="^--num_processes > 1 runs --mode=hts or --mode=sync$"):
       RunConfig.make(mode=mode, num_envs=8, num_executors=2, num_processes=2, gala_agents=2)

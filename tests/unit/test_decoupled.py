@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from hts_jax import algorithms, learner, losses, networks, ppo
-from hts_jax.algorithm_registry import CORRECTIONS
+from hts_jax.choices import CORRECTIONS
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from tests.support.learner_cases import (LR, THETA, THETA_PREV, bias_model, one_step_segment,
                                          ppo_config, random_segment, state_at)

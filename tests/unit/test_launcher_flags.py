@@ -7,7 +7,7 @@ import typing
 
 import pytest
 
-from hts_jax import config
+from hts_jax import choices, config
 from hts_jax.presets import PRESETS
 
 
@@ -47,8 +47,8 @@ def test_every_config_field_is_a_flag_with_its_default_and_docstring():
         default = [str(x) for x in default]
       assert flag.default == default
       assert docs[field.name] in flag.help
-      if name in config.CHOICES:
-        assert flag.parser.enum_values == list(config.CHOICES[name])
+      if name in choices.CHOICES:
+        assert flag.parser.enum_values == list(choices.CHOICES[name])
 
 
 def test_learner_flags_reach_the_config():

@@ -10,8 +10,8 @@ import pytest
 
 from hts_jax import envs, heads, learner, losses, networks, sequences
 from hts_jax.acting import build_policy_core
-from hts_jax.algorithm_registry import ALGORITHMS
 from hts_jax.algorithms import complete_segment
+from hts_jax.choices import ALGORITHMS
 from hts_jax.config import ConfigError, LearnerConfig, RunConfig
 from hts_jax.runtime import storage
 from hts_jax.runtime.learner_worker import segment_of

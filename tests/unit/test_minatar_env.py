@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from hts_jax import env_families, envs, networks
+from hts_jax import choices, envs, networks
 from hts_jax.config import ConfigError
 from hts_jax.envs.minatar import GAMES
 from hts_jax.runtime.outputs import video
@@ -157,7 +157,7 @@ def test_render_colours_each_channel_ten_times_larger_at_20_fps():
 def test_network_reads_channels_as_zero_one():
   import jax  # pylint: disable=import-outside-toplevel
   import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
-  assert env_families.family_of("minatar:Breakout").network == "minatar"
+  assert choices.family_of("minatar:Breakout").network == "minatar"
   assert networks.default_network_for((10, 10, 4)) == "mlp"  # other envs as before
   net = networks.make_network("minatar", 6)
   params = networks.init_params(net, jax.random.PRNGKey(0), (10, 10, 4), "uint8")

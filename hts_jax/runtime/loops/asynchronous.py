@@ -20,7 +20,7 @@ from typing import Any, Dict, List, NamedTuple, Optional
 import jax
 import numpy as np
 
-from hts_jax import impala, mode_options
+from hts_jax import choices, impala
 from hts_jax.config import ConfigError
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
@@ -28,8 +28,7 @@ from hts_jax.runtime.actor import LockstepSampler, ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
-from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.assembly import Model, Parts, Shape
+from hts_jax.runtime.assembly import Mode, Model, Parts, Shape
 from hts_jax.types import Unroll
 
 
@@ -196,6 +195,6 @@ def run_async(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   return ctl.finish(steps, extras=lambda: {"policy_lag": a.lag_summary(ctl.lags(), max_lags)})
 
 
-MODE = Mode(mode_options.ASYNC, policy_rows=_policy_rows, loop=run_async,
+MODE = Mode(choices.ASYNC, policy_rows=_policy_rows, loop=run_async,
             learner_step=_learner_step, learner_input=_learner_input, acts_with_extras=True,
             no_checkpoints="unrolls in flight have no consistent boundary")

@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import jax
 import numpy as np
 
-from hts_jax import gala, mode_options
+from hts_jax import choices, gala
 from hts_jax.runtime import supervisor
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
@@ -42,8 +42,7 @@ from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.gossip import Ring, Rounds, Step
 from hts_jax.runtime.learner_worker import LearnerWorker, LearnResult, segment_of
-from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.assembly import Parts, Shape
+from hts_jax.runtime.assembly import Mode, Parts, Shape
 
 def _policy_rows(shape: Shape) -> int:
   return shape.num_rows // shape.config.gala.agents
@@ -255,7 +254,7 @@ def run_allreduce(parts: Parts, ctl: Controller) -> Dict[str, Any]:
 
 
 _NO_CHECKPOINTS = "its agents keep their own params and storages"
-GALA = Mode(mode_options.GALA, policy_rows=_policy_rows, loop=run_gala,
+GALA = Mode(choices.GALA, policy_rows=_policy_rows, loop=run_gala,
             learner_input=_agent_input, no_checkpoints=_NO_CHECKPOINTS)
-ALLREDUCE = Mode(mode_options.ALLREDUCE, policy_rows=_policy_rows, loop=run_allreduce,
+ALLREDUCE = Mode(choices.ALLREDUCE, policy_rows=_policy_rows, loop=run_allreduce,
                  no_checkpoints=_NO_CHECKPOINTS)

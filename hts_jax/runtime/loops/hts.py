@@ -32,13 +32,12 @@ from typing import Any, Dict
 
 import jax
 
-from hts_jax import mode_options
+from hts_jax import choices
 from hts_jax.corrections import extrapolate
 from hts_jax.runtime.actor import ParamsBox
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
-from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.assembly import Parts, Shape
+from hts_jax.runtime.assembly import Mode, Parts, Shape
 
 
 def _policy_rows(shape: Shape) -> int:
@@ -131,4 +130,4 @@ def _run_lag_0(parts: Parts, ctl: Controller, params: ParamsBox) -> Dict[str, An
   return ctl.finish(steps)
 
 
-MODE = Mode(mode_options.HTS, policy_rows=_policy_rows, loop=run_hts)
+MODE = Mode(choices.HTS, policy_rows=_policy_rows, loop=run_hts)

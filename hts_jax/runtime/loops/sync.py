@@ -15,14 +15,13 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List
 
-from hts_jax import mode_options
+from hts_jax import choices
 from hts_jax.runtime import supervisor
 from hts_jax.runtime.actor import ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
-from hts_jax.runtime.loops.mode import Mode
-from hts_jax.runtime.assembly import Parts, Shape
+from hts_jax.runtime.assembly import Mode, Parts, Shape
 
 Rollout = Callable[[int], List[Done]]  # segment -> the executors' reports
 
@@ -133,4 +132,4 @@ def run_sync(parts: Parts, ctl: Controller) -> Dict[str, Any]:
   return ctl.finish(steps)
 
 
-MODE = Mode(mode_options.SYNC, policy_rows=_policy_rows, loop=run_sync)
+MODE = Mode(choices.SYNC, policy_rows=_policy_rows, loop=run_sync)

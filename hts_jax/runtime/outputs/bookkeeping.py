@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional, Sequence
 
-from hts_jax.mode_options import RULES
+from hts_jax.choices import RULES
 from hts_jax.runtime.outputs import reporting
 from hts_jax.runtime.buffers import Done
 

@@ -44,9 +44,9 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import orbax.checkpoint as ocp
 
+from hts_jax.choices import ConfigError
 from hts_jax.runtime.outputs import checkpoint_own as process_part, integrity, signing
 from hts_jax.runtime.outputs.checkpoint_own import process_directory
-from hts_jax.validation import ConfigError
 from hts_jax.runtime.outputs.integrity import CorruptCheckpoint  # what callers catch
 
 

@@ -26,7 +26,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from hts_jax.validation import ConfigError
+from hts_jax.choices import ConfigError
 
 KEY_BYTES = 32
 _warned = []

@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from hts_jax import envs
+from hts_jax.choices import family_of
 from hts_jax.config import ConfigError
-from hts_jax.env_families import family_of
 from hts_jax.runtime.outputs import files
 
 # Frames recorded per episode at most (the episode is cut there): 4 minutes of Atari at 15 fps,
@@ -42,7 +42,7 @@ PREVIEW_FRAMES = 1_000
 
 def fps(env_name: str, env) -> float:
   """Frames per second of real (game) time for the recording env's frames: its family's
-  (`env_families`), else the env's `render_fps`."""
+  (`choices.FAMILIES`), else the env's `render_fps`."""
   family = family_of(env_name)
   if family is not None and family.video_fps:
     return family.video_fps
