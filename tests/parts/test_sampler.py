@@ -2,8 +2,9 @@
 executor (CartPole envs in a thread, real pipes and shared storage) waiting in lockstep, in
 alternating groups and asynchronously, and over a scripted env side. A numpy policy whose
 actions depend on (observation, seed) only stands in for the network: whatever the wait, the
-same segment must come out. Seconds, not a run."""
+same segment must come out; and what it fills is what the learner reads. Seconds, not a run."""
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -13,9 +14,11 @@ from hts_jax.runtime.actor import ActorStats, BlockBatcher
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer
 from hts_jax.runtime.executor import Executor, ExecutorSpec
+from hts_jax.runtime.learner_worker import segment_of
 from hts_jax.runtime.sampler import ExecutorEnvs, Sampler
-from hts_jax.runtime.storage import Storages, StorageSpec
+from hts_jax.runtime.storage import Storages, StorageSpec, zeros
 from hts_jax.runtime.supervisor import Supervisor
+from hts_jax.types import Segment
 
 ALPHA, ENVS, SEED = 6, 4, 3
 LAYOUT = BlockLayout(ENVS, 1, 2)  # one executor, blocks 0 (envs 0, 1) and 1 (envs 2, 3)
@@ -185,3 +188,16 @@ def test_lockstep_stops_when_asked_while_it_waits():
     assert envs.posted == []
   finally:
     storages.close()
+
+
+def test_the_learners_segment_is_the_storages_fields_by_name():
+  spec = StorageSpec(ALPHA, ENVS, (4,), "float32", final_obs=True, core_size=3)
+  st = zeros(spec)
+  shapes = {name: shape for name, shape, _ in spec.fields()}
+  seg = segment_of(st)
+  for f in dataclasses.fields(Segment):
+    value = getattr(seg, f.name)
+    assert value is getattr(st, f.name) or f.name == "core", f.name  # views, not copies
+    assert value.shape == (shapes[f.name] if f.name != "core" else (1, ENVS, 3)), f.name
+  bare = segment_of(zeros(StorageSpec(ALPHA, ENVS, (4,), "float32")))
+  assert bare.final_obs is None and bare.core is None
