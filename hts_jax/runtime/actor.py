@@ -1,6 +1,5 @@
-"""Actor threads (paper Section 4.1): take *all* observations that are ready in the state buffer,
-run fixed-shape keyed policy calls on them, write the actions into the storage and tell each
-block's executor.
+"""Acting (paper Section 4.1): the policy call and its fixed shape, the params the actors use,
+and the packing of ready blocks into calls that every sampler (`sampler.py`) runs.
 
 Ready blocks are packed, in the order read, into calls of `layout.policy_rows` rows (the fixed
 shape: XLA gives a row the same bits wherever it sits in that shape and whatever its neighbours
@@ -14,14 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from hts_jax.seeding import global_step
-from hts_jax.runtime import buffers, supervisor
-from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.buffers import BlockLayout, Done, Started
+from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.storage import StorageSpec
 
 
@@ -74,7 +71,7 @@ class ActorStats:
   calls: int = 0
   ready_rows: int = 0
   idle_s: float = 0.0
-  call_s: float = 0.0  # seconds inside policy calls (their mean bounds `actor_loop`'s wait)
+  call_s: float = 0.0  # seconds inside policy calls (their mean bounds an actor's wait)
   calling_since: Optional[float] = None
   name: str = "actor"
   delay_s: float = 0.0  # testing: a sleep added to every call (`--policy_delay_s`)
@@ -117,9 +114,9 @@ Record = Sequence[int]  # (block, segment, t)
 
 
 class BlockBatcher:
-  """Packs ready blocks into fixed-shape policy calls and writes the actions back (shared by the
-  HTS actor threads, the synchronous baseline's controller and the envpool groups). The per-call
-  host work is a few slice copies: block spans and owners are precomputed Python ints."""
+  """Packs ready blocks into fixed-shape policy calls and writes the actions back (every
+  sampler's act step: `sampler.Sampler`). The per-call host work is a few slice copies: block
+  spans are precomputed Python ints."""
 
   def __init__(self, layout: BlockLayout, storages, policy, streams: np.ndarray, rows: int):
     spec = storages.spec  # the segment length and the observations' shape: the storages'
@@ -131,7 +128,6 @@ class BlockBatcher:
     self.core = np.zeros((rows, size), np.float32) if size else None
     self.streams = streams
     self.spans = [(layout.rows(b).start, layout.rows(b).stop) for b in range(len(layout.blocks))]
-    self.owner = layout.owner().tolist()
 
   @classmethod
   def from_parts(cls, acting: ActingParts, storages) -> "BlockBatcher":
@@ -157,8 +153,7 @@ class BlockBatcher:
           log_probs: Optional[np.ndarray] = None) -> int:
     """One policy call for the group's blocks: their actions (and recurrent states) written to
     the storage; returns the rows they filled. `log_probs` (a mode that learns from the behaviour
-    policy's log-probs): receives the call's, in call-row order. The one act-and-write step of
-    every sampler: HTS actors, sync's lockstep loop, the envpool groups, `LockstepSampler`."""
+    policy's log-probs): receives the call's, in call-row order."""
     off, placed = 0, []
     obs, seeds, core = self.obs, self.seeds, self.core
     for b, seg, t in group:
@@ -182,118 +177,3 @@ class BlockBatcher:
       if core is not None:  # before the executor hears of the actions (it may reset them)
         st.core[t + 1, lo:hi] = after[o:end]
     return off
-
-  def post(self, group, inboxes: Sequence[buffers.ActionWriter]) -> None:
-    """Tells each block's executor that its actions are in the storage (one write per owner;
-    `inboxes`: the barrier's writers)."""
-    by_owner: Dict[int, List[int]] = {}
-    for r in group:
-      by_owner.setdefault(self.owner[r[0]], []).append(r[0])
-    for k, blocks in by_owner.items():
-      inboxes[k].post_blocks(blocks)
-
-
-class LockstepSampler:
-  """A2C's sampler over whole executors (an IMPALA actor, a GALA or all-reduce agent): per step
-  it waits for every block of its executors, makes one `[rows]` policy call (the acting parts'
-  fixed shape) for all of them and sends the executors on. Its executors post to their own state
-  buffer `reader`. `rollout` collects one `alpha`-step segment in `storages.filling(segment)`."""
-
-  def __init__(self, acting: ActingParts, barrier: AlphaBarrier, storages,
-               executors: Sequence[int], reader: buffers.RecordReader, stats: ActorStats):
-    self.acting, self.barrier, self.storages = acting, barrier, storages
-    self.executors, self.reader, self.stats = list(executors), reader, stats
-    layout = acting.layout
-    self.blocks_of = {k: layout.blocks_of_executor(k) for k in self.executors}
-    self.blocks = [b for k in self.executors for b in self.blocks_of[k]]
-    self.span = (layout.rows(self.blocks[0]).start, layout.rows(self.blocks[-1]).stop)
-    self.rows = np.arange(*self.span)
-    # Its executors' blocks in one call of the acting parts' fixed shape (`acting.rows`).
-    assert len(self.rows) == acting.rows, (len(self.rows), acting.rows)
-    self.batcher = BlockBatcher.from_parts(acting, storages)
-
-  def rollout(self, segment: int, version: int, params,
-              stopped: Callable[[], bool] = lambda: False) -> Optional[np.ndarray]:
-    """Collects `segment` with `params` (version `version`); returns the behaviour log-probs
-    `[alpha, rows]` (zeros unless the mode acts with extras), None if `stopped()` became true."""
-    acting, stats, alpha = self.acting, self.stats, self.acting.alpha
-    sup = self.barrier.supervisor
-    self.barrier.go(segment, self.executors)
-    logp = np.zeros((alpha, len(self.rows)), np.float32)
-    for t in range(alpha):
-      t0 = time.perf_counter()
-      ready = 0
-      while ready < len(self.blocks):
-        while not self.reader.ready(supervisor.POLL_S):
-          if stopped():
-            return None
-          sup.check()
-        ready += len(self.reader.read())
-      stats.idle_s += time.perf_counter() - t0
-      stats.act(self.batcher, [(b, segment, t) for b in self.blocks], version, params,
-                logp[t] if acting.with_extras else None)
-      for k in self.executors:
-        self.barrier.post_blocks(k, self.blocks_of[k])
-    return logp
-
-  def wait_started(self) -> None:
-    """Waits until its executors have created their envs."""
-    self.barrier.supervisor.wait_all(Started, self.executors)
-
-  def wait_done(self, segment: int) -> List[Done]:
-    """The executors' reports of `segment` (the one just collected)."""
-    return self.barrier.wait_done(segment, self.executors)
-
-
-def _split(records: np.ndarray, ready: List[Record]) -> bool:
-  """Appends the block records to `ready`; True if a stop record was among them."""
-  stop = False
-  for r in records.tolist():
-    if r[0] >= 0:
-      ready.append(r)
-    else:
-      stop = stop or r[0] == buffers.STOP
-  return stop
-
-
-def actor_loop(batcher: BlockBatcher, reader: buffers.RecordReader,
-               state_writer: buffers.StateWriter, inboxes: Sequence[buffers.ActionWriter],
-               params: Callable[[], Tuple[int, object]], stats: ActorStats,
-               wait: float = 0.0) -> None:
-  """The body of one HTS actor thread; returns when it reads a stop record (which it passes on).
-
-  With `wait` > 0 (`--actor_wait`), when the ready blocks fill less than one call, the actor waits
-  for more, at most `wait` times the mean seconds of its policy calls: a block arriving within
-  that time would otherwise wait for the call in flight and then a call of its own, and a call
-  costs the same however many of its rows are ready. Which blocks share a call decides no bits
-  (the module's docstring). Only for the state buffer's only reader: another actor could take
-  the records between a poll and the read, and this one would block holding its blocks."""
-  while True:
-    t0 = time.perf_counter()
-    records = reader.read()
-    if records is None:
-      stats.idle_s += time.perf_counter() - t0
-      return
-    ready: List[Record] = []
-    stop, eof = _split(records, ready), False
-    if wait and ready and not stop and stats.calls:
-      deadline = time.perf_counter() + wait * stats.call_s / stats.calls
-      while batcher.ready_rows(ready) < batcher.rows:
-        left = deadline - time.perf_counter()
-        if left <= 0 or not reader.ready(left):
-          break
-        more = reader.read()
-        eof = more is None
-        if eof or _split(more, ready):
-          stop = True
-          break
-    stats.idle_s += time.perf_counter() - t0
-    if ready:
-      version, p = params()
-      for group in batcher.groups(ready):
-        stats.act(batcher, group, version, p)
-        batcher.post(group, inboxes)
-    if stop:
-      if not eof:
-        state_writer.post_stop()
-      return

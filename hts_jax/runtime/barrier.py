@@ -43,10 +43,14 @@ class AlphaBarrier:
   def _executors(self, executors: Optional[Sequence[int]]) -> Sequence[int]:
     return range(len(self.inboxes)) if executors is None else executors
 
-  def wait_started(self, executors: Optional[Sequence[int]] = None) -> None:
+  def wait_started(self, executors: Optional[Sequence[int]] = None, main: bool = True) -> None:
     """Waits until the executors have created their envs; a signal meanwhile stops the run with
-    `Interrupted` (nothing was trained, nothing is saved)."""
+    `Interrupted` (nothing was trained, nothing is saved) where `main` (the main thread waits);
+    another thread's wait leaves the signal to the main thread."""
     sup = self.supervisor
+    if not main:
+      sup.wait_all(Started, executors)
+      return
     for k in self._executors(executors):
       while not sup.ctrl[k].reader.poll(0.0):
         if sup.signal is not None:

@@ -4,10 +4,10 @@ the alpha barrier and every decision taken at a segment boundary.
 `Controller(parts, total_steps, checkpoints)` builds what lives as long as the run (storages,
 supervisor, barrier, book, observers, evaluator, checkpoint writer) from `assembly.Parts`, and
 shuts it down in order when its `with` block ends. A mode's loop asks it, never taking its parts
-apart: executors and actors (`spawn_executors`, `start_actors`, `lockstep_sampler`), the barrier
-(`wait_started`, `go`, `wait_done`), the learner (`submit`, `result`, `learn_now`, waited for
-under the supervisor's liveness check, which is wired in here), threads and waits, and the book
-(`record_rollout`, `record_update`).
+apart: executors and samplers (`spawn_executors`, `start_actors`, `executor_sampler`,
+`lockstep_sampler`), the barrier (`wait_started`, `go`, `wait_done`), the learner (`submit`,
+`result`, `learn_now`, waited for under the supervisor's liveness check, which is wired in
+here), threads and waits, and the book (`record_rollout`, `record_update`).
 
 Every `alpha` steps per env the executors report `Done` and wait (`barrier.AlphaBarrier`). At
 that boundary the controller, and only it, decides what changes the loop, at points fixed by the
@@ -40,10 +40,9 @@ import numpy as np
 from hts_jax.analysis import metrics as eval_metrics
 from hts_jax.runtime import distributed, host
 from hts_jax.runtime import logdir as logdir_lib
-from hts_jax.runtime.actor import (ActorStats, BlockBatcher, LockstepSampler, ParamsBox,
-                                   actor_loop)
+from hts_jax.runtime.actor import ActorStats, BlockBatcher, ParamsBox
 from hts_jax.runtime.barrier import AlphaBarrier
-from hts_jax.runtime.buffers import ActionBuffer, ActionWriter, Done, RecordReader, StateBuffer
+from hts_jax.runtime.buffers import ActionBuffer, Done, StateBuffer
 from hts_jax.runtime.executor import executor_specs
 from hts_jax.runtime.learner_worker import LearnResult
 from hts_jax.runtime.outputs import bookkeeping, checkpoint, export, reporting
@@ -52,6 +51,7 @@ from hts_jax.runtime.outputs.evaluation import Evaluator
 from hts_jax.runtime.outputs.observers import (CheckpointWriter, Evaluations, Observer, Snapshot,
                                                UpdateEvent, output_observers, tracker_of)
 from hts_jax.runtime.placement import COMPILES
+from hts_jax.runtime.sampler import ExecutorEnvs, LockstepSampler, Sampler
 from hts_jax.runtime.storage import Storages, shm_prefix
 from hts_jax.runtime.errors import (Interrupted, RunError, catch_output_errors, error_line,
                                     interrupted_message, take_output_error)
@@ -220,33 +220,30 @@ class Controller:
     self.barrier.attach(inboxes)
 
   def start_actors(self, params: ParamsBox) -> None:
-    """HTS's `num_actors` actor threads (`actor.actor_loop`) on the shared state buffer, acting
-    with what `params` holds when they act."""
-    sb, n = self.state_buffers[0], self.config.rollout.num_actors
+    """HTS's `num_actors` actor threads (`Sampler.asynchronous`) on the shared state buffer,
+    acting with what `params` holds when they act."""
+    n = self.config.rollout.num_actors
+    wait = self.config.rollout.actor_wait if n == 1 else 0.0
     for i in range(n):
-      self.supervisor.start_thread(actor_loop, f"actor-{i}", self.batcher(), sb.reader, sb.writer,
-                                   self.barrier.writers, lambda: params.current,
-                                   self.new_actor_stats(),
-                                   self.config.rollout.actor_wait if n == 1 else 0.0)
-    self.supervisor.on_shutdown(sb.writer.post_stop)
+      self.supervisor.start_thread(self.executor_sampler().asynchronous, f"actor-{i}",
+                                   lambda: params.current, wait)
+    self.supervisor.on_shutdown(self.state_buffers[0].writer.post_stop)
+
+  def executor_sampler(self, index: int = 0) -> Sampler:
+    """A sampler over the executors that post to state buffer `index` (`spawn_executors`), with
+    counters of its own."""
+    sb = self.state_buffers[index]
+    envs = ExecutorEnvs(sb.reader, self.barrier.writers, self.parts.acting.layout, sb.writer)
+    return Sampler(self.batcher(), envs, self.new_actor_stats(), self.supervisor.check)
 
   def lockstep_sampler(self, index: int, executors: Sequence[int]) -> LockstepSampler:
-    """A lockstep sampler over `executors`, which post to state buffer `index`, with counters of
-    its own."""
-    return LockstepSampler(self.parts.acting, self.barrier, self.storages, executors,
-                           self.state_reader(index), self.new_actor_stats())
+    """A lockstep sampler over `executors`, which post to state buffer `index`."""
+    return LockstepSampler(self.parts.acting, self.barrier, self.executor_sampler(index),
+                           executors)
 
   def batcher(self) -> BlockBatcher:
     """A packer of ready blocks into this run's policy calls, writing into the storages."""
     return BlockBatcher.from_parts(self.parts.acting, self.storages)
-
-  def state_reader(self, index: int = 0) -> RecordReader:
-    """The actors' end of state buffer `index` (`spawn_executors`)."""
-    return self.state_buffers[index].reader
-
-  def action_writers(self) -> List[ActionWriter]:
-    """The actors' ends of the executors' action buffers, by executor."""
-    return self.barrier.writers
 
   def add_executors(self, inboxes: Sequence[ActionBuffer]) -> List:
     """Registers in-process executors (envpool groups) with the supervisor and the barrier, one

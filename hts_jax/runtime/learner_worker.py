@@ -8,6 +8,7 @@ before the update is queued and overlaps the rollout that the swap has just rest
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import time
 from typing import Any, Callable, Dict, NamedTuple, Optional
@@ -44,12 +45,12 @@ def behaviour_version(storage, segment: int) -> int:
 
 
 def segment_of(storage) -> Segment:
-  """A storage's learner fields as a (host) Segment; `final_obs` and the core state entering
-  step 0 only where the storage has them."""
-  return Segment(obs=storage.obs, actions=storage.actions, rewards=storage.rewards,
-                 dones=storage.dones, valid=storage.valid, truncated=storage.truncated,
-                 final_obs=storage.final_obs,
-                 core=None if storage.core is None else storage.core[:1])
+  """A storage's learner fields (`Segment`'s, read by name from the storage's) as a (host)
+  Segment; `final_obs` and the core state entering step 0 only where the storage has them."""
+  fields = {f.name: getattr(storage, f.name) for f in dataclasses.fields(Segment)}
+  if fields["core"] is not None:
+    fields["core"] = fields["core"][:1]
+  return Segment(**fields)
 
 
 # The learner's watchdog (`LearnerWorker.stalled`) without --watchdog_s: this many times its

@@ -37,6 +37,7 @@ from hts_jax import seeding
 from hts_jax.runtime import buffers
 from hts_jax.runtime.actor import ActingParts, ActorStats, BlockBatcher, ParamsBox
 from hts_jax.runtime.buffers import Done, EnvStates, Started
+from hts_jax.runtime.sampler import Sampler
 from hts_jax.runtime.storage import carry_core, reset_core
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def make_pool(cfg, index: int, m: int):
   import envpool  # pylint: disable=import-outside-toplevel
   threads = max(1, cfg.rollout.num_executors // cfg.rollout.num_actors)
   seed = seeding.envpool_base_seed(cfg.rollout.seed) + index * m
-  if not is_atari(cfg.rollout.env):  # a MuJoCo id (config_sections.ENVPOOL_MUJOCO)
+  if not is_atari(cfg.rollout.env):  # a MuJoCo id (choices.ENVPOOL_MUJOCO)
     return envpool.make(cfg.rollout.env, env_type="gymnasium", num_envs=m, batch_size=m,
                         num_threads=threads, seed=seed, **cfg.rollout.env_kwargs)
   # The same env_kwargs as the ale-py path (validated there), in envpool's names.
@@ -129,9 +130,56 @@ class StepRecorder:
       self.ep_return[j], self.ep_length[j] = 0.0, 0
 
 
+class EnvpoolEnvs:
+  """An envpool instance as a sampler's env side (`sampler.Envs`), stepped in the sampler's own
+  thread: its blocks' records of step t are ready once the pool has stepped t - 1 (step 0's at
+  `start`), and the pool steps once every block's actions of the step are posted."""
+
+  def __init__(self, pool, recorder: StepRecorder, blocks, alpha: int):
+    self.pool, self.recorder, self.blocks, self.alpha = pool, recorder, list(blocks), alpha
+    self.rows = recorder.rows
+    space = pool.action_space
+    self.bounds = (space.low, space.high) if hasattr(space, "low") else None
+    self.ids = np.arange(len(self.rows))
+    self.st, self.segment, self.posted = None, 0, 0
+    self.pending: List[List[int]] = []
+    self.busy = 0.0  # seconds stepping the pool this segment
+
+  def start(self, segment: int, st) -> None:
+    """Segment `segment` in storage `st`: its first observations are there."""
+    self.st, self.segment, self.posted, self.busy = st, segment, 0, 0.0
+    self.pending = [[b, segment, 0] for b in self.blocks]
+
+  def ready(self, timeout: float) -> bool:
+    return bool(self.pending)
+
+  def read(self) -> np.ndarray:
+    out, self.pending = np.array(self.pending, np.int32), []
+    return out
+
+  def post(self, group) -> None:
+    self.posted += len(group)
+    if self.posted < len(self.blocks):
+      return
+    self.posted = 0
+    st, rows, t = self.st, self.rows, group[0][2]
+    t0 = time.perf_counter()
+    actions = st.actions[t, rows]
+    if self.bounds is not None:  # continuous: the env sees the clipped sample
+      actions = np.clip(actions, *self.bounds)
+    self.pool.send(actions, self.ids)
+    out = self.pool.recv()
+    self.busy += time.perf_counter() - t0
+    self.recorder.record(st, t, *out)
+    reset_core(st, t, rows)
+    if t + 1 < self.alpha:
+      self.pending = [[b, self.segment, t + 1] for b in self.blocks]
+
+
 class EnvpoolGroup:
-  """One actor thread + one envpool instance for env ids [index*m, (index+1)*m): the executor of
-  group `index` in `acting.layout`, with its blocks' policy calls packed like an HTS actor's."""
+  """One thread + one envpool instance for env ids [index*m, (index+1)*m): the executor of group
+  `index` in `acting.layout`, its blocks' policy calls made in lockstep by a `Sampler` over the
+  pool (`EnvpoolEnvs`), packed like an HTS actor's."""
 
   def __init__(self, index: int, cfg, acting: ActingParts, batcher: BlockBatcher,
                filling: Callable[[int], Any], inbox: buffers.ActionBuffer, ctrl,
@@ -146,12 +194,12 @@ class EnvpoolGroup:
     self.inbox, self.ctrl = inbox, ctrl  # its action buffer, its control channel's writer
     self.pool = make_pool(cfg, index, self.m)
     self.atari = is_atari(cfg.rollout.env)
-    space = self.pool.action_space
-    self.bounds = (space.low, space.high) if hasattr(space, "low") else None
 
   def run(self) -> None:
     rows = self.env_ids
     rec = StepRecorder(rows, self.atari)
+    envs = EnvpoolEnvs(self.pool, rec, self.blocks, self.alpha)
+    sampler = Sampler(self.batcher, envs, self.stats)
     self.pool.async_reset()
     obs, _, _, _, info = self.pool.recv()
     rec.reset(obs, info)
@@ -172,23 +220,10 @@ class EnvpoolGroup:
         st = self.filling(segment)
         st.obs[0, rows] = rec.last_obs
         carry_core(self.filling(segment - 1), st, rows)
-        busy = 0.0
-        for t in range(self.alpha):
-          version, params = self.params.current
-          records = [(b, segment, t) for b in self.blocks]
-          for group in self.batcher.groups(records):
-            self.stats.act(self.batcher, group, version, params)
-          t0 = time.perf_counter()
-          actions = st.actions[t, rows]
-          if self.bounds is not None:  # continuous: the env sees the clipped sample
-            actions = np.clip(actions, *self.bounds)
-          self.pool.send(actions, np.arange(self.m))
-          out = self.pool.recv()
-          busy += time.perf_counter() - t0
-          rec.record(st, t, *out)
-          reset_core(st, t, rows)
+        envs.start(segment, st)
+        sampler.lockstep(segment, [self.blocks], lambda: self.params.current)
         self.ctrl.send(Done(self.index, segment, rec.returns, rec.lengths, 0.0, idle_barrier,
-                            busy))
+                            envs.busy))
         rec.new_report()
         idle_barrier = 0.0
     finally:

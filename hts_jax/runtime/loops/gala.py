@@ -3,7 +3,7 @@ it is compared with, composed of the same parts as the other modes.
 
 Both run `gala_agents` agents. Agent i owns executors [i E/n, (i+1) E/n) (their own state buffer)
 and acts A2C-style for their envs: per step one `[rows/n]` policy call when all its envs have
-stepped (`actor.LockstepSampler`), `alpha` steps per iteration, in a thread of its own.
+stepped (`sampler.LockstepSampler`), `alpha` steps per iteration, in a thread of its own.
 
 - gala: each agent is a whole A2C learner with its own params and optimizer state (all start from
   the run's one init). Iteration k: collect a segment with its params, take its A2C update on it

@@ -16,7 +16,6 @@ import time
 from typing import Any, Callable, Dict, List
 
 from hts_jax import choices
-from hts_jax.runtime import supervisor
 from hts_jax.runtime.actor import ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
@@ -57,38 +56,19 @@ def _groups(parts: Parts) -> List[List[int]]:
 
 
 def _executor_rollout(parts: Parts, ctl: Controller) -> Rollout:
-  """Executor processes in lockstep: per step and group, wait for every block of the group (the
-  slowest env decides), then one batched inference for all of them. With two groups (Stooke &
-  Abbeel's alternation) one group's envs step while the other's actions are computed; each call
-  keeps the [num_rows] shape (the other group's rows computed and ignored), so a row's action
-  has the same bits as in plain sync."""
+  """Executor processes in lockstep (`Sampler.lockstep`): per step and group, wait for every
+  block of the group (the slowest env decides), then one batched inference for all of them. With
+  two groups (Stooke & Abbeel's alternation) one group's envs step while the other's actions are
+  computed; each call keeps the [num_rows] shape (the other group's rows computed and ignored),
+  so a row's action has the same bits as in plain sync."""
   ctl.spawn_executors()
-  reader = ctl.state_reader()
+  sampler = ctl.executor_sampler()
   groups = _groups(parts)
-  group_of = {b: g for g, blocks in enumerate(groups) for b in blocks}
-  batcher = ctl.batcher()
-  stats = ctl.new_actor_stats()
-  inboxes = ctl.action_writers()
 
   def rollout(seg: int) -> List[Done]:
-    version, params = _acting(parts)  # copied to the actor devices once
+    acting = _acting(parts)  # copied to the actor devices once
     ctl.go(seg)
-    waiting: List[list] = [[] for _ in groups]  # records read, by group
-    for t in range(parts.acting.alpha):
-      for g, blocks in enumerate(groups):
-        t0 = time.perf_counter()
-        while len(waiting[g]) < len(blocks):
-          while not reader.ready(supervisor.POLL_S):
-            ctl.check()
-          for r in reader.read().tolist():
-            waiting[group_of[r[0]]].append(r)
-        stats.idle_s += time.perf_counter() - t0
-        records = sorted(waiting[g])
-        waiting[g] = []
-        if any(r[1] != seg or r[2] != t for r in records):
-          raise RuntimeError(f"lockstep broken at segment {seg}, step {t}: {records}")
-        stats.act(batcher, records, version, params)
-        batcher.post(records, inboxes)
+    sampler.lockstep(seg, groups, lambda: acting)
     return ctl.wait_done(seg)
 
   # The rollout's policy calls run on a thread of their own, so that the main thread keeps
