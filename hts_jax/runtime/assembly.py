@@ -25,7 +25,7 @@ from hts_jax.config import ConfigError, RunConfig
 from hts_jax.envs import EnvInfo
 from hts_jax.runtime import distributed
 from hts_jax.runtime import storage as storage_lib
-from hts_jax.runtime.actor import ActingParts
+from hts_jax.runtime.sampler import ActingParts
 from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.learner_worker import LearnerWorker, segment_of
 from hts_jax.runtime.placement import Placement

@@ -40,7 +40,8 @@ import numpy as np
 from hts_jax.analysis import metrics as eval_metrics
 from hts_jax.runtime import distributed, host
 from hts_jax.runtime import logdir as logdir_lib
-from hts_jax.runtime.actor import ActorStats, BlockBatcher, ParamsBox
+from hts_jax.runtime.sampler import (ActorStats, BlockBatcher, ExecutorEnvs, LockstepSampler,
+                                     ParamsBox, Sampler)
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import ActionBuffer, Done, StateBuffer
 from hts_jax.runtime.executor import executor_specs
@@ -51,7 +52,6 @@ from hts_jax.runtime.outputs.evaluation import Evaluator
 from hts_jax.runtime.outputs.observers import (CheckpointWriter, Evaluations, Observer, Snapshot,
                                                UpdateEvent, output_observers, tracker_of)
 from hts_jax.runtime.placement import COMPILES
-from hts_jax.runtime.sampler import ExecutorEnvs, LockstepSampler, Sampler
 from hts_jax.runtime.storage import Storages, shm_prefix
 from hts_jax.runtime.errors import (Interrupted, RunError, catch_output_errors, error_line,
                                     interrupted_message, take_output_error)

@@ -6,7 +6,7 @@ each registered by importing its loop's module; `make_runner(config)` builds (an
 The `Runner` builds what every mode shares once (`assembly.Parts`): the shapes, the network, the
 TrainState (fresh or restored), the compiled learner and policy steps (`ActingParts`) and the
 learner worker. `Runner.run` runs the mode's loop (`assembly.Mode`) on them inside a `Controller`,
-which composes the other parts (`barrier`, `supervisor`, `executor`, `actor`, `storage`,
+which composes the other parts (`barrier`, `supervisor`, `executor`, `sampler`, `storage`,
 `buffers`, and the outputs: `bookkeeping`, the `observers`).
 """
 
@@ -28,7 +28,7 @@ from hts_jax.choices import RULES
 from hts_jax.config import ConfigError, RunConfig, incompatible_changes
 from hts_jax.runtime import backend, distributed, host, logdir
 from hts_jax.runtime.outputs import checkpoint, signing, tracking, video
-from hts_jax.runtime.actor import ActingParts
+from hts_jax.runtime.sampler import ActingParts
 from hts_jax.runtime.assembly import Mode, Model, Parts, Shape
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.errors import Interrupted, RunError  # pylint: disable=unused-import

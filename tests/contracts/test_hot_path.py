@@ -20,7 +20,7 @@ import pytest
 from hts_jax import networks
 from hts_jax.config import LearnerConfig
 from hts_jax.runtime import buffers, modes
-from hts_jax.runtime.actor import BlockBatcher
+from hts_jax.runtime.sampler import BlockBatcher
 from hts_jax.runtime.buffers import BlockLayout
 from hts_jax.runtime.policy import make_policy_step
 from hts_jax.runtime.storage import Storages, StorageSpec

@@ -10,7 +10,7 @@ import pytest
 
 from hts_jax.config import LearnerConfig
 from hts_jax.runtime import modes
-from hts_jax.runtime.actor import ParamsBox
+from hts_jax.runtime.sampler import ParamsBox
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.errors import RunError
 from hts_jax.runtime.outputs.observers import Observer

@@ -10,12 +10,11 @@ import threading
 import numpy as np
 import pytest
 
-from hts_jax.runtime.actor import ActorStats, BlockBatcher
+from hts_jax.runtime.sampler import ActorStats, BlockBatcher, ExecutorEnvs, Sampler
 from hts_jax.runtime.barrier import AlphaBarrier
 from hts_jax.runtime.buffers import ActionBuffer, BlockLayout, StateBuffer
 from hts_jax.runtime.executor import Executor, ExecutorSpec
 from hts_jax.runtime.learner_worker import segment_of
-from hts_jax.runtime.sampler import ExecutorEnvs, Sampler
 from hts_jax.runtime.storage import Storages, StorageSpec, zeros
 from hts_jax.runtime.supervisor import Supervisor
 from hts_jax.types import Segment

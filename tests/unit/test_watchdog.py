@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from hts_jax.runtime.actor import ActorStats
+from hts_jax.runtime.sampler import ActorStats
 from hts_jax.runtime.errors import RunError
 from hts_jax.runtime.watchdog import WatchedThread, Watchdog, within
 

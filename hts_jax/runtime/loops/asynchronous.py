@@ -24,7 +24,7 @@ from hts_jax import choices, impala
 from hts_jax.config import ConfigError
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
-from hts_jax.runtime.actor import ParamsBox
+from hts_jax.runtime.sampler import ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of

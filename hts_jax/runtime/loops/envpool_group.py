@@ -35,9 +35,8 @@ import numpy as np
 
 from hts_jax import seeding
 from hts_jax.runtime import buffers
-from hts_jax.runtime.actor import ActingParts, ActorStats, BlockBatcher, ParamsBox
+from hts_jax.runtime.sampler import ActingParts, ActorStats, BlockBatcher, ParamsBox, Sampler
 from hts_jax.runtime.buffers import Done, EnvStates, Started
-from hts_jax.runtime.sampler import Sampler
 from hts_jax.runtime.storage import carry_core, reset_core
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ import jax
 
 from hts_jax import choices
 from hts_jax.corrections import extrapolate
-from hts_jax.runtime.actor import ParamsBox
+from hts_jax.runtime.sampler import ParamsBox
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
 from hts_jax.runtime.assembly import Mode, Parts, Shape

@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable, Dict, List
 
 from hts_jax import choices
-from hts_jax.runtime.actor import ParamsBox
+from hts_jax.runtime.sampler import ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.loops.envpool_group import start_envpool_groups
