@@ -17,7 +17,6 @@ from absl import logging
 
 from hts_jax import choices
 from hts_jax import config as hts_config
-from hts_jax.choices import ALGORITHMS
 from hts_jax.cli import common as cli
 from hts_jax.cli import startup
 from hts_jax.presets import PRESETS
@@ -27,7 +26,7 @@ FLAGS = flags.FLAGS
 # Defaults that depend on --algo, for flags given neither on the command line nor by the preset.
 # Each algorithm's launcher defaults (its record in `choices.ALGORITHMS`; PPO's 128 steps per
 # update as in Kostrikov's PPO, which the paper uses, and the released HTS-RL PPO scripts).
-ALGO_DEFAULTS = {name: algo.defaults for name, algo in ALGORITHMS.items()}
+ALGO_DEFAULTS = {name: algo.defaults for name, algo in choices.ALGORITHMS.items()}
 
 # Every RunConfig / LearnerConfig field is a flag of its own name, type, default and help (its
 # docstring; the learner's fields are top level), but these:

@@ -24,12 +24,11 @@ from hts_jax import choices, impala
 from hts_jax.config import ConfigError
 from hts_jax.runtime.errors import Interrupted
 from hts_jax.runtime.outputs import reporting
-from hts_jax.runtime.sampler import ParamsBox
+from hts_jax.runtime.sampler import LockstepSampler, ParamsBox
 from hts_jax.runtime.buffers import Done
 from hts_jax.runtime.controller import Controller
 from hts_jax.runtime.learner_worker import LearnResult, segment_of
 from hts_jax.runtime.assembly import Mode, Model, Parts, Shape
-from hts_jax.runtime.sampler import LockstepSampler
 from hts_jax.types import Unroll
 
 
