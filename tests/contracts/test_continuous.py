@@ -86,7 +86,7 @@ def test_the_mujoco_report_renders_runs_into_json_table_plot_and_readme(tmp_path
   for method, mode in (("hts_ppo", "hts"), ("sync_ppo", "sync")):
     modes.run(_cfg(tmp_path, "x", mode=mode, logdir=grid.run_dir(str(results), task, method, 11)))
   summary, docs = g.tables[1].block, g.tables[0].block
-  results_md = tmp_path / "docs" / "results.md"  # both blocks: README shows the headline (issue 54)
+  results_md = tmp_path / "docs" / "results.md"  # both blocks: README shows the headline
   results_md.parent.mkdir()
   results_md.write_text(
       f"{docs.begin}\n{docs.end}\n# x\n{summary.begin}\nold\n{summary.end}\ntail\n")

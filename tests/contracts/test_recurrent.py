@@ -95,7 +95,7 @@ def test_the_memory_report_renders_runs_into_json_table_plot_and_readme(tmp_path
     modes.run(_cfg(tmp_path, "x", mode=mode, core=core,
                    logdir=grid.run_dir(str(results), None, method, 5)))
   block = g.tables[0].block
-  readme = tmp_path / "docs" / "results.md"  # the grids' blocks' page (issue 54)
+  readme = tmp_path / "docs" / "results.md"  # the grids' blocks' page
   readme.parent.mkdir()
   readme.write_text(f"# x\n{block.begin}\nold\n{block.end}\ntail\n")
   out = driver.report(g, str(results), str(tmp_path))

@@ -35,7 +35,7 @@ def _reproduce(*flags):
 
 
 def test_a_grid_in_another_folder_leaves_readme_and_docs_alone_and_names_its_source(tmp_path):
-  """Issue 51, defect 7: `hts-reproduce <grid> --results=<elsewhere>` replaced README's published
+  """`hts-reproduce <grid> --results=<elsewhere>` replaced README's published
   block with the toy grid's, and the block still named `results/<grid>/results.json`."""
   import shutil  # pylint: disable=import-outside-toplevel
   docs = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "results.md")]

@@ -28,7 +28,7 @@ def test_the_docs_blocks_and_tables_md_are_the_committed_json_rendered():
     docs = f.read()
   assert rr.BLOCK.wrap(markdown) in docs, "run python -m experiments.reproduce benchmarks"
   assert rr.DOCS_BLOCK.wrap(rr.render_docs()) in docs
-  with open(os.path.join(ROOT, "README.md")) as f:  # README keeps the headline only (issue 76)
+  with open(os.path.join(ROOT, "README.md")) as f:  # README keeps the headline only
     assert rr.BLOCK.begin not in f.read()
   for name in rr.SOURCES:  # every source is committed and carries its provenance
     data = publish.read_json(rr.RESULTS, name)

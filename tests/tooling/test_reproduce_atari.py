@@ -77,7 +77,7 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
   assert paired["a2c"]["15"]["mean"] == pytest.approx(12 / 5.5)
   # The final time metric's clock is A2C's wall time: HTS-A2C's final metric by then is its own.
   assert hts["final_time"]["mean"] == pytest.approx(18.0)
-  docs = tmp_path / "docs" / "results.md"  # both blocks: README shows the headline (issue 54)
+  docs = tmp_path / "docs" / "results.md"  # both blocks: README shows the headline
   docs.parent.mkdir()
   docs.write_text("".join(f"{t.block.begin}\n{t.block.end}\n" for t in GRID.tables))
   readme = docs
@@ -100,7 +100,7 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
 def test_a_game_with_one_seed_is_labelled_as_such(tmp_path):
   _fake(tmp_path, "a2c", 0, [0.0] * 12, 60)
   _fake(tmp_path, "hts_a2c", 0, [0.0] * 12, 30)
-  readme = tmp_path / "docs" / "results.md"  # the summary block's page (issue 54)
+  readme = tmp_path / "docs" / "results.md"  # the summary block's page
   readme.parent.mkdir()
   readme.write_text(f"{GRID.tables[1].block.begin}\n{GRID.tables[1].block.end}\n")
   _report(tmp_path, docs=True)

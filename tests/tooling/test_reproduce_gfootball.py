@@ -229,7 +229,7 @@ def test_tables_and_readme_block_render_from_the_json(tmp_path):
   _fake_run(tmp_path, sc, "hts_ppo", 1, [0.0, 0.0] + [1.0] * 10, 60)
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   os.makedirs(tmp_path / "actor_counts" / "notes")  # not a run of --actor_counts: ignored
-  docs = tmp_path / "docs" / "results.md"  # both blocks: README shows the headline (issue 54)
+  docs = tmp_path / "docs" / "results.md"  # both blocks: README shows the headline
   docs.parent.mkdir()
   docs.write_text(f"# y\n{README.block.begin}\nold\n{README.block.end}\ntail\n"
                   f"{DOCS.block.begin}\n{DOCS.block.end}\n")

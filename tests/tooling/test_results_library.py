@@ -147,7 +147,7 @@ def test_a_failed_run_raises_its_last_error_line_and_keeps_its_stderr(tmp_path):
 
 
 def test_a_summary_that_does_not_parse_is_named_in_one_line_and_its_run_redone(tmp_path):
-  """Issue 51, defect 8: a truncated summary.json stopped `hts-reproduce` with a 40-line
+  """A truncated summary.json stopped `hts-reproduce` with a 40-line
   traceback naming no file, and the grid counted the run as done. Here the redone run fails at
   once (--steps=0), so the grid names it as failed."""
   logdir = grid.run_dir(str(tmp_path), None, "sync_ff", 0)
@@ -180,7 +180,7 @@ def test_a_sigint_whose_keyboard_interrupt_was_lost_still_stops_the_grid(tmp_pat
 
 
 def test_ctrl_c_ends_hts_reproduce_in_one_line(tmp_path):
-  """Issue 51, defect 12: Ctrl-C on `hts-reproduce` (SIGINT to its process group) printed a
+  """Ctrl-C on `hts-reproduce` (SIGINT to its process group) printed a
   KeyboardInterrupt traceback. Now one line, exit 130, and no training process is left."""
   proc = subprocess.Popen([sys.executable, "-m", "experiments.reproduce", "memory",
                            "--methods=sync_ff", "--seeds=0", "--steps=100000",
