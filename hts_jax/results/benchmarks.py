@@ -18,7 +18,6 @@ its JSON.
 """
 
 import glob
-import json
 import os
 import statistics
 import sys
@@ -28,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import flags
 
 from hts_jax.analysis import stats
-from hts_jax.results import guard, headline, provenance, publish
+from hts_jax.results import headline, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
 with open(os.path.join(RESULTS, "render.toml"), "rb") as _f:
@@ -67,9 +66,8 @@ def _sampler(data: Dict[str, Any]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]
 
 def _confirmations(root: str) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
   rows = []
-  for path in sorted(glob.glob(os.path.join(root, "results", "policy_lag", "*",
-                                            "confirmation.json"))):
-    c = json.loads(guard.read_regular(path))  # a FIFO there would block the render
+  for run in sorted(glob.glob(os.path.join(root, "results", "policy_lag", "*"))):
+    c = publish.read_json(run, "confirmation.json") or {}
     if "lag0_time_over_sync" in c:
       rows.append(dict(c, label=os.path.relpath(c["run"], "results"),
                        same="yes" if c["same_param_sha256"] and c["same_eval"] else "NO"))
