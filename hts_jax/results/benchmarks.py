@@ -133,14 +133,6 @@ def render_docs(results: str = RESULTS) -> str:
   return render_block(SPEC["blocks"][1], results)
 
 
-def _read(path: str) -> Optional[str]:
-  """The text of the file at `path`; None where there is none."""
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return f.read()
-
-
 def define_flags() -> None:
   flags.DEFINE_bool("check", False, "Only check that docs/benchmarks.md's blocks and tables.md "
                     "are up to date.")
@@ -155,14 +147,14 @@ def main(argv):
   files: Dict[str, str] = {}  # path -> its new text
   for b, block in zip(SPEC["blocks"], BLOCKS):
     text, doc = render_block(b), os.path.join(provenance.ROOT, b["doc"])
-    files[doc] = block.into(files.get(doc) or _read(doc) or "", text)
+    files[doc] = block.into(files.get(doc) or publish.read_text(doc) or "", text)
     if files[doc] is None:
       print(f"error: {doc} has no {block.begin!r} ... {block.end!r} block", file=sys.stderr)
       sys.exit(2)
     if "table" in b:
       files[os.path.join(RESULTS, b["table"])] = text
   if flags.FLAGS.check:
-    stale = [p for p, new in files.items() if _read(p) != new]
+    stale = [p for p, new in files.items() if publish.read_text(p) != new]
     if stale:
       print(f"error: out of date with results/benchmarks/*.json: {', '.join(stale)} (run "
             "hts-reproduce benchmarks)", file=sys.stderr)
