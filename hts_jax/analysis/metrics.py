@@ -128,8 +128,7 @@ class MixedHostsError(ValueError):
   """Wall-time figures of runs made on different host kinds would share a column."""
 
 
-def check_one_host(runs: Sequence[Run], allow_mixed: bool = False,
-                   flag: str = "--mixed_hosts") -> List[str]:
+def check_one_host(runs: Sequence[Run], allow_mixed: bool = False) -> List[str]:
   """The host kinds of `runs`, in order of appearance. More than one raises MixedHostsError (one
   line naming them) unless `allow_mixed`: wall times (SPS, time to a target, final time metric)
   from hosts ~3x apart in speed are not comparable."""
@@ -137,8 +136,8 @@ def check_one_host(runs: Sequence[Run], allow_mixed: bool = False,
   if len(kinds) > 1 and not allow_mixed:
     raise MixedHostsError(
         f"the runs come from {len(kinds)} host kinds ({'; '.join(kinds)}): their wall-time "
-        f"figures are not comparable; pass {flag} to report them together (the tables then say "
-        "so)")
+        "figures are not comparable; pass --mixed_hosts to report them together (the tables "
+        "then say so)")
   return kinds
 
 

@@ -64,9 +64,9 @@ def _sampler(data: Dict[str, Any]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]
   return {}, rows
 
 
-def _confirmations(root: str) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def _confirmations() -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
   rows = []
-  for run in sorted(glob.glob(os.path.join(root, "results", "policy_lag", "*"))):
+  for run in sorted(glob.glob(os.path.join(provenance.ROOT, "results", "policy_lag", "*"))):
     c = publish.read_json(run, "confirmation.json") or {}
     if "lag0_time_over_sync" in c:
       rows.append(dict(c, label=os.path.relpath(c["run"], "results"),
@@ -95,14 +95,14 @@ def _cell(template: str, row: Dict[str, Any]) -> str:
     return "-"
 
 
-def render_part(name: str, data: Optional[Dict[str, Any]], root: str = provenance.ROOT) -> str:
+def render_part(name: str, data: Optional[Dict[str, Any]]) -> str:
   """A part of render.toml (`name`: its JSON file, `data` its content; or `policy_lag`: the
-  confirmation runs under `root`): its note with its fields, then its table; '' where its JSON is
+  confirmation runs under results/policy_lag/): its note with its fields, then its table; '' where its JSON is
   not here or it has no rows."""
   if data is None:
     return ""
   part = SPEC["parts"][name]
-  fields, rows = (_confirmations(root) if name == "policy_lag"
+  fields, rows = (_confirmations() if name == "policy_lag"
                   else ROWS.get(name, lambda d: ({}, d["rows"]))(data))
   if not rows:
     return ""
@@ -116,21 +116,21 @@ def render_part(name: str, data: Optional[Dict[str, Any]], root: str = provenanc
       for r in rows])
 
 
-def render_block(block: Dict[str, Any], results: str = RESULTS) -> str:
+def render_block(block: Dict[str, Any]) -> str:
   """A block of render.toml: its parts rendered, those whose JSON is here, or its `empty` text."""
-  parts = (render_part(n, {} if n == "policy_lag" else publish.read_json(results, n))
+  parts = (render_part(n, {} if n == "policy_lag" else publish.read_json(RESULTS, n))
            for n in block["parts"])
   return "\n".join(p for p in parts if p) or block["empty"]
 
 
-def render_markdown(results: str = RESULTS) -> str:
+def render_markdown() -> str:
   """The throughput and determinism block (`BLOCK`), which tables.md holds too."""
-  return render_block(SPEC["blocks"][0], results)
+  return render_block(SPEC["blocks"][0])
 
 
-def render_docs(results: str = RESULTS) -> str:
+def render_docs() -> str:
   """The CleanRL block (`DOCS_BLOCK`)."""
-  return render_block(SPEC["blocks"][1], results)
+  return render_block(SPEC["blocks"][1])
 
 
 def define_flags() -> None:
