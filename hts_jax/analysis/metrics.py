@@ -11,8 +11,9 @@ intervals over seeds.
   earliest, and every average is over 10 evaluations that played different episodes
   (`hts_jax.runtime.outputs.evaluation`). `--stop_at_return` stops a run on the same average
   (`first_reached`).
-Each is computed per run (seed); a group of seeds is summarized by its mean and a 95% percentile
-bootstrap interval of the mean (10,000 resamples of the seeds with replacement).
+Each is computed per run (seed); a group of seeds is summarized by its mean and its interval under
+the statistics rules (`seed_interval`: the [min, max] below 6 seeds, from 6 a 95% percentile
+bootstrap of the mean).
 
 Host-side only: reads `summary.json` (evaluations, config) and `metrics.csv` (training curves).
 """
@@ -28,9 +29,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from hts_jax.runtime.outputs import files
-
+from hts_jax.analysis import stats
 from hts_jax.config import RUNNING_WINDOW  # evaluations in the paper's running average
+from hts_jax.runtime.outputs import files
 
 # Fields that make two runs different experiments (the seed does not).
 GROUP_FIELDS = ("env", "mode", "algo", "alpha", "num_actors", "num_envs", "correction")
@@ -127,8 +128,7 @@ class MixedHostsError(ValueError):
   """Wall-time figures of runs made on different host kinds would share a column."""
 
 
-def check_one_host(runs: Sequence[Run], allow_mixed: bool = False,
-                   flag: str = "--mixed_hosts") -> List[str]:
+def check_one_host(runs: Sequence[Run], allow_mixed: bool = False) -> List[str]:
   """The host kinds of `runs`, in order of appearance. More than one raises MixedHostsError (one
   line naming them) unless `allow_mixed`: wall times (SPS, time to a target, final time metric)
   from hosts ~3x apart in speed are not comparable."""
@@ -136,8 +136,8 @@ def check_one_host(runs: Sequence[Run], allow_mixed: bool = False,
   if len(kinds) > 1 and not allow_mixed:
     raise MixedHostsError(
         f"the runs come from {len(kinds)} host kinds ({'; '.join(kinds)}): their wall-time "
-        f"figures are not comparable; pass {flag} to report them together (the tables then say "
-        "so)")
+        "figures are not comparable; pass --mixed_hosts to report them together (the tables "
+        "then say so)")
   return kinds
 
 
@@ -184,8 +184,6 @@ def final_time_metric(run: Run, time_limit_s: float, last: int = 10) -> Optional
   return final_metric(dataclasses.replace(run, evals=within), last) if within else None
 
 
-
-
 def running_averages(returns: Sequence[float],
                      window: int = RUNNING_WINDOW) -> List[Optional[float]]:
   """Entry i: the mean of evaluation returns [i - window + 1, i]; None while fewer than `window`
@@ -221,11 +219,7 @@ def seed_interval(values: Sequence[float], *, resamples: int = 10_000,
   """Mean of `values` (one per seed) and its interval under the statistics rules
   (`hts_jax.analysis.stats.spread`): the [min, max] below 6 values ("kind": "min-max"), from 6 on
   the 95% percentile bootstrap of the mean from `scipy.stats.bootstrap` ("95% bootstrap")."""
-  from hts_jax.analysis import stats  # pylint: disable=import-outside-toplevel
-  x = [float(v) for v in values]
-  if not x:
-    raise ValueError("seed_interval needs at least one value")
-  s = stats.spread(x, resamples=resamples, seed=seed)
+  s = stats.spread(values, resamples=resamples, seed=seed)
   return {"mean": s["mean"], "lo": s["interval"]["lo"], "hi": s["interval"]["hi"], "n": s["n"],
           "kind": s["interval"]["kind"]}
 

@@ -169,7 +169,7 @@ def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]],
 
 def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> List[str]:
   """Fig. 5 style: evaluation return vs env steps and vs wall time, one panel per env, mean over
-  seeds with its 95% bootstrap band. Returns the PNG paths."""
+  seeds with its band (`mean_band`: [min, max] below 6 seeds). Returns the PNG paths."""
   envs = sorted({k[0] for k in groups})
   keys = list(groups)
   paths = []

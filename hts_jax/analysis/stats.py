@@ -145,8 +145,8 @@ def ratio_cell(r: Optional[Dict[str, Any]]) -> str:
   if not r or r.get("mean") is None:
     return "-"
   mark = BOUND_MARK[r.get("bound")]
-  spread = f" [{r['lo']:.2f}, {r['hi']:.2f}]" if r["n"] > 1 and r.get("lo") is not None else ""
-  return f"{mark}{r['mean']:.2f}x{spread} (n={r['n']})"
+  span = f" [{r['lo']:.2f}, {r['hi']:.2f}]" if r["n"] > 1 and r.get("lo") is not None else ""
+  return f"{mark}{r['mean']:.2f}x{span} (n={r['n']})"
 
 
 def stolen(host: Dict[str, Any]) -> Optional[str]:
@@ -170,10 +170,10 @@ def shared(host: Dict[str, Any], kind_hosts: Sequence[Dict[str, Any]],
   if why:
     return why
   cal = [h["calibration_ms"] for h in kind_hosts if h.get("calibration_ms")]
-  if host.get("calibration_ms") and cal and host["calibration_ms"] > (
-      CALIBRATION_SHARED * statistics.median(cal)):
+  median = statistics.median(cal) if cal else None
+  if host.get("calibration_ms") and median and host["calibration_ms"] > CALIBRATION_SHARED * median:
     return (f"calibration {host['calibration_ms']:.0f} ms > {CALIBRATION_SHARED} x the host "
-            f"kind's median {statistics.median(cal):.0f} ms")
+            f"kind's median {median:.0f} ms")
   return None
 
 

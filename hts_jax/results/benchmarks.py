@@ -3,8 +3,8 @@ determinism block between its `benchmark-results` markers, and the CleanRL block
 `cleanrl-benchmark`) and results/benchmarks/tables.md: the figures they show are never typed by
 hand. results/benchmarks/render.toml says which parts each block holds, in order, and each part's
 note and columns (each part a JSON file, its rows as they are or from its function of `ROWS`),
-and names the benchmarks' cases. The JSON
-comes from the benchmark scripts' `--save` (`experiments.bench_cleanrl` for cleanrl.json):
+and names the benchmarks' cases. The JSON comes from the benchmark scripts' `--save`
+(`experiments.bench_cleanrl` for cleanrl.json):
 
   python -m experiments.bench_speedup --grids=variance --repeats=3 \
       --save=results/benchmarks/speedup.json
@@ -18,7 +18,6 @@ its JSON.
 """
 
 import glob
-import json
 import os
 import statistics
 import sys
@@ -28,12 +27,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import flags
 
 from hts_jax.analysis import stats
-from hts_jax.results import guard, headline, provenance, publish
+from hts_jax.results import headline, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
 with open(os.path.join(RESULTS, "render.toml"), "rb") as _f:
   SPEC = tomllib.load(_f)
-BLOCK, DOCS_BLOCK = (publish.Block(b["name"], "benchmarks") for b in SPEC["blocks"])
+BLOCKS = tuple(publish.Block(b["name"], "benchmarks") for b in SPEC["blocks"])
+BLOCK, DOCS_BLOCK = BLOCKS
 SOURCES = tuple(p for p in SPEC["blocks"][0]["parts"] if p.endswith(".json"))
 CASES = SPEC["cases"]
 
@@ -64,11 +64,10 @@ def _sampler(data: Dict[str, Any]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]
   return {}, rows
 
 
-def _confirmations(root: str) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def _confirmations() -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
   rows = []
-  for path in sorted(glob.glob(os.path.join(root, "results", "policy_lag", "*",
-                                            "confirmation.json"))):
-    c = json.loads(guard.read_regular(path))  # a FIFO there would block the render
+  for run in sorted(glob.glob(os.path.join(provenance.ROOT, "results", "policy_lag", "*"))):
+    c = publish.read_json(run, "confirmation.json") or {}
     if "lag0_time_over_sync" in c:
       rows.append(dict(c, label=os.path.relpath(c["run"], "results"),
                        same="yes" if c["same_param_sha256"] and c["same_eval"] else "NO"))
@@ -89,20 +88,21 @@ ROWS: Dict[str, Callable[[Dict[str, Any]], Tuple[Dict[str, Any], List[Dict[str, 
 
 
 def _cell(template: str, row: Dict[str, Any]) -> str:
+  """A column's cell: `template` formatted from `row`, '-' where the row lacks a field."""
   try:
     return template.format(**row)
   except KeyError:  # the row lacks the field
     return "-"
 
 
-def render_part(name: str, data: Optional[Dict[str, Any]], root: str = provenance.ROOT) -> str:
+def render_part(name: str, data: Optional[Dict[str, Any]]) -> str:
   """A part of render.toml (`name`: its JSON file, `data` its content; or `policy_lag`: the
-  confirmation runs under `root`): its note with its fields, then its table; '' where its JSON is
+  confirmation runs under results/policy_lag/): its note with its fields, then its table; '' where its JSON is
   not here or it has no rows."""
-  part = SPEC["parts"][name]
   if data is None:
     return ""
-  fields, rows = (_confirmations(root) if name == "policy_lag"
+  part = SPEC["parts"][name]
+  fields, rows = (_confirmations() if name == "policy_lag"
                   else ROWS.get(name, lambda d: ({}, d["rows"]))(data))
   if not rows:
     return ""
@@ -116,19 +116,21 @@ def render_part(name: str, data: Optional[Dict[str, Any]], root: str = provenanc
       for r in rows])
 
 
-def render_block(block: Dict[str, Any], results: str = RESULTS) -> str:
+def render_block(block: Dict[str, Any]) -> str:
   """A block of render.toml: its parts rendered, those whose JSON is here, or its `empty` text."""
-  parts = (render_part(n, {} if n == "policy_lag" else publish.read_json(results, n))
+  parts = (render_part(n, {} if n == "policy_lag" else publish.read_json(RESULTS, n))
            for n in block["parts"])
   return "\n".join(p for p in parts if p) or block["empty"]
 
 
-def render_docs(results: str = RESULTS) -> str:
-  return render_block(SPEC["blocks"][1], results)
+def render_markdown() -> str:
+  """The throughput and determinism block (`BLOCK`), which tables.md holds too."""
+  return render_block(SPEC["blocks"][0])
 
 
-def render_markdown(results: str = RESULTS) -> str:
-  return render_block(SPEC["blocks"][0], results)
+def render_docs() -> str:
+  """The CleanRL block (`DOCS_BLOCK`)."""
+  return render_block(SPEC["blocks"][1])
 
 
 def define_flags() -> None:
@@ -143,21 +145,16 @@ def main(argv):
     print(f"error: unexpected arguments: {' '.join(argv[1:])}", file=sys.stderr)
     sys.exit(2)
   files: Dict[str, str] = {}  # path -> its new text
-  for b in SPEC["blocks"]:
+  for b, block in zip(SPEC["blocks"], BLOCKS):
     text, doc = render_block(b), os.path.join(provenance.ROOT, b["doc"])
-    if doc not in files:
-      with open(doc) as f:
-        files[doc] = f.read()
-    block = publish.Block(b["name"], "benchmarks")
-    files[doc] = block.into(files[doc], text)
+    files[doc] = block.into(files.get(doc) or publish.read_text(doc) or "", text)
     if files[doc] is None:
       print(f"error: {doc} has no {block.begin!r} ... {block.end!r} block", file=sys.stderr)
       sys.exit(2)
     if "table" in b:
       files[os.path.join(RESULTS, b["table"])] = text
-  stale = [p for p, new in files.items()
-           if not os.path.exists(p) or open(p).read() != new]
   if flags.FLAGS.check:
+    stale = [p for p, new in files.items() if publish.read_text(p) != new]
     if stale:
       print(f"error: out of date with results/benchmarks/*.json: {', '.join(stale)} (run "
             "hts-reproduce benchmarks)", file=sys.stderr)

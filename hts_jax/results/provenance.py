@@ -19,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def machine() -> Dict[str, Any]:
+  """This machine as a result names it: its cores, CPU model, platform and Python."""
   return {"cores": os.cpu_count(), "cpu": runtime_host.cpu_model(), "platform": platform.platform(),
           "python": platform.python_version()}
 

@@ -41,15 +41,21 @@ class Block:
   def write(self, path: str, markdown: str) -> bool:
     """`into` on the file at `path`, in place; False (and the file untouched) when it or the
     markers are missing."""
-    if not os.path.exists(path):
-      return False
-    with open(path) as f:
-      text = self.into(f.read(), markdown)
+    old = read_text(path)
+    text = None if old is None else self.into(old, markdown)
     if text is None:
       return False
     with open(path, "w") as f:
       f.write(text)
     return True
+
+
+def read_text(path: str) -> Optional[str]:
+  """The text of the file at `path`; None where there is none."""
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return f.read()
 
 
 Target = Tuple[str, Block, Callable[[Dict[str, Any]], str]]  # (markdown file, its block, render)

@@ -69,7 +69,7 @@ def test_where_acting_extrapolation_is_allowed():
 
 
 def test_the_prescreen_picks_the_best_beta_below_one_and_its_block_is_its_json():
-  from hts_jax.results import prescreen as ct  # pylint: disable=import-outside-toplevel
+  from results.corrections.round2 import prescreen as ct  # pylint: disable=import-outside-toplevel
   rows = lambda nxt, pred: [{"kl_next": nxt, "kl_pred": pred}, {"env_steps": 1.0}] * 3
   got = ct.prescreen_summary({"1.0": rows(0.01, 0.02), "0.5": rows(0.01, 0.008),
                               "0.2": rows(0.01, 0.009)})

@@ -1,15 +1,16 @@
-r"""The pre-screen that fixes β for the corrections study's second round (results/corrections/round2/
-PROTOCOL.md, "Why this candidate"): HTS-PPO `none` with `--acting_extrapolation=β` on one task and
-seed, and per β the mean over its updates of `kl_next` (KL(π_{θ_j} || π_{θ_{j+1}}): acting with
-θ_j) and `kl_pred` (the same with the prediction θ_j + β(θ_j − θ_{j-1})). It reads no return.
+r"""The pre-screen that fixes β for the corrections study's second round (results/corrections/
+PROTOCOL.md, "Changes", 2026-11-28): HTS-PPO `none` with `--acting_extrapolation=β` on one task
+and seed, and per β the mean over its updates of `kl_next` (KL(π_{θ_j} || π_{θ_{j+1}}): acting
+with θ_j) and `kl_pred` (the same with the prediction θ_j + β(θ_j − θ_{j-1})). It reads no return.
 
   python -m results.corrections.round2.prescreen_extrapolation \
       --save=results/corrections/round2/prescreen.json
-  python -m results.corrections.round2.prescreen_extrapolation --report_only   # docs/modes.md's block again
+  python -m results.corrections.round2.prescreen_extrapolation --report_only
+      # docs/modes.md's block again
 
 Prints one JSON object: per β the two means and their ratio, and `pick`, the β with the smallest
 ratio (None where no β brings the acting policy closer than θ_j does, a ratio ≥ 1); with `--save`
-also writes it and docs/modes.md's block (`prescreen.prescreen_markdown`).
+also writes it and docs/modes.md's block (`prescreen.py` beside it: `prescreen_markdown`).
 """
 
 import json
@@ -20,7 +21,7 @@ from absl import flags
 
 from hts_jax.analysis import metrics
 from hts_jax.results import provenance, sweeps
-from hts_jax.results.prescreen import PRESCREEN, prescreen_markdown, prescreen_summary
+from results.corrections.round2.prescreen import PRESCREEN, prescreen_markdown, prescreen_summary
 
 flags.DEFINE_list("betas", ["1.0", "0.5"], "The --acting_extrapolation values to screen.")
 flags.DEFINE_string("env", "Walker2d-v5", "The task (mujoco_hts_ppo's flags).")

@@ -1,6 +1,6 @@
-"""The corrections study's second-round pre-screen (`results/corrections/round2/prescreen_extrapolation.py`): per
-acting extrapolation β, how close the acting policy came to θ_{j+1}, and docs/modes.md's block
-rendered from its JSON."""
+"""What the corrections study's second-round pre-screen (`prescreen_extrapolation.py` beside it)
+makes of its runs: per acting extrapolation β, how close the acting policy came to θ_{j+1}, and
+docs/modes.md's block rendered from its JSON (prescreen.json beside it)."""
 
 import statistics
 from typing import Any, Dict, List
@@ -12,7 +12,7 @@ PRESCREEN = publish.Block("corrections-prescreen", "corrections",
 
 
 def prescreen_markdown(out: Dict[str, Any]) -> str:
-  """docs/modes.md's block from the pre-screen's JSON (`results/corrections/round2/prescreen_extrapolation.py`)."""
+  """docs/modes.md's block from the pre-screen's JSON."""
   rows = "".join(f"| {b} | {v['kl_next']:.4f} | {v['kl_pred']:.4f} | {v['ratio']:.2f} | "
                  f"{v['updates']} |\n" for b, v in out["betas"].items())
   pick = (f"β = {out['pick']} goes on to the learning runs" if out["pick"] is not None else
