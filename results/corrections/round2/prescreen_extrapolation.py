@@ -19,8 +19,9 @@ from absl import app
 from absl import flags
 
 from hts_jax.analysis import metrics
-from hts_jax.results import provenance, sweeps
+from hts_jax.results import provenance
 from hts_jax.results.prescreen import PRESCREEN, prescreen_markdown, prescreen_summary
+from hts_jax.runs import sweeps
 
 flags.DEFINE_list("betas", ["1.0", "0.5"], "The --acting_extrapolation values to screen.")
 flags.DEFINE_string("env", "Walker2d-v5", "The task (mujoco_hts_ppo's flags).")
