@@ -36,7 +36,8 @@ from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
-from hts_jax.results import launch, provenance
+from hts_jax.results import provenance
+from hts_jax.runs import launch
 
 flags.DEFINE_string("cleanrl_script", None, "CleanRL's cleanrl/ppo_atari_envpool_xla_jax.py (from "
                     "a clone of vwxyzjn/cleanrl).")

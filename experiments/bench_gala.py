@@ -33,7 +33,7 @@ from absl import flags
 
 from hts_jax.cli import common as cli
 from hts_jax.analysis import stats
-from hts_jax.results import launch
+from hts_jax.runs import launch
 
 METHODS = ("sync", "sync_alt", "allreduce", "gala", "hts")
 flags.DEFINE_list("methods", list(METHODS), "Which methods to run.")

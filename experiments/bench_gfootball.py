@@ -16,7 +16,7 @@ import json
 from absl import app
 from absl import flags
 
-from hts_jax.results import launch
+from hts_jax.runs import launch
 
 flags.DEFINE_string("scenario", "academy_empty_goal_close", "GFootball scenario.")
 flags.DEFINE_string("representation", "simple115v2", "extracted | simple115v2 | ...")

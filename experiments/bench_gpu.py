@@ -21,7 +21,7 @@ Parts (Breakout; the paper's A2C is the `atari_a2c` preset, Table A3):
   learning     HTS-A2C (`atari_a2c`) for --learning_steps, evaluated every --learning_eval_every
                steps (10 sampled episodes): returns against env steps, and the wall time.
 
-Every run is a training process of its own (`hts_jax.results.launch.run_process`): XLA reads its
+Every run is a training process of its own (`hts_jax.runs.launch.run_process`): XLA reads its
 flags when JAX starts (the flag-cost row needs a fresh process), and each run gets the GPU to
 itself. A run that
 fails is a row with its error; the others still run.
@@ -37,7 +37,7 @@ from absl import app
 from absl import flags
 
 from hts_jax.analysis import stats
-from hts_jax.results import launch
+from hts_jax.runs import launch
 
 flags.DEFINE_list("parts", ["determinism", "atari16", "ppo", "gfootball", "learning"],
                   "Which parts to run.")
@@ -74,7 +74,7 @@ def _steps(n: int) -> int:
 
 
 def train(part: str, name: str, *argv: str) -> dict:
-  """One training run in a fresh process (`hts_jax.results.launch`); its summary's figures (or
+  """One training run in a fresh process (`hts_jax.runs.launch`); its summary's figures (or
   its error)."""
   logdir = os.path.join(os.path.abspath(FLAGS.runs_dir), part, re.sub(r"[^\w.-]+", "_", name))
   row = {"part": part, "run": name, "argv": list(argv)}

@@ -21,7 +21,7 @@ import numpy as np
 from absl import app
 from absl import flags
 
-from hts_jax.results import launch
+from hts_jax.runs import launch
 
 flags.DEFINE_integer("repeats", 2, "Interleaved repetitions of each SPS configuration.")
 flags.DEFINE_integer("total_steps", 200_000, "Env steps per SPS run.")
@@ -37,7 +37,7 @@ RUN = ["--env=CartPole-v1", "--num_envs=16", "--alpha=5", "--seed=0", "--log_eve
 
 def _launched_sps(cmd, logdir):
   """SPS of an `hts-launch` run (several processes; one-process runs go through
-  `hts_jax.results.launch`)."""
+  `hts_jax.runs.launch`)."""
   proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
   if proc.returncode != 0:
     raise RuntimeError(proc.stderr.strip().splitlines()[-1])

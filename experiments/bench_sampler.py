@@ -53,7 +53,8 @@ from absl import flags
 
 from hts_jax.cli import common as cli
 from hts_jax.presets import HTS_PPO_CORRECTION
-from hts_jax.results import launch, provenance
+from hts_jax.results import provenance
+from hts_jax.runs import launch
 
 flags.DEFINE_list("cases", ["cartpole16", "cartpole64", "atari16"], "Which cases to run.")
 flags.DEFINE_integer("repeats", 2, "Runs per mode and case (interleaved); SPS is their median.")

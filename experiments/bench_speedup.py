@@ -35,7 +35,8 @@ from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
-from hts_jax.results import launch, provenance
+from hts_jax.results import provenance
+from hts_jax.runs import launch
 
 flags.DEFINE_bool("quick", False, "Reduced grid (about 1.5 minutes).")
 flags.DEFINE_string("out", "runs/bench_speedup", "Where the PNGs (and rows.json) go.")

@@ -18,7 +18,7 @@ import sys
 from absl import app
 from absl import flags
 
-from hts_jax.results import launch
+from hts_jax.runs import launch
 
 flags.DEFINE_list("cases", ["cartpole", "atari", "atari_envpool", "gfootball"],
                   "Which cases to run.")

@@ -19,7 +19,8 @@ from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
-from hts_jax.results import launch, provenance
+from hts_jax.results import provenance
+from hts_jax.runs import launch
 
 flags.DEFINE_list("cases", [], "Which cases to run (default: all).")
 flags.DEFINE_string("save", None, "Also write the JSON (with its provenance) here.")

@@ -27,7 +27,7 @@ from absl import app
 from absl import flags
 
 from hts_jax.cli import common as cli
-from hts_jax.results import launch
+from hts_jax.runs import launch
 
 flags.DEFINE_bool("quick", False, "Reduced settings (about a minute).")
 flags.DEFINE_string("out", "runs/validate_claims", "Where fig3c_measured.png and rows go.")

@@ -41,7 +41,7 @@ def run(argv: Optional[List[str]] = None) -> None:
   ends it with one line (the training process it was waiting for is stopped by
   `subprocess.run`), also where the handler's KeyboardInterrupt did not reach here
   (`launch.SIGINTS`)."""
-  from hts_jax.results import launch  # pylint: disable=import-outside-toplevel
+  from hts_jax.runs import launch  # pylint: disable=import-outside-toplevel
   launch.catch_sigint()
   try:
     _run(argv)
@@ -56,7 +56,8 @@ def _run(argv: Optional[List[str]]) -> None:
     print(__doc__)
     return
   names = grids()
-  from hts_jax.results import driver, spec  # pylint: disable=import-outside-toplevel
+  from hts_jax.results import spec  # pylint: disable=import-outside-toplevel
+  from hts_jax.runs import driver  # pylint: disable=import-outside-toplevel
   if len(argv) > 1 and argv[1] not in names and names == ["benchmarks"]:
     cli.fail(f"{argv[1]}: no results/{argv[1]}/grid.toml beside this hts_jax ({spec.RESULTS}): "
              "a grid is its clone's data; run it from a clone (`python -m experiments.reproduce "
@@ -66,20 +67,19 @@ def _run(argv: Optional[List[str]]) -> None:
     cli.fail(f"expected a grid, one of {', '.join(names)}; got {got} (`<grid> --help` lists a "
              "grid's flags)")
   data = argv[1] != "benchmarks"
-  module = importlib.import_module("hts_jax.results." + ("driver" if data else argv[1]))
+  module = driver if data else importlib.import_module("hts_jax.results." + argv[1])
   g = spec.load(argv[1]) if data else None
   doc = g.about if data else module.__doc__
   define, main_of = ((lambda: driver.define_flags(g), lambda rest: driver.main(g, rest))
                      if data else (module.define_flags, module.main))
   define()
   sys.modules["__main__"].__doc__ = doc  # what --help prints
-  # the grid's flags and the shared ones
-  for name in (module.__name__, "hts_jax.results.grid", "hts_jax.results.driver"):
-    for flag in flags.FLAGS.get_key_flags_for_module(name):
-      flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  for flag in flags.FLAGS.get_key_flags_for_module(module.__name__):  # the flags it defined
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
   def main(rest):
-    from hts_jax.results import grid, guard, launch  # pylint: disable=import-outside-toplevel
+    from hts_jax.results import grid, guard  # pylint: disable=import-outside-toplevel
+    from hts_jax.runs import launch  # pylint: disable=import-outside-toplevel
     try:
       # Held for the whole call: a second call on the same folder would take the first's
       # unfinished run for an interrupted one and delete it under its live training process.

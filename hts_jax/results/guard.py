@@ -1,8 +1,8 @@
 """What a grid or a report trusts of a results directory: it reads only regular files (a FIFO
 would block it, a device or a link to one read forever, a planted link show another file), takes
 only summary.json files of the expected types, and holds the results directory for the whole
-`hts-reproduce` call, so that a second call on it, or a run directory whose training process
-still holds its lock, is never deleted under a live run."""
+`hts-reproduce` call, so that a second call on it never deletes a run under a live one (nor does
+a call delete a run directory whose training process still holds its lock: `hts_jax.runs`)."""
 
 from __future__ import annotations
 
@@ -172,23 +172,3 @@ def lock_results(results: str) -> None:
     os.close(fd)
     raise Refused(f"--results={results}: not writable")
   _HELD[path] = fd
-
-
-def held_by(logdir: str) -> Optional[str]:
-  """Who holds the training lock of the run in `logdir` (`pid N`), or None when nobody does: a
-  run directory is deleted only then."""
-  lock = os.path.join(logdir, ".lock")
-  try:
-    fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-  except FileNotFoundError:
-    return None
-  except OSError:
-    return "another process (its .lock cannot be opened)"
-  try:
-    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-  except OSError:
-    pid = os.read(fd, 32).decode(errors="replace").strip()
-    return f"pid {pid}" if pid.isdigit() else "another process"
-  finally:
-    os.close(fd)
-  return None

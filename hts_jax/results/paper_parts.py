@@ -14,7 +14,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import compare, launch, publish
+from hts_jax.results import compare, grid, publish
 from hts_jax.results.publish import fmt_ci, fmt_steps
 
 # The idle parts' names in the wall-time table.
@@ -50,7 +50,7 @@ def validation_report(results: str) -> Optional[Dict[str, Any]]:
   rows = []
   for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
     path = os.path.join(root, name)
-    if not launch.finished(path):
+    if not grid.finished(path):
       continue
     run = metrics.load_run(path)
     s = run.summary

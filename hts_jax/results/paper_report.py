@@ -14,7 +14,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, launch, provenance
+from hts_jax.results import compare, grid, provenance
 from hts_jax.results.compare import Spec  # noqa: F401 (the grids' name for it)
 from hts_jax.runtime.outputs import integrity
 
@@ -221,7 +221,7 @@ def identity_report(results: str) -> Optional[Dict[str, Any]]:
   names = [n for n in os.listdir(root) if n.startswith("actors") and n[len("actors"):].isdigit()]
   for name in sorted(names, key=lambda n: int(n[len("actors"):])):
     path = os.path.join(root, name)
-    s = launch.read_summary(path)
+    s = grid.read_summary(path)
     if s is not None:
       rows.append({"num_actors": s["num_actors"], "env": s["env"], "seed": s["seed"],
                    "env_steps": s["env_steps"], "sps": s["sps"],

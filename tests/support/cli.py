@@ -86,7 +86,7 @@ def launcher_configs(flag_sets):
           "  flags.FLAGS.unparse_flags(); flags.FLAGS(['train', *argv])\n"
           "  out.append(train.build_config().to_dict())\n"
           "print(json.dumps(out))")
-  from hts_jax.results import launch  # pylint: disable=import-outside-toplevel
+  from hts_jax.runs import launch  # pylint: disable=import-outside-toplevel
   argvs = [launch.flag_args(f) for f in flag_sets]
   out = subprocess.run([sys.executable, "-c", code, json.dumps(argvs)], cwd=ROOT,
                        capture_output=True, text=True, check=True).stdout

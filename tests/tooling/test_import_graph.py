@@ -1,7 +1,8 @@
 """The package's import graph, read from the source (imports at any depth, but those under `if
 TYPE_CHECKING:`, which only annotate): no import cycle inside hts_jax, the runtime and the pure core
-never reach the experiments library or the command-line programs, and the registries and config
-modules stay JAX-free. Modules split where the design has a seam, not at a line count."""
+never reach the experiments library (what starts runs, what reports them) or the command-line
+programs, the reports never reach what starts runs, and the registries and config modules stay
+JAX-free. Modules split where the design has a seam, not at a line count."""
 
 import ast
 import os
@@ -103,11 +104,20 @@ def test_no_import_cycle_inside_the_package():
 
 def test_the_runtime_and_the_core_never_import_the_library_or_the_programs():
   graph = _graph()
-  outer = ("hts_jax.results", "hts_jax.cli")
+  outer = ("hts_jax.results", "hts_jax.runs", "hts_jax.cli")
   for module in graph:
     if module.startswith(outer) or module == "hts_jax.__main__":
       continue
     assert not {m for m in graph[module] if m.startswith(outer)}, module
+
+
+def test_the_reports_never_import_what_starts_runs():
+  """hts_jax.runs starts runs and reads them through hts_jax.results; the report never reaches
+  back into the runner."""
+  graph = _graph()
+  for module in graph:
+    if module.startswith("hts_jax.results"):
+      assert not {m for m in graph[module] if m.startswith("hts_jax.runs")}, module
 
 
 def test_the_config_and_the_registries_import_no_jax():

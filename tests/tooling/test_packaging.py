@@ -124,7 +124,7 @@ def test_pip_install_atari_then_the_commands_run_from_outside_the_clone(tmp_path
   out = run("hts-report", str(elsewhere / "cartpole"))
   assert "CartPole-v1" in out
   # docs/library.md's sweeps, from the installed package (one setting, two seeds, resumed).
-  sweep = ("from hts_jax.results import sweeps\n"
+  sweep = ("from hts_jax.runs import sweeps\n"
            "task = dict(preset='cartpole_ppo', num_envs=4, total_steps=512, eval_every=256,\n"
            "            eval_episodes=1, tensorboard=False)\n"
            "for _ in range(2):\n"

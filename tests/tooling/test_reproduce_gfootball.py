@@ -1,6 +1,6 @@
 """`hts-reproduce gfootball` (results/gfootball/grid.toml): the grid's launcher flags, the paper's
 metrics from summary.json files (golden values by hand), the rendered tables and README block,
-resume (hts_jax/results/launch.py)."""
+resume (hts_jax/runs/launch.py)."""
 
 import json
 import os
@@ -10,9 +10,11 @@ import sys
 
 import pytest
 
-from hts_jax.results import compare, driver, grid, launch, paper_report, publish, render, spec
+from hts_jax.results import compare, driver, grid, paper_report, publish, render, spec
 from hts_jax.results import paper_parts as md_
 from hts_jax.results import paper_parts as rg
+from hts_jax.runs import driver as runs_driver
+from hts_jax.runs import launch
 from tests.support import ROOT
 from tests.support.cli import launcher_configs
 
@@ -84,18 +86,18 @@ def test_bad_options_are_one_line_errors():
   with pytest.raises(grid.GridError, match="--extra"):
     flags_of("hts_ppo", "academy_empty_goal", 0, 10, extra=["seed"])
   with pytest.raises(grid.GridError, match="--steps"):
-    driver._budgets(["academy_empty_goal"])
-  assert driver._budgets(["5", "academy_corner=7"]) == {None: 5, "academy_corner": 7}
+    runs_driver._budgets(["academy_empty_goal"])
+  assert runs_driver._budgets(["5", "academy_corner=7"]) == {None: 5, "academy_corner": 7}
   # A TASK= this run does not have is an error, not a budget silently unused; a budget that is
   # the protocol's keeps the grid on its protocol.
   close, run = "academy_empty_goal_close", "academy_run_to_score"
   with pytest.raises(grid.GridError, match="not a task this run has"):
-    driver._budgets([f"{close.upper()}=4000"], GRID, [close])
-  assert driver._budgets([f"{close}=400000", f"{run}=5"], GRID, [close, run]) == {run: 5}
-  assert driver._budgets(["400000"], GRID, [close]) == {}
-  assert driver._budgets(["400000"], GRID, [close, run]) == {None: 400_000}
+    runs_driver._budgets([f"{close.upper()}=4000"], GRID, [close])
+  assert runs_driver._budgets([f"{close}=400000", f"{run}=5"], GRID, [close, run]) == {run: 5}
+  assert runs_driver._budgets(["400000"], GRID, [close]) == {}
+  assert runs_driver._budgets(["400000"], GRID, [close, run]) == {None: 400_000}
   with pytest.raises(grid.GridError, match="--actor_counts"):
-    driver._counts(["1", "0"])
+    runs_driver._counts(["1", "0"])
   # A scenario outside the protocol runs with its own budget, and only with one.
   with pytest.raises(grid.GridError, match="no budget"):
     GRID.run_flags("academy_corner", "hts_ppo", 0)
@@ -218,8 +220,8 @@ def test_resume_refuses_a_finished_run_with_other_settings(tmp_path):
 
 def test_the_grid_module_imports_beside_the_launcher():
   """Its flags are defined only when it runs as the program: `train`'s share names with them."""
-  code = ("from hts_jax.results import driver, spec; spec.load('gfootball'); "
-          "import experiments.train")
+  code = ("from hts_jax.results import spec; from hts_jax.runs import driver; "
+          "spec.load('gfootball'); import experiments.train")
   subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 

@@ -1,6 +1,6 @@
-"""Experiments as a library (hts_jax/results, `hts-reproduce`): paired blocks in a seeded order,
-the one launch path and its failures, the dispatcher's one-line errors, the band of the curves, and
-that no script imports another script."""
+"""Experiments as a library (hts_jax/runs, hts_jax/results, `hts-reproduce`): paired blocks in a
+seeded order, the one launch path and its failures, the dispatcher's one-line errors, the band of
+the curves, and that no script imports another script."""
 
 import ast
 import json
@@ -15,24 +15,25 @@ import psutil
 import pytest
 
 from hts_jax.analysis import plots
-from hts_jax.results import grid, launch, provenance, publish
+from hts_jax.results import grid, provenance, publish
+from hts_jax.runs import blocks, launch
 from hts_jax.runtime import host
 from tests.support import ROOT
 
 
 
 def test_paired_blocks_run_each_seed_and_task_back_to_back_in_the_blocks_seeded_order():
-  runs = grid.paired_blocks(["A", "B"], ["m1", "m2", "m3"], [0, 1],
-                            lambda t, m, s: {"env": t, "seed": s, "method": m})
-  blocks = [r.block for r in runs]
-  assert blocks == ["A/seed0"] * 3 + ["B/seed0"] * 3 + ["A/seed1"] * 3 + ["B/seed1"] * 3
+  runs = blocks.paired_blocks(["A", "B"], ["m1", "m2", "m3"], [0, 1],
+                              lambda t, m, s: {"env": t, "seed": s, "method": m})
+  names = [r.block for r in runs]
+  assert names == ["A/seed0"] * 3 + ["B/seed0"] * 3 + ["A/seed1"] * 3 + ["B/seed1"] * 3
   for i in range(0, 12, 3):
     block = runs[i:i + 3]
     assert [r.method for r in block] == provenance.block_order(block[0].block, ["m1", "m2", "m3"])
     assert all(r.flags == {"env": r.task, "seed": r.seed, "method": r.method} for r in block)
   orders = {tuple(r.method for r in runs[i:i + 3]) for i in range(0, 12, 3)}
   assert len(orders) > 1  # not one fixed order for every block
-  one_task = grid.paired_blocks([None], ["a", "b"], [3], lambda t, m, s: {})
+  one_task = blocks.paired_blocks([None], ["a", "b"], [3], lambda t, m, s: {})
   assert {r.block for r in one_task} == {"seed3"}
   assert one_task[0].logdir("res") == os.path.join("res", "runs", one_task[0].method, "seed3")
 
@@ -58,20 +59,20 @@ def test_the_dry_run_estimates_the_hours_left_from_finished_runs_on_this_host_ki
     os.makedirs(d)
     with open(os.path.join(d, "summary.json"), "w") as f:
       json.dump({"seed": seed, "sps": sps, "host": host}, f)
-  runs = grid.paired_blocks(["t", "u"], ["a", "b", "c"], [0, 1],
-                            lambda t, m, s: {"total_steps": 360_000})
+  runs = blocks.paired_blocks(["t", "u"], ["a", "b", "c"], [0, 1],
+                              lambda t, m, s: {"total_steps": 360_000})
   # To do: t/a/1 (100 SPS: 1 h), u/a/0 and u/a/1 (a's 100: 1 h each), u/b/0 and u/b/1 (b's 50 on
   # AMD: 2 h each; t/b/1 finished, on Intel); c has no finished run (4 runs).
-  assert grid.estimate(runs, str(tmp_path), "AMD x2") == (
+  assert blocks.estimate(runs, str(tmp_path), "AMD x2") == (
       "9 of 12 runs to do: about 7.0 h on AMD x2 (each run's budget over the whole-run SPS of "
       "the finished runs of its task and method there, else of its method); 4 with no finished "
       "run to go by")
   unknown = [r for r in runs if r.method == "c"]
-  assert grid.estimate(unknown, str(tmp_path), "AMD x2") == (
+  assert blocks.estimate(unknown, str(tmp_path), "AMD x2") == (
       "4 of 4 runs to do on AMD x2: no finished run of their tasks or methods there to go by "
       "for an estimate")
   done = [r for r in runs if (r.task, r.method) == ("t", "b")]
-  assert grid.estimate(done, str(tmp_path), "AMD x2") == "nothing to run: every run has finished"
+  assert blocks.estimate(done, str(tmp_path), "AMD x2") == "nothing to run: every run has finished"
 
 
 def test_a_run_whose_block_finished_on_another_host_kind_is_named_before_it_runs(tmp_path):
@@ -83,12 +84,12 @@ def test_a_run_whose_block_finished_on_another_host_kind_is_named_before_it_runs
     os.makedirs(d)
     with open(os.path.join(d, "summary.json"), "w") as f:
       json.dump({"seed": seed, "host": host}, f)
-  runs = grid.paired_blocks(["t"], ["hts", "sync"], [1, 2], lambda t, m, s: {})
+  runs = blocks.paired_blocks(["t"], ["hts", "sync"], [1, 2], lambda t, m, s: {})
   # Block 1's partner ran here; "kept" is no partner; the finished runs themselves are not named.
-  assert grid.other_host_kinds(runs, str(tmp_path), ["hts", "sync"], here="AMD x2") == [
+  assert blocks.other_host_kinds(runs, str(tmp_path), ["hts", "sync"], here="AMD x2") == [
       "warning: t/seed2: hts ran on Intel x2, this host is AMD x2: sync's times here will not "
       "pair with them (paired ratios need one host kind)"]
-  assert grid.other_host_kinds(runs, str(tmp_path), ["hts", "sync"], here="Intel x2") == [
+  assert blocks.other_host_kinds(runs, str(tmp_path), ["hts", "sync"], here="Intel x2") == [
       "warning: t/seed1: hts ran on AMD x2, this host is Intel x2: sync's times here will not "
       "pair with them (paired ratios need one host kind)"]
 
@@ -98,7 +99,7 @@ def test_the_host_s_steal_and_calibration_are_measured_before_the_runs(tmp_path)
   HTS-A2C at 250-300 SPS against 817 on AMD; stopped, it read 0.1% steal and calibrated at 130 ms
   (its kind's quiet runs: 62-88). The driver now measures both before the runs and warns where
   the statistics rules would count its runs as shared."""
-  runs = grid.paired_blocks(["t"], ["a"], [0], lambda t, m, s: {})
+  runs = blocks.paired_blocks(["t"], ["a"], [0], lambda t, m, s: {})
   for method, seed, cpu, ms in (("b", 0, "Intel", 60.0), ("b", 1, "Intel", 70.0),
                                 ("b", 2, "Intel", 80.0), ("b", 3, "AMD", 300.0)):
     d = grid.run_dir(str(tmp_path), "t", method, seed)
@@ -111,7 +112,7 @@ def test_the_host_s_steal_and_calibration_are_measured_before_the_runs(tmp_path)
     def probe(s):
       probed.append(s)
       return share
-    return grid.host_check(runs, str(tmp_path), seconds, probe, lambda: {"total_ms": ms}, here)
+    return blocks.host_check(runs, str(tmp_path), seconds, probe, lambda: {"total_ms": ms}, here)
   assert check(0.23, 130.0) == [
       "warning: 23% of this host's CPU time under load went to other VMs (steal, 10 s probe), "
       "above the 5% at which a run counts as shared: its times will not count in paired ratios",

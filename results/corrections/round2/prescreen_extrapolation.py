@@ -20,7 +20,8 @@ from absl import app
 from absl import flags
 
 from hts_jax.analysis import metrics
-from hts_jax.results import provenance, sweeps
+from hts_jax.results import provenance
+from hts_jax.runs import sweeps
 from results.corrections.round2.prescreen import PRESCREEN, prescreen_markdown, prescreen_summary
 
 flags.DEFINE_list("betas", ["1.0", "0.5"], "The --acting_extrapolation values to screen.")

@@ -1,7 +1,7 @@
 """Ablation sweeps (the notebooks; paper Tables 4 and 5): one training run per setting of a few
 flags and per seed, each in its own logdir, summarized per setting over the seeds.
 
-Every run is one training process started by `hts_jax.results.launch` (what a user types), so a
+Every run is one training process started by `hts_jax.runs.launch` (what a user types), so a
 sweep exercises the real launcher, executors and runtime; it works in a clone and from an
 installed package alike. A sweep resumes: a run whose summary.json reads is taken as it is (one
 that finished with other settings is refused, naming the flag), an unfinished one starts over.
@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from hts_jax.analysis import metrics
-from hts_jax.results import launch
+from hts_jax.runs import launch
 
 
 def logdir_name(setting: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from hts_jax.results import guard
+from hts_jax.results import grid
 from hts_jax.results.provenance import ROOT
 
 
@@ -80,6 +81,26 @@ def _last_line(text: str, default: str) -> str:
   return lines[-1] if lines else default
 
 
+def held_by(logdir: str) -> Optional[str]:
+  """Who holds the training lock of the run in `logdir` (`pid N`), or None when nobody does: a
+  run directory is deleted only then."""
+  lock = os.path.join(logdir, ".lock")
+  try:
+    fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+  except FileNotFoundError:
+    return None
+  except OSError:
+    return "another process (its .lock cannot be opened)"
+  try:
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+  except OSError:
+    pid = os.read(fd, 32).decode(errors="replace").strip()
+    return f"pid {pid}" if pid.isdigit() else "another process"
+  finally:
+    os.close(fd)
+  return None
+
+
 def run_process(args: Sequence[str], logdir: str, *, timeout_s: Optional[float] = None,
                 echo: bool = False) -> Dict[str, Any]:
   """Runs `python -m hts_jax <args> --logdir=<logdir>` (a fresh `logdir`: an old one is removed)
@@ -87,7 +108,7 @@ def run_process(args: Sequence[str], logdir: str, *, timeout_s: Optional[float] 
   `timeout_s`, or when a live run holds `logdir`'s lock (the folder is then left as it is). Its
   stderr stays in `<logdir>/stderr.txt` when it failed."""
   logdir = os.path.abspath(logdir)
-  holder = guard.held_by(logdir)
+  holder = held_by(logdir)
   if holder:  # a live training process writes there: its folder is never deleted under it
     raise RunFailed(f"{logdir} is in use by another run ({holder}): left as it is")
   shutil.rmtree(logdir, ignore_errors=True)
@@ -115,25 +136,6 @@ def run_process(args: Sequence[str], logdir: str, *, timeout_s: Optional[float] 
     return json.load(f)
 
 
-def read_summary(logdir: str) -> Optional[Dict[str, Any]]:
-  """The run's summary.json; None when there is none, or when it is not a regular file, does not
-  parse (truncated by a full disk or a copy, say) or holds a field of the wrong type: that run
-  counts as unfinished, named in one line on stdout (`guard.load_summary`)."""
-  path = os.path.join(logdir, "summary.json")
-  if not os.path.lexists(path):
-    return None
-  try:
-    return guard.load_summary(path)
-  except ValueError as e:
-    print(f"  {e}: the run counts as unfinished", flush=True)
-    return None
-
-
-def finished(logdir: str) -> bool:
-  """Whether the run in `logdir` finished: its summary.json exists and parses."""
-  return read_summary(logdir) is not None
-
-
 # The flags that a finished run's config must match for a grid to take it as done.
 CHECKED = ("env", "env_kwargs", "mode", "core", "correction", "num_envs", "num_executors",
            "num_actors", "total_steps", "seed", "eval_every", "async_batch_unrolls",
@@ -145,7 +147,7 @@ def settings_mismatch(flag_values: Mapping[str, Any], logdir: str,
   """`name: ran X, grid wants Y` for each CHECKED flag in which the finished run in `logdir` (its
   `summary`, read if not given) differs from `flag_values` (a grid resumed with other budgets,
   envs, ...)."""
-  summary = read_summary(logdir) if summary is None else summary
+  summary = grid.read_summary(logdir) if summary is None else summary
   config = (summary or {}).get("config") or {}
   config = {**config, **(config.get("learner") or {})}
   out = []
@@ -166,7 +168,7 @@ def launch(flag_values: Mapping[str, Any], logdir: str, *, dry_run: bool = False
   KeyboardInterrupt after a SIGINT (`catch_sigint`), even one whose exception was lost."""
   if SIGINTS:
     raise KeyboardInterrupt
-  summary = read_summary(logdir)
+  summary = grid.read_summary(logdir)
   if summary is not None:
     differ = settings_mismatch(flag_values, logdir, summary)
     if differ:
@@ -180,7 +182,7 @@ def launch(flag_values: Mapping[str, Any], logdir: str, *, dry_run: bool = False
     cmd = train_command([*args, f"--logdir={os.path.abspath(logdir)}"])
     print("$ python " + " ".join(cmd[1:]), flush=True)
     return False
-  if os.path.exists(logdir) and not guard.held_by(logdir):  # an interrupted run: its wall
+  if os.path.exists(logdir) and not held_by(logdir):  # an interrupted run: its wall
     # time cannot be continued (a held one is named by `run_process` and left as it is)
     print(f"  removing the unfinished run in {logdir}", flush=True)
   start = time.time()
