@@ -11,7 +11,7 @@ it writes the repository's README and docs for a grid the headline reads.
 from absl import app
 from absl import flags
 
-from hts_jax.results import headline, headline_text, provenance
+from hts_jax.results import headline, provenance
 
 flags.DEFINE_bool("readme", True, "Also write README's `headline` block and docs/results.md's "
                   "`headline-details` block.")
@@ -23,7 +23,7 @@ def main(argv):
   out = headline.refresh(provenance.ROOT, readme=FLAGS.readme)
   print(f"wrote {headline.JSON}, {headline.FIGURE}"
         + " and the blocks of README and docs/results.md" * FLAGS.readme)
-  for line in headline_text.plain_sentences(out):
+  for line in headline.plain_sentences(out):
     print(line)
 
 

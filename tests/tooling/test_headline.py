@@ -8,7 +8,7 @@ import os
 import pytest
 
 from hts_jax.analysis import stats
-from hts_jax.results import compare, headline, headline_text
+from hts_jax.results import compare, headline
 from tests.support import ROOT
 
 
@@ -47,16 +47,16 @@ def test_the_three_paired_ratios_by_golden_values():
   sync = row["methods"]["sync_ppo"]
   # Each method's seeds are its own: IMPALA ran one.
   assert (sync["seeds"], row["methods"]["impala"]["seeds"]) == ([0, 1, 2, 3], [2])
-  first, second = headline_text.table({"tasks": [row]}).splitlines()[2:4]
+  first, second = headline.render("table", {"tasks": [row]}).splitlines()[2:4]
   assert "| Empty goal close (0.8; 3) " in first and "| sync PPO (4) / HTS-PPO (4) " in first
   assert "| IMPALA (1) / HTS-PPO (4) " in second
   assert sync["time"]["blocks"] == [0, 1, 2] and sync["censored"] == [2]
-  assert headline_text.spread({"time": stats.ratio([]) | {"shared": [3]}, "neither": []}) == (
-      "no block counts yet (1 left out by the pair rule)")
+  no_block = {"time": stats.ratio([]) | {"shared": [3]}, "neither": []}
+  assert headline.render("spread", no_block) == "no block counts yet (1 left out by the pair rule)"
   # Of the 4 blocks with both runs, 3 count (block 3 shared the machine); IMPALA's one block ran
   # on two host kinds.
-  assert headline_text.spread(row["methods"]["sync_ppo"]) == "≥1.88x [0.50, 6.67] (n=3 of 4)"
-  assert headline_text.spread(row["methods"]["impala"]) == (
+  assert headline.render("spread", sync) == "≥1.88x [0.50, 6.67] (n=3 of 4)"
+  assert headline.render("spread", row["methods"]["impala"]) == (
       "no paired block yet (1 on two host kinds)")
   # Time: 2, 0.5 and sync's whole run (400k steps at 100 SPS = 66.7 min) over 10: a lower bound.
   assert sync["time"]["ratios"] == pytest.approx([2.0, 0.5, 400_000 / 100 / 60 / 10])
@@ -91,13 +91,13 @@ def test_the_bottom_line_says_where_hts_is_not_sooner_and_why():
   out = {"tasks": [row], "sampler": {"ratios": {"a": 1.1, "b": 1.3}, "machine": {"cores": 2}},
          "variance": {"rows": [{"var_over_mean2": 1.0, "speedup": 2.99}]},
          "executors": {"gfootball": headline.executor_shares(_report(runs), "hts_ppo")}}
-  lines = headline_text.bottom_line(out)
+  lines = headline.bottom_line(out)
   assert len(lines) == 5
   assert "HTS/sync 1.10-1.30x" in lines[2] and "gfootball stepping envs" in lines[2]
   assert "at var/mean² 1 HTS is 2.99x sync" in lines[3]
   assert lines[4] == ("**Not sooner** on Empty goal close (its 1.25x throughput does not make up "
                       f"for needing ≥{1 / sync['steps']['mean']:.2f}x the env steps).")
-  assert "≤" in headline_text.table(out)
+  assert "≤" in headline.render("table", out)
 
 
 def test_readmes_three_sentences_say_where_hts_is_sooner_by_how_much_and_where_not():
@@ -116,7 +116,7 @@ def test_readmes_three_sentences_say_where_hts_is_sooner_by_how_much_and_where_n
          "sampler": {"ratios": {"a": 1.1, "b": 1.3}, "machine": {"cores": 2}},
          "variance": {"rows": [{"var_over_mean2": 1.0, "speedup": 2.99}]}}
   more = 1 / behind["methods"]["sync_ppo"]["steps"]["mean"]
-  assert headline_text.plain_sentences(out) == [
+  assert headline.plain_sentences(out) == [
       "HTS reached the target score sooner than synchronous training on 1 of the 2 tasks timed "
       "here, most of all on GFootball's Empty goal close, where synchronous PPO took 1.50 times as "
       "long as HTS-PPO to reach a score of 0.8.",
@@ -126,10 +126,39 @@ def test_readmes_three_sentences_say_where_hts_is_sooner_by_how_much_and_where_n
       "It was not faster on GFootball's Run to score: HTS-PPO ran 1.25 times as fast as "
       f"synchronous PPO but needed at least {more:.2f} times as many environment steps to reach a "
       "score of 0.8, the cost of learning from experience one update old."]
-  block = headline_text.plain(out)
-  assert f"]({headline_text.FIGURE})" in block and "](docs/results.md#the-headline)" in block
+  block = headline.render("plain", out)
+  assert f"]({headline.FIGURE})" in block and "](docs/results.md#the-headline)" in block
   assert not [w for w in ("n=", "≤", "≥", "paired", "geometric", "calibrated", "sync_ppo")
               if w in block]
+
+
+def test_each_reason_hts_was_not_sooner_reads_in_readme_and_in_docs():
+  """`headline.reason`: no throughput lead, more env steps than the lead makes up for, or
+  neither (the blocks differ); README says it in words, docs/results.md in figures."""
+  def cells(throughput, steps, bound=None):
+    cell = lambda mean, bound=None: {"mean": mean, "n": 2, "bound": bound, "lo": mean,
+                                     "hi": mean}
+    return {"label": "sync PPO", "neither": [], "time": cell(0.9), "steps": cell(steps, bound),
+            "throughput": cell(throughput)}
+  tasks = [{"grid": "gfootball", "task": task, "target": "0.8", "label": "HTS-PPO",
+            "methods": {"sync_ppo": m}}
+           for task, m in (("academy_empty_goal", cells(0.95, 1.1)),
+                           ("academy_run_to_score", cells(1.2, 0.5, "upper")),
+                           ("academy_corner", cells(1.2, 1.1)))]
+  out = {"tasks": tasks, "sampler": {"ratios": {}, "machine": None}, "variance": {"rows": []},
+         "executors": {}}
+  assert [headline.reason(m) for t in tasks for m in t["methods"].values()] == [
+      "speed", "steps", "blocks"]
+  assert headline.plain_sentences(out) == [
+      "It was not faster on GFootball's Empty goal: HTS-PPO ran no faster than synchronous PPO; "
+      "on GFootball's Run to score: HTS-PPO ran 1.20 times as fast as synchronous PPO but needed "
+      "at least 2.00 times as many environment steps to reach a score of 0.8, the cost of "
+      "learning from experience one update old; on GFootball's Corner: the runs differ more "
+      "than HTS's speed and its environment steps explain."]
+  assert headline.bottom_line(out)[-1] == (
+      "**Not sooner** on Empty goal (no throughput lead, 0.95x); Run to score (its 1.20x "
+      "throughput does not make up for needing ≥2.00x the env steps); Corner (its throughput and "
+      "sample efficiency are not behind: the blocks differ).")
 
 
 def test_a_block_where_neither_reached_the_target_says_so():
@@ -138,7 +167,7 @@ def test_a_block_where_neither_reached_the_target_says_so():
                             {"hts_ppo": "HTS-PPO", "sync_ppo": "sync PPO"})
   out = {"tasks": [row], "sampler": {"ratios": {}, "machine": None}, "variance": {"rows": []},
          "executors": {}}
-  lines = headline_text.bottom_line(out)
+  lines = headline.bottom_line(out)
   assert "Empty goal close (0.8) neither reached it (n=1)" in lines[0]
   assert "Empty goal close 2.00x / neither reached it" in lines[1]
   assert not any(line.startswith("**Not sooner**") for line in lines)
@@ -155,12 +184,13 @@ def test_the_committed_headline_is_the_committed_grids_rendered():
     saved = json.load(f)
   now = json.loads(json.dumps(headline.build(ROOT)))  # as a reader of the file gets it
   assert {k: saved[k] for k in now} == now, "python -m experiments.headline"
-  for doc, block, render in headline.TARGETS:  # README's plain block, docs/results.md's details
+  for doc, block, macro in headline.TARGETS:  # README's plain block, docs/results.md's details
     with open(os.path.join(ROOT, doc)) as f:
-      assert block.wrap(render(saved)) in f.read(), (doc, "python -m experiments.headline")
-  lines = headline_text.bottom_line(saved)
+      assert block.wrap(headline.render(macro, saved)) in f.read(), (
+          doc, "python -m experiments.headline")
+  lines = headline.bottom_line(saved)
   assert len(lines) <= 6 and all(len(line) <= 300 for line in lines)
-  sentences = headline_text.plain_sentences(saved)
+  sentences = headline.plain_sentences(saved)
   assert len(sentences) <= 4 and all(len(s) <= 300 for s in sentences), sentences
   assert os.path.exists(os.path.join(ROOT, headline.FIGURE))
 
@@ -205,8 +235,8 @@ def test_a_time_ratio_that_a_later_pair_rule_moved_shows_the_earlier_reading():
                      ("2026-11-29", [0, 1, 2], pytest.approx(9.0 ** (1 / 3)))]
   out = {"tasks": [dict(row, grid="gfootball")], "sampler": {"ratios": {}, "machine": None},
          "variance": {"rows": []}, "executors": {}}
-  assert headline_text.plain_sentences(out)[-1] == (
+  assert headline.plain_sentences(out)[-1] == (
       "The rule for which runs pair changed after some of these runs were made; under the rules "
       "before, Empty goal close read 2.08 times from three blocks (before 2026-12-02).")
   assert "Empty goal close sync PPO 2.08x (n=3) (before 2026-12-02)" in \
-      headline_text.bottom_line(out)[-1]
+      headline.bottom_line(out)[-1]
