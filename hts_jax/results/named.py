@@ -35,7 +35,7 @@ TEMPLATES.filters.update(
         [_cell(c[1], r) for c in columns] for r in rows]))
 TEMPLATES.globals.update(
     ratio=paper_parts.ratio_cell, benchratio=paper_parts.benchratio,
-    per_host=paper_parts.per_host, behind=paper_parts.behind,
+    per_host=paper_parts.per_host, ahead=paper_parts.ahead,
     aggregates_line=lambda agg: compare.aggregates_line(agg, lambda m: f"`{m}`"))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import compare, launch, publish
@@ -255,49 +255,36 @@ def _mean(ci: Optional[Dict[str, Any]]) -> Optional[float]:
   return None if not ci else ci.get("mean")
 
 
-def behind(report: Dict[str, Any], scenario: str, t: str, labels: Mapping[str, str]) -> str:
-  """Each baseline's cells where it is ahead of HTS-PPO: fewer env steps to the target (or, where
-  some of HTS-PPO's seeds missed it, the target reached in more seeds), less time to it (either
-  estimate), a higher final or final time metric ('within the intervals' where the two intervals
-  overlap); each baseline named by `labels` (the grid's methods, in order)."""
+def ahead(report: Dict[str, Any], scenario: str, t: str,
+          baselines: Iterable[str]) -> Optional[Dict[str, Dict[str, Any]]]:
+  """Where each of `baselines` that ran the scenario is ahead of the reference (HTS-PPO) on the
+  target `t` (None where the reference has not run): `fewer` env steps to it (`mine` against
+  `theirs`), or where some of the reference's seeds missed it, reached in `more_seeds`; less time
+  to it, `paired` (the ratio's cell) or from env steps over the benchmark's SPS (`bench`); and
+  per final metric `higher`, the means told apart (`_apart`), with whether one seed or
+  overlapping intervals hedge it."""
   ms = report["tasks"][scenario]["methods"]
   ref = ms.get(report["reference"])
   if ref is None:
-    return "no HTS-PPO runs yet."
-  if not any(m in ms for m in labels if m != report["reference"]):
-    return "no baseline has a run yet."
-  parts = []
-  for m in (m for m in labels if m != report["reference"] and m in ms):
-    r, said = ms[m], []
-    mine, theirs = r["required_steps"][t], ref["required_steps"][t]
-    if _mean(mine) is not None and _mean(theirs) is not None and mine["mean"] < theirs["mean"]:
-      said.append(f"needs fewer env steps to {t} ({fmt_ci(mine, '{:,.0f}')} vs HTS-PPO's "
-                  f"{fmt_ci(theirs, '{:,.0f}')})")
-    elif _mean(theirs) is None and mine["reached"] > theirs["reached"]:
-      said.append(f"reaches {t} in more seeds ({mine['reached']}/{mine['runs']}"
-                  + (f", at {mine['mean']:,.0f} env steps" if _mean(mine) is not None else "")
-                  + f"; HTS-PPO {theirs['reached']}/{theirs['runs']})")
+    return None
+  found = {}
+  for m in (m for m in baselines if m != report["reference"] and m in ms):
+    r, mine, theirs = ms[m], ms[m]["required_steps"][t], ref["required_steps"][t]
     paired, bench = paired_ci(report, scenario, m, t), benchratio(report, scenario, m, t)
-    faster = [f"paired {ratio_cell(report, scenario, m, t, '1')}"] \
-        if _mean(paired) is not None and paired["mean"] < 1 else []
-    faster += [f"steps over benchmark SPS {bench:.2f}x"] if bench is not None and bench < 1 else []
-    if faster:
-      said.append(f"takes less time to {t} ({'; '.join(faster)})")
-    higher = []
-    for key, name in (("final_metric", "final metric"), ("final_time", "final time metric")):
+    found[m] = {"mine": mine, "theirs": theirs, "higher": {},
+                "fewer": None not in (_mean(mine), _mean(theirs)) and mine["mean"] < theirs["mean"],
+                "more_seeds": _mean(theirs) is None and mine["reached"] > theirs["reached"],
+                "paired": (ratio_cell(report, scenario, m, t, "1")
+                           if _mean(paired) is not None and paired["mean"] < 1 else None),
+                "bench": bench if bench is not None and bench < 1 else None}
+    for key in ("final_metric", "final_time"):
       a, b = r.get(key), ref.get(key)
       # Higher at 4 decimals: two means of equal scores differ only by float sums.
-      if _mean(a) is not None and _mean(b) is not None and \
-          round(a["mean"], 4) > round(b["mean"], 4):
-        overlap = a.get("lo", a["mean"]) <= b.get("hi", b["mean"])
-        hedge = (", one seed: no interval" if min(a.get("n", 1), b.get("n", 1)) < 2 else
-                 ", within the intervals" if overlap else "")
-        higher.append(f"{name} {_apart(a['mean'], b['mean'])}{hedge}")
-    if higher:
-      said.append(f"ends higher ({'; '.join(higher)})")
-    if said:
-      parts.append(f"{labels[m]} " + ", ".join(said))
-  return ("; ".join(parts) + ".") if parts else "it is ahead of every baseline in every cell."
+      if None not in (_mean(a), _mean(b)) and round(a["mean"], 4) > round(b["mean"], 4):
+        found[m]["higher"][key] = {"apart": _apart(a["mean"], b["mean"]),
+                                   "one_seed": min(a.get("n", 1), b.get("n", 1)) < 2,
+                                   "overlap": a.get("lo", a["mean"]) <= b.get("hi", b["mean"])}
+  return found
 
 
 def _apart(a: float, b: float) -> str:

@@ -25,7 +25,8 @@ DOCS, README = GRID.tables
 
 def behind(report, scenario, t):
   """Where HTS-PPO is not ahead, in `report` (HTS-PPO the reference)."""
-  return paper_parts.behind(dict(report, reference="hts_ppo"), scenario, t, LABELS)
+  return named.words(dict(report, grid="gfootball"), "behind", t=t, labels=LABELS, sc=scenario,
+                     out=dict(report, reference="hts_ppo"))
 
 
 def _report(**parts):
