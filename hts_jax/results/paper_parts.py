@@ -251,7 +251,8 @@ def benchratio(report: Dict[str, Any], scenario: str, method: str, t: str) -> Op
   return mine / ref if mine is not None and ref else None
 
 
-def _mean(ci: Optional[Dict[str, Any]]) -> Optional[float]:
+def _ci_mean(ci: Optional[Dict[str, Any]]) -> Optional[float]:
+  """An interval's mean; None where there is none."""
   return None if not ci else ci.get("mean")
 
 
@@ -272,15 +273,16 @@ def ahead(report: Dict[str, Any], scenario: str, t: str,
     r, mine, theirs = ms[m], ms[m]["required_steps"][t], ref["required_steps"][t]
     paired, bench = paired_ci(report, scenario, m, t), benchratio(report, scenario, m, t)
     found[m] = {"mine": mine, "theirs": theirs, "higher": {},
-                "fewer": None not in (_mean(mine), _mean(theirs)) and mine["mean"] < theirs["mean"],
-                "more_seeds": _mean(theirs) is None and mine["reached"] > theirs["reached"],
+                "fewer": (None not in (_ci_mean(mine), _ci_mean(theirs))
+                          and mine["mean"] < theirs["mean"]),
+                "more_seeds": _ci_mean(theirs) is None and mine["reached"] > theirs["reached"],
                 "paired": (ratio_cell(report, scenario, m, t, "1")
-                           if _mean(paired) is not None and paired["mean"] < 1 else None),
+                           if _ci_mean(paired) is not None and paired["mean"] < 1 else None),
                 "bench": bench if bench is not None and bench < 1 else None}
     for key in ("final_metric", "final_time"):
       a, b = r.get(key), ref.get(key)
       # Higher at 4 decimals: two means of equal scores differ only by float sums.
-      if None not in (_mean(a), _mean(b)) and round(a["mean"], 4) > round(b["mean"], 4):
+      if None not in (_ci_mean(a), _ci_mean(b)) and round(a["mean"], 4) > round(b["mean"], 4):
         found[m]["higher"][key] = {"apart": _apart(a["mean"], b["mean"]),
                                    "one_seed": min(a.get("n", 1), b.get("n", 1)) < 2,
                                    "overlap": a.get("lo", a["mean"]) <= b.get("hi", b["mean"])}
