@@ -6,7 +6,9 @@ a row's first cell (`ROWS`), a note's fields (`FIELDS`), more per-run fields fro
 (`RUN`), more per-cell fields from a cell's runs (`CELL`), more parts of results.json (`REPORT`;
 a paper-style report's: `EXTRAS`), a curve panel's title (`PANELS`), the grid's options over a
 run's flags (`ADJUST`) and a paper-style grid's targets (`targets`). A grid that needs a new
-metric adds one function here (or in `paper_parts`) and names it in its grid.toml."""
+metric adds one function here (or in `paper_parts`) and names it in its grid.toml. The metrics
+are Python; their wording is the grid's: results/<grid>/text.md.in, a Jinja macro per line,
+title or cell, rendered by `words` with the fields the function here computes."""
 
 from __future__ import annotations
 
@@ -16,9 +18,41 @@ import os
 import statistics
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+import jinja2
+
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, paper_parts
+from hts_jax.results import compare, grid, paper_parts, provenance
 from hts_jax.results.publish import fmt_ci, fmt_steps
+
+# The grids' wording: results/<grid>/text.md.in, a Jinja macro per named part of its tables.
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(os.path.join(provenance.ROOT, "results")),
+    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+TEMPLATES.filters.update(
+    fmt=lambda x, fmt: "-" if x is None else fmt.format(x), ci=fmt_ci, steps=fmt_steps,
+    short=paper_parts.short, partial=paper_parts.partial,
+    table=lambda rows, columns: stats.markdown([c[0] for c in columns], [
+        [_cell(c[1], r) for c in columns] for r in rows]))
+TEMPLATES.globals.update(
+    ratio=paper_parts.ratio_cell, benchratio=paper_parts.benchratio,
+    per_host=paper_parts.per_host, ahead=paper_parts.ahead,
+    aggregates_line=lambda agg: compare.aggregates_line(agg, lambda m: f"`{m}`"))
+
+
+def _cell(template: str, row: Mapping[str, Any]) -> str:
+  """`template` formatted with the row's fields, or '-' where it lacks one (or it is None)."""
+  try:
+    return template.format(**row)
+  except (KeyError, TypeError):
+    return "-"
+
+
+def words(report: Dict[str, Any], part: str, **fields: Any) -> str:
+  """The grid's wording of `part`: the macro of that name in results/<grid>/text.md.in (the
+  grid of `report`, its results.json) rendered with `fields`, its last newline dropped."""
+  macro = getattr(TEMPLATES.get_template(f"{report['grid']}/text.md.in").module, part)
+  text = str(macro(**fields))
+  return text[:-1] if text.endswith("\n") else text
 
 
 def _spread(col, c: Dict[str, Any]) -> str:
@@ -57,51 +91,23 @@ def clipped_line(ctx, out: Dict[str, Any]) -> str:
   """The clipped share over the first quarter of the budget, the methods side by side."""
   table = _table(out)
   methods = [m.name for m in ctx.methods if any(m.name in t for t in table.values())]
-
-  def clip(t, m):
-    return ((t.get(m) or {}).get("early_update") or {}).get("clip_frac")
-  if not any(clip(t, m) for t in table.values() for m in methods):
-    return ""
-  return ("Share of samples with a clipped ratio over the first quarter of the budget (mean over "
-          f"seeds; {' / '.join(methods)}): " + "; ".join(
-              f"{task} " + " / ".join("-" if not clip(t, m) else f"{clip(t, m)['mean']:.2f}"
-                                      for m in methods) for task, t in table.items()) + ".")
+  clips = {task: [((t.get(m) or {}).get("early_update") or {}).get("clip_frac") for m in methods]
+           for task, t in table.items()}
+  return (words(out, "clipped_share", methods=methods, clips=clips)
+          if any(any(c) for c in clips.values()) else "")
 
 
 def partial_seeds(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
   """A label for tasks where a method has fewer finished seeds than the protocol's, or ''; each
   method's count where they differ."""
-  parts = []
+  partial = {}
   for task, s in out["tasks"].items():
     counts = {m: len(r["seeds"]) for m, r in s["methods"].items()}
-    seeds, protocol = min(counts.values()), len(
-        out["protocol"]["settings"]["tasks"][task]["seeds"])
-    if seeds >= protocol:
-      continue
-    if len(set(counts.values())) > 1:
-      parts.append(f"{task} has " + ", ".join(f"{n} of `{m}`" for m, n in counts.items())
-                   + f" of the protocol's {protocol} seeds so far")
-    else:
-      parts.append(f"{task} has {seeds} of the protocol's {protocol} seeds so far"
-                   + (" (one run per method: no interval, one block's time ratio)"
-                      if seeds == 1 else ""))
-  return f" **Partial:** {'; '.join(parts)}." if parts else ""
-
-
-def targets_line(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
-  """Each task's targets."""
-  return "; ".join(f"{g} " + " / ".join(f"{v:.2f}" for v in s["targets"].values())
-                   for g, s in out["tasks"].items() if s["targets"]) + "."
-
-
-def _last_target_steps(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
-  last = list(r["required_steps"].values())[-1]
-  return f"{fmt_ci(r['final_metric'], sec.fmt)}; {fmt_steps(last)}"
-
-
-def _final_time_among(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
-  return fmt_ci(r["final_metric"], sec.fmt) + (f"; {fmt_ci(r['final_time'], sec.fmt)}"
-                                        if r.get("final_time") and m in sec.among else "")
+    protocol = len(out["protocol"]["settings"]["tasks"][task]["seeds"])
+    if min(counts.values()) < protocol:
+      partial[task] = {"seeds": min(counts.values()), "protocol": protocol,
+                       "counts": counts if len(set(counts.values())) > 1 else None}
+  return words(out, "partial_seeds", partial=partial)
 
 
 def targets(settings: Dict[str, Any]) -> Callable[[str, List[Dict[str, Any]]], Dict[str, float]]:
@@ -354,46 +360,35 @@ def quarters_cell(col, c: Dict[str, Any]) -> str:
   return shown + (f" ({n} seed{'' if n == 1 else 's'})" if n < len(c["seeds"]) else "")
 
 
-def decision_lines(out: Dict[str, Any], aggregates_too: bool = True) -> List[str]:
-  """Question 3, the aggregates (`aggregates_too`) and the decision with each correction's
-  passes and geometric mean of q (its cost in the study), a paragraph each."""
-  d, agg = out["decision"], out["study_aggregates"]
-  q3 = "; ".join(f"{t}: {'-' if v is None else 'yes' if v else 'no'}"
-                 for t, v in out["clip_frac_matches_sync"].items())
-  lines = [f"Does `decoupled`'s clip_frac range overlap sync PPO's? {q3 or '-'}."]
-  if agg["methods"] and aggregates_too:
-    lines.append(compare.aggregates_line(agg, lambda m: f"`{m}`"))
-  passed = "; ".join(f"`{c}` passes {len(p)} ({', '.join(p) or '-'}),"
-                     f" geometric mean of q {d['geometric_mean_q'][c]:.2f}"
-                     for c, p in d["passes"].items()) if d["complete_tasks"] else ""
-  return lines + [f"Decision (PROTOCOL.md): tasks complete {d['complete_tasks'] or 'none'}; "
-                  + (f"{passed}; " if passed else "")
-                  + (f"winner `{d['winner']}`." if d.get("winner") else
-                     "no winner until every task is complete (leading: "
-                     f"`{d.get('leader_so_far')}`).")]
-
-
-def clip_line(ctx, out: Dict[str, Any]) -> str:
-  """Per task, each method's median over seeds of its runs' mean clip fraction."""
-  per = [f"{task} " + " / ".join("-" if not xs else f"{statistics.median(xs):.2f}" for xs in (
+def clip_medians(ctx, out: Dict[str, Any]) -> Dict[str, List[Optional[float]]]:
+  """Per task, each method's median over seeds of its runs' mean clip fraction (None: none)."""
+  return {task: [statistics.median(xs) if xs else None for xs in (
       [x for x in (cells.get(m.name) or {}).get("per_seed", {}).get("clip_frac", [])
-       if x is not None] for m in ctx.methods)) for task, cells in _table(out).items()]
-  return ("Samples whose ratio starts outside 1 ± ε (`clip_frac`, the median over seeds of each "
-          f"run's mean over its updates; {' / '.join(m.name for m in ctx.methods)}): "
-          + "; ".join(per) + ". `behaviour` centres the clip on μ, one update behind the params "
-          "the epochs start from.")
+       if x is not None] for m in ctx.methods)] for task, cells in _table(out).items()}
 
 
 # A paper-style report's parts beyond the paper's metrics (`paper_parts`), by name.
 
 
-def _per_target(get: Callable[[str], str], r: Dict[str, Any]) -> str:
-  return " / ".join(get(t) for t in r["required_steps"])
+def _docs_tail(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
+  """Under docs' tables: the IMPALA validation's table (a row per run, its diagnostics among its
+  fields) and the actor-count identity's (Tables 4/5), where they ran."""
+  val, ident = out.get("validation"), out.get("identity")
+  return words(out, "docs_tail", validation=val and dict(val, rows=[
+      dict(r, **r["diagnostics"], reached=r["reached_0.9_at_steps"]) for r in val["runs"]]),
+               identity=ident and dict(ident, rows=[
+                   dict(r, last_scores=", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:]))
+                   for r in ident["runs"]]))
 
 
-def _wall_idle(sec, task, m, r, out) -> str:  # pylint: disable=unused-argument
-  return paper_parts.per_host(r, "wall_time_min", "{:.1f}", "") + "; " + ", ".join(
-      f"{paper_parts.IDLE[k]} {v:.0%}" for k, v in r["idle_share"].items())
+def _readme_tail(ctx, out: Dict[str, Any]) -> str:
+  """Under README's table: where HTS-PPO is not ahead, then the IMPALA validation's verdict with
+  the diagnostics every run has."""
+  runs = (out.get("validation") or {}).get("runs", [])
+  per = {k: [r["diagnostics"].get(k) for r in runs]
+         for k in ("entropy", "rho_clipped_frac", "value_loss")}
+  return words(out, "readme_tail", out=out, diagnostics={k: v for k, v in per.items() if all(v)},
+               labels={m.name: m.short for m in ctx.methods if m.short})
 
 
 def _final_time_row(task: str, s: Dict[str, Any]) -> str:
@@ -406,9 +401,7 @@ def _scale(out: Dict[str, Any]) -> Dict[str, Any]:
   """The runs' scale: the options, the networks, and whether the runs predate host records."""
   o = out["protocol"]["settings"]["options"]
   networks = sorted({str(r.get("network")) for r in out["runs"]}) or ["-"]
-  redo = ("**These runs are to be re-run** (the GFootball protocol issue): they were made before "
-          "evaluations played new episodes and before runs recorded their host. "
-          if any(not r.get("host_recorded") for r in out["runs"]) else "")
+  redo = words(out, "redo") if any(not r.get("host_recorded") for r in out["runs"]) else ""
   return {"redo": redo, "num_envs": o["num_envs"], "representation": o["representation"],
           "networks": "/".join(networks)}
 
@@ -454,6 +447,14 @@ CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
     "rule": rule_cell,
     "quarters": quarters_cell,
 }
+
+
+def _worded(part: str) -> Callable[..., str]:
+  """A section's cell worded by the grid's macro `part`, given the section, task, method, its
+  summary row and the report."""
+  return lambda sec, task, m, r, out: words(out, part, sec=sec, task=task, m=m, r=r, out=out)
+
+
 SECTIONS: Dict[str, Callable[..., str]] = {
     "final": lambda sec, task, m, r, out: fmt_ci(r["final_metric"], sec.fmt),
     "final_time": lambda sec, task, m, r, out: fmt_ci(r.get("final_time"), sec.fmt),
@@ -461,23 +462,11 @@ SECTIONS: Dict[str, Callable[..., str]] = {
         map(fmt_steps, r["required_steps"].values())),
     "paired": paper_parts.paired_cell,
     "bench_minutes": paper_parts.bench_minutes,
-    "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
-    "final_and_sps": lambda sec, task, m, r, out: (
-        f"{fmt_ci(r['final_metric'], sec.fmt)}; {fmt_ci(r['sps'], '{:,.0f}')} SPS"),
-    "final_and_last_target_steps": _last_target_steps,
-    "final_and_final_time": _final_time_among,
-    "paired_each": lambda sec, task, m, r, out: _per_target(
-        lambda t: paper_parts.ratio_cell(out, task, m, t, "1 (reference)"), r),
     "bench_minutes_sps": paper_parts.bench_minutes_sps,
-    "required_min": lambda sec, task, m, r, out: _per_target(
-        lambda t: fmt_ci(r["required_min"][t]), r),
-    "final_per_host_sps": lambda sec, task, m, r, out: (
-        f"{fmt_ci(r['final_metric'], sec.fmt)}; "
-        + paper_parts.per_host(r, "sps", "{:,.0f}", " SPS")),
-    "wall_idle": _wall_idle,
-    "update": paper_parts.update_cell,
-    "run_throughput": paper_parts.throughput_cell,
-    "readme": paper_parts.readme_cell,
+    "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
+    **{part: _worded(part) for part in (
+        "final_and_sps", "final_and_last_target_steps", "final_and_final_time", "paired_each",
+        "required_min", "final_per_host_sps", "wall_idle", "update", "run_throughput", "readme")},
 }
 FIGURES: Dict[str, Callable[[Any], str]] = {
     "mean_pm": lambda v: f"{v[0]:,} ± {v[1]:,}",
@@ -487,13 +476,13 @@ FIGURES: Dict[str, Callable[[Any], str]] = {
     "each_1f": lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v),
 }
 LINES: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
-    "clipped_share": clipped_line, "partial_seeds": partial_seeds, "targets": targets_line,
-    "decision": lambda ctx, out: "\n\n".join(decision_lines(out)),
-    "clip_and_decision": lambda ctx, out: " ".join(
-        [clip_line(ctx, out), *decision_lines(out, aggregates_too=False)]),
-    "docs_tail": lambda ctx, out: paper_parts.docs_tail(out),
-    "readme_tail": lambda ctx, out: paper_parts.readme_tail(
-        {m.name: m.short for m in ctx.methods if m.short}, out),
+    "clipped_share": clipped_line, "partial_seeds": partial_seeds,
+    "targets": lambda ctx, out: words(out, "targets", out=out),
+    "decision": lambda ctx, out: words(out, "decision", out=out),
+    "clip_and_decision": lambda ctx, out: words(
+        out, "clip_and_decision", out=out, methods=[m.name for m in ctx.methods],
+        medians=clip_medians(ctx, out)),
+    "docs_tail": _docs_tail, "readme_tail": _readme_tail,
 }
 TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
     # the host, where the runs ran on one host kind only
@@ -502,7 +491,10 @@ TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
     # where the final time metric has a clock (some scenario's runs of the limit method)
     "time_limit": lambda title, out: (title if any(s["time_limit_s"]
                                                    for s in out["tasks"].values()) else None),
-    "run_throughput": lambda title, out: paper_parts.throughput_title(out),
+    # what resets cost, where env_costs.json says
+    "run_throughput": lambda title, out: words(out, "run_throughput_title", costs={
+        sc: d for sc, d in (out.get("run_throughput") or {}).items()
+        if d.get("random_reset_share")}),
 }
 ROWS: Dict[str, Callable[[str, Dict[str, Any]], str]] = {
     "final_time": _final_time_row, "update": paper_parts.update_row,

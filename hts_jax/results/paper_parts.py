@@ -1,25 +1,22 @@
 """The named parts of a paper-style report beyond the paper's metrics (a grid's TOML names them:
-`named.EXTRAS`, `named.SECTIONS`, `named.LINES`, `named.TITLES`, `named.ROWS`), from the runs'
-own files: the IMPALA validation (its runs under <results>/impala_validation), the PPO update's
-diagnostics over the first quarter of each budget (the runs' metrics.csv: how the policy-lag
-corrections change the update), whole runs' throughput against the benchmark's (and what resets
-cost), each method's figures per host kind where a task's runs span several; and their markdown:
-the cells the tables share ('(k of n seeds)', paired ratios, per-host figures), the validation
-and the actor-count identity under the tables, where the reference method is not ahead."""
+`named.EXTRAS`, `named.SECTIONS`, `named.LINES`, `named.ROWS`), from the runs' own files: the
+IMPALA validation (its runs under <results>/impala_validation), the PPO update's diagnostics over
+the first quarter of each budget (the runs' metrics.csv: how the policy-lag corrections change
+the update), whole runs' throughput against the benchmark's (and what resets cost), each
+method's figures per host kind where a task's runs span several; and the cells the tables share
+('(k of n seeds)', paired ratios, per-host figures) and where the reference method is not ahead.
+Their wording is results/gfootball/text.md.in's."""
 
 from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from hts_jax.analysis import metrics, stats
 from hts_jax.results import compare, grid, publish
-from hts_jax.results.publish import fmt_ci, fmt_steps
+from hts_jax.results.publish import fmt_ci
 
-# The idle parts' names in the wall-time table.
-IDLE = {"executors_waiting_for_actions": "executors wait for actions",
-        "executors_at_barrier": "at the barrier", "actors": "actors", "learner": "learner"}
 ENV_COSTS = "env_costs.json"  # `python -m experiments.bench_env_costs --save=...` writes it
 VALIDATION = "impala_validation"  # the IMPALA validation's runs: <results>/<VALIDATION>/seed<k>
 DIAGNOSTICS = ("entropy", "rho_clipped_frac", "mean_rho", "value_loss", "learning_rate")
@@ -172,84 +169,13 @@ def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> No
                                                     resamples=resamples)}
 
 
-UPDATE_KEYS = (("clip_frac", "clipped", "{:.3f}"), ("ratio_abs_dev", "\\|ρ - 1\\|", "{:.3f}"),
-               ("approx_kl", "KL", "{:.4f}"), ("entropy", "entropy", "{:.2f}"))
-
-
-def update_row(sc: str, d: Dict[str, Any]) -> str:
-  return f"{short(sc)} ({_listed(d['window_steps'])}, {_listed(d['clip_eps'], '{:g}')})"
-
-
-def update_cell(sec, sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
-  """The PPO update's diagnostics over the first quarter of the budget."""
-  del sec
-  return partial(out["update_diagnostics"][sc], m) + "; ".join(
-      f"{name} {fmt_ci(r.get(key), fmt)}" for key, name, fmt in UPDATE_KEYS)
-
-
-def throughput_title(out: Dict[str, Any]) -> str:
-  """The whole runs' table's title: what it shows, and what a reset costs (env_costs.json)."""
-  costs = [f"{short(sc)} {d['reset_in_steps']:.1f} steps (a random policy's episodes: "
-           f"{d['random_episode_length']:.0f} steps, so resets add {d['random_reset_share']:.0%} "
-           "to a step's env time)" for sc, d in (out.get("run_throughput") or {}).items()
-           if d.get("random_reset_share")]
-  return ("Whole runs against the benchmark: a run's SPS (its evaluations included, mean over the "
-          "seeds that ran on the benchmark's host kind [min, max]) as a share of the throughput "
-          "benchmark's median (the first 30,000 steps, no evaluation); the runs' mean training "
-          "episode length (env steps over finished episodes); and what resets add to a step's "
-          "env time at that length" + (": a reset costs " + "; ".join(costs)
-                                       + ", results/gfootball/env_costs.json" if costs else "")
-          + ". A policy that scores sooner plays shorter episodes and resets more often per step.")
-
-
-def throughput_cell(sec, sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
-  """A whole run's SPS against the benchmark's, its episode length and what resets add."""
-  del sec
-  length = ("" if r["episode_length"] is None else
-            f"; episodes {fmt_ci(r['episode_length'], '{:.1f}')} steps")
-  resets = "" if r["reset_share"] is None else f"; resets +{r['reset_share']:.0%}"
-  cell = partial(out["run_throughput"][sc], m)
-  if r["sps"] is None:
-    return f"{cell}- SPS (no run on the benchmark's host, {r['benchmark_host']}){length}{resets}"
-  share = ("" if r["sps_to_benchmark"] is None else
-           f" = {r['sps_to_benchmark']:.2f} of {r['benchmark_sps']:,.0f}")
-  if len(r.get("sps_seeds", r["seeds"])) < len(r["seeds"]):
-    share += f" (the {len(r['sps_seeds'])} of {len(r['seeds'])} seeds on the benchmark's host)"
-  return f"{cell}{fmt_ci(r['sps'], '{:,.0f}')} SPS{share}{length}{resets}"
-
-
-def docs_tail(out: Dict[str, Any]) -> str:
-  """Under docs' tables: the IMPALA validation and the actor-count identity (Tables 4/5)."""
-  return "\n".join(_validation_lines(out.get("validation")) + identity_lines(out))
-
-
-def readme_cell(sec, sc: str, m: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
-  """README's cell: env steps to the top target; time to it relative to HTS-PPO's, paired / from
-  the benchmark's SPS; the final / final time metric."""
-  del sec
-  t = out["protocol"]["settings"]["targets"][-1]
-  bench = _benchratio_cell(out, sc, m, t)
-  bench = "1" if m == out["reference"] and bench else "-" if bench is None else f"{bench:.2f}x"
-  return (f"{partial(out['tasks'][sc], m)}{fmt_steps(r['required_steps'][t])}; "
-          f"{ratio_cell(out, sc, m, t, '1')} / {bench}; "
-          f"{fmt_ci(r['final_metric'], '{:.2f}')} / {fmt_ci(r.get('final_time'), '{:.2f}')}")
-
-
-def readme_tail(labels: Mapping[str, str], out: Dict[str, Any]) -> str:
-  """Under README's table: where HTS-PPO is not ahead and the IMPALA validation's verdict (the
-  PPO update's diagnostics are the corrections study's, README's section of its own)."""
-  t = out["protocol"]["settings"]["targets"][-1]
-  lines = [f"Where HTS-PPO is not ahead (written from the JSON; {t} is the target):"]
-  lines += [f"- {short(sc)}: {_behind(out, sc, t, labels)}" for sc in out["tasks"]]
-  return "\n".join(lines + [""] + _verdict(out))
-
-
 def short(scenario: str) -> str:
   return scenario.replace("academy_", "").replace("_", " ").capitalize()
 
 
-def _listed(values: List[Any], fmt: str = "{:,}") -> str:
-  return "/".join(fmt.format(v) for v in values) or "-"
+def update_row(sc: str, d: Dict[str, Any]) -> str:
+  listed = lambda values, fmt: "/".join(fmt.format(v) for v in values) or "-"  # noqa: E731
+  return f"{short(sc)} ({listed(d['window_steps'], '{:,}')}, {listed(d['clip_eps'], '{:g}')})"
 
 
 def seeds_of(scenario_summary: Dict[str, Any]) -> int:
@@ -318,82 +244,49 @@ def bench_minutes_sps(sec, scenario: str, method: str, r: Dict[str, Any],
   return bench_minutes(sec, scenario, method, r, out) + (f" ({sps:,.0f} SPS)" if sps else "")
 
 
-def _validation_lines(val: Optional[Dict[str, Any]]) -> List[str]:
-  if not val:
-    return []
-  rows = []
-  for r in val["runs"]:
-    d, reached = r["diagnostics"], r["reached_0.9_at_steps"]
-
-    def fl(key, fmt="{:.3g}"):
-      return f"{fmt.format(d[key]['first'])} → {fmt.format(d[key]['last'])}" if key in d else "-"
-    rows.append([r["seed"], "-" if reached is None else f"{reached:,.0f}", f"{r['final_eval']:.2f}",
-                 f"{r['updates']:,}", fl("entropy"), f"{d['rho_clipped_frac']['mean']:.2f}",
-                 fl("value_loss"), fl("learning_rate"), r["host"]] if "rho_clipped_frac" in d else
-                [r["seed"], reached, r["final_eval"], r["updates"], "-", "-", "-", "-", r["host"]])
-  return ["**IMPALA validation** (`gfootball_impala` at this scale on academy_empty_goal_close, "
-          "the 5M-step schedule, stopping once the running average over 10 evaluations reaches "
-          f"0.9; PROTOCOL.md): **{'passed' if val['passed'] else 'not passed'}**", "",
-          stats.markdown(["seed", "reached 0.9 at (env steps)", "final evaluation", "updates",
-                          "entropy per step, first → last update (uniform: 2.94)",
-                          "ρ clipped (mean over updates)", "value loss per step, first → last",
-                          "learning rate first → last", "host"], rows)]
-
-
-def _benchratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
+def benchratio(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
   """The method's minutes to the target (env steps over its benchmark SPS) over HTS-PPO's."""
   mins = (report.get("throughput_minutes") or {}).get(scenario) or {}
   mine, ref = (mins.get(method) or {}).get(t), (mins.get(report["reference"]) or {}).get(t)
   return mine / ref if mine is not None and ref else None
 
 
-def _mean(ci: Optional[Dict[str, Any]]) -> Optional[float]:
+def _ci_mean(ci: Optional[Dict[str, Any]]) -> Optional[float]:
+  """An interval's mean; None where there is none."""
   return None if not ci else ci.get("mean")
 
 
-def _behind(report: Dict[str, Any], scenario: str, t: str, labels: Mapping[str, str]) -> str:
-  """Each baseline's cells where it is ahead of HTS-PPO: fewer env steps to the target (or, where
-  some of HTS-PPO's seeds missed it, the target reached in more seeds), less time to it (either
-  estimate), a higher final or final time metric ('within the intervals' where the two intervals
-  overlap); each baseline named by `labels` (the grid's methods, in order)."""
+def ahead(report: Dict[str, Any], scenario: str, t: str,
+          baselines: Iterable[str]) -> Optional[Dict[str, Dict[str, Any]]]:
+  """Where each of `baselines` that ran the scenario is ahead of the reference (HTS-PPO) on the
+  target `t` (None where the reference has not run): `fewer` env steps to it (`mine` against
+  `theirs`), or where some of the reference's seeds missed it, reached in `more_seeds`; less time
+  to it, `paired` (the ratio's cell) or from env steps over the benchmark's SPS (`bench`); and
+  per final metric `higher`, the means told apart (`_apart`), with whether one seed or
+  overlapping intervals hedge it."""
   ms = report["tasks"][scenario]["methods"]
   ref = ms.get(report["reference"])
   if ref is None:
-    return "no HTS-PPO runs yet."
-  if not any(m in ms for m in labels if m != report["reference"]):
-    return "no baseline has a run yet."
-  parts = []
-  for m in (m for m in labels if m != report["reference"] and m in ms):
-    r, said = ms[m], []
-    mine, theirs = r["required_steps"][t], ref["required_steps"][t]
-    if _mean(mine) is not None and _mean(theirs) is not None and mine["mean"] < theirs["mean"]:
-      said.append(f"needs fewer env steps to {t} ({fmt_ci(mine, '{:,.0f}')} vs HTS-PPO's "
-                  f"{fmt_ci(theirs, '{:,.0f}')})")
-    elif _mean(theirs) is None and mine["reached"] > theirs["reached"]:
-      said.append(f"reaches {t} in more seeds ({mine['reached']}/{mine['runs']}"
-                  + (f", at {mine['mean']:,.0f} env steps" if _mean(mine) is not None else "")
-                  + f"; HTS-PPO {theirs['reached']}/{theirs['runs']})")
-    paired, bench = paired_ci(report, scenario, m, t), _benchratio_cell(report, scenario, m, t)
-    faster = [f"paired {ratio_cell(report, scenario, m, t, '1')}"] \
-        if _mean(paired) is not None and paired["mean"] < 1 else []
-    faster += [f"steps over benchmark SPS {bench:.2f}x"] if bench is not None and bench < 1 else []
-    if faster:
-      said.append(f"takes less time to {t} ({'; '.join(faster)})")
-    higher = []
-    for key, name in (("final_metric", "final metric"), ("final_time", "final time metric")):
+    return None
+  found = {}
+  for m in (m for m in baselines if m != report["reference"] and m in ms):
+    r, mine, theirs = ms[m], ms[m]["required_steps"][t], ref["required_steps"][t]
+    paired, bench = paired_ci(report, scenario, m, t), benchratio(report, scenario, m, t)
+    found[m] = {"mine": mine, "theirs": theirs, "higher": {},
+                "fewer": (None not in (_ci_mean(mine), _ci_mean(theirs))
+                          and mine["mean"] < theirs["mean"]),
+                "more_seeds": _ci_mean(theirs) is None and mine["reached"] > theirs["reached"],
+                "paired": (ratio_cell(report, scenario, m, t, "1")
+                           if _ci_mean(paired) is not None and paired["mean"] < 1 else None),
+                "bench": bench if bench is not None and bench < 1 else None}
+    for key in ("final_metric", "final_time"):
       a, b = r.get(key), ref.get(key)
       # Higher at 4 decimals: two means of equal scores differ only by float sums.
-      if _mean(a) is not None and _mean(b) is not None and \
-          round(a["mean"], 4) > round(b["mean"], 4):
-        overlap = a.get("lo", a["mean"]) <= b.get("hi", b["mean"])
-        hedge = (", one seed: no interval" if min(a.get("n", 1), b.get("n", 1)) < 2 else
-                 ", within the intervals" if overlap else "")
-        higher.append(f"{name} {_apart(a['mean'], b['mean'])}{hedge}")
-    if higher:
-      said.append(f"ends higher ({'; '.join(higher)})")
-    if said:
-      parts.append(f"{labels[m]} " + ", ".join(said))
-  return ("; ".join(parts) + ".") if parts else "it is ahead of every baseline in every cell."
+      if None not in (_ci_mean(a), _ci_mean(b)) and round(a["mean"], 4) > round(b["mean"], 4):
+        found[m]["higher"][key] = {"apart": _apart(a["mean"], b["mean"]),
+                                   "one_seed": min(a.get("n", 1), b.get("n", 1)) < 2,
+                                   "overlap": a.get("lo", a["mean"]) <= b.get("hi", b["mean"])}
+  return found
 
 
 def _apart(a: float, b: float) -> str:
@@ -402,39 +295,3 @@ def _apart(a: float, b: float) -> str:
   while d < 4 and f"{a:.{d}f}" == f"{b:.{d}f}":
     d += 1
   return f"{a:.{d}f} vs {b:.{d}f}"
-
-
-def _verdict(report: Dict[str, Any]) -> List[str]:
-  val = report.get("validation")
-  if not val:
-    return []
-  seeds = ", ".join(f"seed {r['seed']} at "
-                    + ("-" if r["reached_0.9_at_steps"] is None else
-                       f"{r['reached_0.9_at_steps']:,.0f} steps") for r in val["runs"])
-  diag = []
-  for key, name, fmt in (("entropy", "entropy per step (uniform 2.94)", "{:.2f}"),
-                         ("rho_clipped_frac", "ρ clipped (share, mean over updates)", "{:.2f}"),
-                         ("value_loss", "value loss per step", "{:.3f}")):
-    per = [r["diagnostics"].get(key) for r in val["runs"]]
-    if all(per):
-      diag.append(name + " " + " / ".join(
-          fmt.format(d["mean"]) if key == "rho_clipped_frac" else
-          f"{fmt.format(d['first'])} → {fmt.format(d['last'])}" for d in per))
-  return [f"IMPALA validation on academy_empty_goal_close (a running average of 0.9 within 1M "
-          f"steps, 2 seeds): {'passed' if val['passed'] else 'not passed'} ({seeds})"
-          + (f"; its diagnostics, seed by seed (first → last update): {', '.join(diag)}"
-             if diag else "") + "."]
-
-
-def identity_lines(out: Dict[str, Any]) -> List[str]:
-  """The actor-count identity's table (Tables 4/5: `paper_report.identity_report`), if run."""
-  ident = out.get("identity")
-  if not ident:
-    return []
-  rows = [[r["num_actors"], r["env"], r["seed"], f"{r['env_steps']:,}", f"{r['sps']:,.0f}",
-           f"`{r['param_sha256'][:16]}`",
-           "... " + ", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:])] for r in ident["runs"]]
-  return ["**The same run with 1, 2 and 4 actors (Tables 4/5)**", "",
-          stats.markdown(["actors", "env", "seed", "env steps", "SPS", "param_sha256",
-                          "evaluation scores"], rows),
-          "Identical parameters and scores: " + ("yes" if ident["identical"] else "**no**"), ""]

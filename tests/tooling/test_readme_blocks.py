@@ -20,7 +20,7 @@ def test_the_mujoco_update_statistics_render():
   assert named.update_cell(None, {"early_update": early}) == (
       "clipped 0.250 [0.200, 0.300] (min-max); KL 0.0100 [0.0100, 0.0100] (min-max); entropy "
       "3.00 [3.00, 3.00] (min-max)")
-  out = {"tasks": {"Hopper-v5": {"methods": {"sync_ppo": {"early_update": early},
+  out = {"grid": "mujoco", "tasks": {"Hopper-v5": {"methods": {"sync_ppo": {"early_update": early},
                                              "hts_ppo": {"early_update": None}}}}}
   assert named.clipped_line(spec.load("mujoco").ctx, out) == (
       "Share of samples with a clipped ratio over the first quarter of the budget (mean over "

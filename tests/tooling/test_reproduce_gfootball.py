@@ -10,9 +10,8 @@ import sys
 
 import pytest
 
-from hts_jax.results import compare, driver, grid, paper_report, publish, render, spec
-from hts_jax.results import paper_parts as md_
-from hts_jax.results import paper_parts as rg
+from hts_jax.results import (compare, driver, grid, named, paper_parts, paper_report, publish,
+                             render, spec)
 from hts_jax.runs import driver as runs_driver
 from hts_jax.runs import launch
 from tests.support import ROOT
@@ -28,11 +27,18 @@ DOCS, README = GRID.tables
 
 def behind(report, scenario, t):
   """Where HTS-PPO is not ahead, in `report` (HTS-PPO the reference)."""
-  return md_._behind(dict(report, reference="hts_ppo"), scenario, t, LABELS)
+  return named.words(dict(report, grid="gfootball"), "behind", t=t, labels=LABELS, sc=scenario,
+                     out=dict(report, reference="hts_ppo"))
+
+
+def _report(**parts):
+  """A GFootball report with no scenarios but `parts`."""
+  return {"grid": "gfootball", "tasks": {}, "protocol": {"settings": {"targets": ["0.4", "0.8"]}},
+          **parts}
 
 
 def ratio_cell(report, *args):
-  return md_.ratio_cell(dict(report, reference="hts_ppo"), *args)
+  return paper_parts.ratio_cell(dict(report, reference="hts_ppo"), *args)
 
 
 def flags_of(method, scenario, seed, steps, **scale):
@@ -310,9 +316,9 @@ def test_readme_says_where_hts_ppo_is_not_ahead():
 def test_a_higher_final_metric_is_shown_apart_from_the_other():
   """'ends higher (final metric 0.79 vs 0.79)' said nothing: the figures get the decimals that
   tell them apart."""
-  assert md_._apart(0.7925, 0.7905) == "0.792 vs 0.790"
-  assert md_._apart(0.92, 0.9) == "0.92 vs 0.90"
-  assert md_._apart(0.50004, 0.50001) == "0.5000 vs 0.5000"  # 4 decimals at most
+  assert paper_parts._apart(0.7925, 0.7905) == "0.792 vs 0.790"
+  assert paper_parts._apart(0.92, 0.9) == "0.92 vs 0.90"
+  assert paper_parts._apart(0.50004, 0.50001) == "0.5000 vs 0.5000"  # 4 decimals at most
   # Equal but for float sums (two means of 0.79): not 'higher' at all.
   ci = lambda m: {"mean": m, "n": 1}  # pylint: disable=unnecessary-lambda-assignment
   sc, t = "academy_empty_goal", "0.8"
@@ -388,7 +394,7 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
     with open(os.path.join(path, "summary.json"), "w") as f:
       json.dump(summary, f)
   runs = paper_report.load_runs(str(tmp_path), SPEC)
-  d = rg.update_diagnostics(str(tmp_path), runs, 2_000)[sc]
+  d = paper_parts.update_diagnostics(str(tmp_path), runs, 2_000)[sc]
   assert (d["window_steps"], d["clip_eps"]) == ([3_000], [0.08])
   assert list(d["methods"]) == ["hts_ppo", "sync_ppo"]
   assert d["methods"]["sync_ppo"]["seeds"] == [0]
@@ -399,11 +405,12 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
   assert hts["ratio_abs_dev"]["mean"] == pytest.approx(0.05) and hts["seeds"] == [0, 1]
   # Entropy over steps 2,400-3,000: the row at 3,000 only.
   assert sync["entropy"]["mean"] == pytest.approx(2.7) and sync["entropy"]["n"] == 1
-  out = {"update_diagnostics": {sc: d}}
-  assert md_.update_row(sc, d) == "Empty goal close (3,000, 0.08)"
-  assert md_.update_cell(None, sc, "hts_ppo", hts, out).startswith(
+  out = {"grid": "gfootball", "update_diagnostics": {sc: d}}
+  update_cell = named.SECTIONS["update"]
+  assert paper_parts.update_row(sc, d) == "Empty goal close (3,000, 0.08)"
+  assert update_cell(None, sc, "hts_ppo", hts, out).startswith(
       "clipped 0.600 [0.400, 0.800]; \\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
-  assert md_.update_cell(None, sc, "sync_ppo", sync, out) == (
+  assert update_cell(None, sc, "sync_ppo", sync, out) == (
       "(1 of 2 seeds) clipped 0.200; \\|ρ - 1\\| 0.050; KL 0.0010; entropy 2.70")
 
 
@@ -411,7 +418,7 @@ def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
   """PROTOCOL.md's IMPALA validation: where each seed's running average first reached 0.9, and
   the diagnostics per env step when the loss is summed over the batch (TorchBeast's)."""
   for seed, scores in ((0, [0.5] * 5 + [1.0] * 10), (1, [0.5] * 12)):
-    path = tmp_path / rg.VALIDATION / f"seed{seed}"
+    path = tmp_path / paper_parts.VALIDATION / f"seed{seed}"
     os.makedirs(path)
     evals = [{"env_steps": 100 * (k + 1), "wall_time_s": k + 1.0, "mean_return": x,
               "returns": [x] * 10} for k, x in enumerate(scores)]
@@ -422,7 +429,7 @@ def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
                  "updates": 6, "sps": 10.0, "eval": evals, "config": config}, f)
     (path / "metrics.csv").write_text("env_steps,entropy,rho_clipped_frac,value_loss\n"
                                       "256,753.6,0.5,25.6\n512,256.0,0.3,2.56\n")
-  val = rg.validation_report(str(tmp_path))
+  val = paper_parts.validation_report(str(tmp_path))
   assert not val["passed"]  # seed 1 never reached 0.9
   first, second = val["runs"]
   # Full windows of 10: the first reaching 0.9 ends at the 13th evaluation (2 x 0.5, 8 x 1.0).
@@ -431,14 +438,14 @@ def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
   assert d["entropy"]["first"] == pytest.approx(753.6 / 256) and d["entropy"]["last"] == 1.0
   assert d["value_loss"]["first"] == pytest.approx(0.1)
   assert d["rho_clipped_frac"]["mean"] == pytest.approx(0.4)
-  assert "**not passed**" in "\n".join(md_._validation_lines(val))
+  assert "**not passed**" in named.LINES["docs_tail"](GRID.ctx, _report(validation=val))
   # README's line: the verdict, where each seed reached 0.9 and its diagnostics.
-  assert md_._verdict({"validation": val}) == [
+  assert named.LINES["readme_tail"](GRID.ctx, _report(validation=val)).split("\n")[-1] == (
       "IMPALA validation on academy_empty_goal_close (a running average of 0.9 within 1M steps, "
       "2 seeds): not passed (seed 0 at 1,300 steps, seed 1 at -); its diagnostics, seed by seed "
       "(first → last update): entropy per step (uniform 2.94) 2.94 → 1.00 / 2.94 → 1.00, ρ "
       "clipped (share, mean over updates) 0.40 / 0.40, value loss per step 0.100 → 0.010 / "
-      "0.100 → 0.010."]
+      "0.100 → 0.010.")
 
 
 def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
@@ -462,7 +469,7 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   # its episodes (host-independent) are not.
   bench = {"scenarios": {sc: {"hts_ppo": {"median_sps": 100.0}}}, "host": "A x2"}
   costs = {"envs": {f"gfootball:{sc}": {"reset_in_steps": 6.0, "random_episode_length": 120.0}}}
-  d = rg.run_throughput(runs, bench, costs, 2_000)[sc]
+  d = paper_parts.run_throughput(runs, bench, costs, 2_000)[sc]
   assert d["random_reset_share"] == pytest.approx(0.05)
   hts, sync = d["methods"]["hts_ppo"], d["methods"]["sync_ppo"]
   assert hts["seeds"] == [0, 1, 2] and hts["sps_seeds"] == [0, 1]
@@ -471,24 +478,26 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   assert hts["reset_share"] == pytest.approx(6.0 / 220)
   assert sync["sps_to_benchmark"] is None and sync["episode_length"]["mean"] == 60
   assert sync["reset_share"] == pytest.approx(0.1)
-  out = {"run_throughput": {sc: d}}
+  out = _report(run_throughput={sc: d})
+  throughput_title = lambda out: named.TITLES["run_throughput"]("", out)  # noqa: E731
+  throughput_cell = named.SECTIONS["run_throughput"]
   assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
          "resets add 5% to a step's env time), results/gfootball/env_costs.json" in \
-         md_.throughput_title(out)
-  assert md_.throughput_cell(None, sc, "hts_ppo", hts, out) == (
+         throughput_title(out)
+  assert throughput_cell(None, sc, "hts_ppo", hts, out) == (
       "70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on the benchmark's host); episodes 220.0 "
       "[120.0, 300.0] steps; resets +3%")
-  assert md_.throughput_cell(None, sc, "sync_ppo", sync, out) == (
+  assert throughput_cell(None, sc, "sync_ppo", sync, out) == (
       "(1 of 3 seeds) 45 SPS; episodes 60.0 steps; resets +10%")
   # No run on the benchmark's host kind: no share at all.
-  d = rg.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
+  d = paper_parts.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["sps"] is None and "- SPS (no run on the benchmark's host, C " \
-      "x2); episodes 220.0" in md_.throughput_cell(None, sc, "hts_ppo", d["methods"]["hts_ppo"],
-                                                  {"run_throughput": {sc: d}})
+      "x2); episodes 220.0" in throughput_cell(None, sc, "hts_ppo", d["methods"]["hts_ppo"],
+                                               _report(run_throughput={sc: d}))
   # Without env_costs.json the table says nothing of resets.
-  d = rg.run_throughput(runs, bench, None, 2_000)[sc]
+  d = paper_parts.run_throughput(runs, bench, None, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["reset_share"] is None
-  assert "a reset costs" not in md_.throughput_title({"run_throughput": {sc: d}})
+  assert "a reset costs" not in throughput_title(_report(run_throughput={sc: d}))
 
 
 def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
@@ -519,10 +528,10 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   report = {"tasks": body["tasks"], "paired": body["paired"], "runs": body["runs"]}
   assert ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
   assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
-  rg.by_host(body, {sc: 5}, 500)
+  paper_parts.by_host(body, {sc: 5}, 500)
   s = body["tasks"][sc]
   assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
-  assert md_.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
+  assert paper_parts.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
       "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seed 2)")
   # One seed each: a higher final metric is said without claiming the intervals apart.
   one = {"mean": 0.9, "lo": 0.9, "hi": 0.9, "n": 1}
