@@ -87,14 +87,6 @@ ROWS: Dict[str, Callable[[Dict[str, Any]], Tuple[Dict[str, Any], List[Dict[str, 
     "speedup.json": _speedup, "sampler.json": _sampler, "cleanrl.json": _cleanrl}
 
 
-def _cell(template: str, row: Dict[str, Any]) -> str:
-  """A column's cell: `template` formatted from `row`, '-' where the row lacks a field."""
-  try:
-    return template.format(**row)
-  except KeyError:  # the row lacks the field
-    return "-"
-
-
 def render_part(name: str, data: Optional[Dict[str, Any]]) -> str:
   """A part of render.toml (`name`: its JSON file, `data` its content; or `policy_lag`: the
   confirmation runs under results/policy_lag/): its note with its fields, then its table; '' where its JSON is
@@ -112,7 +104,7 @@ def render_part(name: str, data: Optional[Dict[str, Any]]) -> str:
                                           for k, v in part.get("if", {}).items()})
   columns = [c for c in part["columns"] if len(c) < 3 or c[2] in have]
   return f"{note}\n\n" + stats.markdown([c[0] for c in columns], [
-      [_cell(c[1], {"label": CASES.get(r.get("case"), r.get("case")), **r}) for c in columns]
+      [publish.cell(c[1], {"label": CASES.get(r.get("case"), r.get("case")), **r}) for c in columns]
       for r in rows])
 
 

@@ -242,9 +242,7 @@ def _table(text: str) -> str:
 @functools.cache
 def _macros() -> Any:
   """templates/headline.md.j2's macros, loaded once, with the computations above to call."""
-  import jinja2  # pylint: disable=import-outside-toplevel
-  env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True,
-                           lstrip_blocks=True, keep_trailing_newline=True)
+  env = publish.templates(TEMPLATES)
   env.filters.update(lines=_lines, table=_table)
   env.tests["measured"] = measured
   env.globals.update({f.__name__: f for f in (task_name, neither, against_sync, soonest, behind,

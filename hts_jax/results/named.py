@@ -18,33 +18,20 @@ import os
 import statistics
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-import jinja2
-
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, paper_parts, provenance
+from hts_jax.results import compare, grid, paper_parts, provenance, publish
 from hts_jax.results.publish import fmt_ci, fmt_steps
 
 # The grids' wording: results/<grid>/text.md.in, a Jinja macro per named part of its tables.
-TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(os.path.join(provenance.ROOT, "results")),
-    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+TEMPLATES = publish.templates(os.path.join(provenance.ROOT, "results"))
 TEMPLATES.filters.update(
-    fmt=lambda x, fmt: "-" if x is None else fmt.format(x), ci=fmt_ci, steps=fmt_steps,
     short=paper_parts.short, partial=paper_parts.partial,
     table=lambda rows, columns: stats.markdown([c[0] for c in columns], [
-        [_cell(c[1], r) for c in columns] for r in rows]))
+        [publish.cell(c[1], r) for c in columns] for r in rows]))
 TEMPLATES.globals.update(
     ratio=paper_parts.ratio_cell, benchratio=paper_parts.benchratio,
     per_host=paper_parts.per_host, ahead=paper_parts.ahead,
     aggregates_line=lambda agg: compare.aggregates_line(agg, lambda m: f"`{m}`"))
-
-
-def _cell(template: str, row: Mapping[str, Any]) -> str:
-  """`template` formatted with the row's fields, or '-' where it lacks one (or it is None)."""
-  try:
-    return template.format(**row)
-  except (KeyError, TypeError):
-    return "-"
 
 
 def words(report: Dict[str, Any], part: str, **fields: Any) -> str:

@@ -50,6 +50,27 @@ class Block:
     return True
 
 
+def cell(template: str, row: Mapping[str, Any]) -> str:
+  """A table's cell: `template` formatted from `row`'s fields; '-' where the row lacks one, or
+  holds None where the template formats a number."""
+  try:
+    return template.format(**row)
+  except (KeyError, TypeError):
+    return "-"
+
+
+def templates(folder: str) -> Any:
+  """The Jinja templates under `folder` as every renderer here loads them (a tag's own line and
+  indent dropped, a file's last newline kept), with the shared filters: `fmt` (a value formatted,
+  '-' for None), `ci` (`fmt_ci`) and `steps` (`fmt_steps`)."""
+  import jinja2  # pylint: disable=import-outside-toplevel
+  env = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), trim_blocks=True,
+                           lstrip_blocks=True, keep_trailing_newline=True)
+  env.filters.update(fmt=lambda x, fmt: "-" if x is None else fmt.format(x), ci=fmt_ci,
+                     steps=fmt_steps)
+  return env
+
+
 def read_text(path: str) -> Optional[str]:
   """The text of the file at `path`; None where there is none."""
   if not os.path.exists(path):
