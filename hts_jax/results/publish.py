@@ -6,9 +6,7 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
-
-from absl import flags
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from hts_jax.results import guard, provenance
 
@@ -80,41 +78,6 @@ def read_text(path: str) -> Optional[str]:
 
 
 Target = Tuple[str, Block, Callable[[Dict[str, Any]], str]]  # (markdown file, its block, render)
-
-
-def off_protocol(same: Sequence[str] = (),
-                 within: Optional[Mapping[str, Iterable[Any]]] = None) -> List[str]:
-  """What makes the grid the command line asks for not its protocol's, each named (empty: it is
-  the protocol's): `--results` another folder than its default (from the repository's root), a
-  flag of `same` (budgets, layouts, extra flags) off its default, a value of a list flag
-  of `within` (name -> the protocol's values: seeds, methods) outside them. Runs of a subset of
-  the protocol's seeds and methods in its folder are how it is filled, and count as its own."""
-  values = flags.FLAGS
-  why = []
-  if os.path.realpath(values.results) != os.path.realpath(
-      os.path.join(provenance.ROOT, values["results"].default)):
-    why.append(f"--results={values.results}")
-  why += [f"--{name}={values[name].serialize().split('=', 1)[-1]}" for name in same
-          if values[name].value != values[name].default]
-  for name, allowed in (within or {}).items():
-    outside = [str(v) for v in values[name].value if str(v) not in {str(a) for a in allowed}]
-    if outside:
-      why.append(f"--{name} {','.join(outside)}")
-  return why
-
-
-def doc_root(why: Sequence[str]) -> Optional[str]:
-  """The repository's root, whose README.md and docs/ hold a grid's blocks, or None (no block
-  written). They are written for the protocol's grid under `--readme` (on by default). A grid off
-  its protocol (`why`, from `off_protocol`) writes them only when `--readme` is on the command
-  line, and says so in one line otherwise: README never shows a toy grid unasked."""
-  asked = flags.FLAGS["readme"]
-  if not asked.value or (why and not asked.present):
-    if asked.value:
-      print(f"note: not the protocol's grid ({'; '.join(why)}): README.md and docs/ are left as "
-            "they are (--readme writes them, naming this grid's results.json)", file=sys.stderr)
-    return None
-  return provenance.ROOT
 
 
 def publish(results: str, payload: Dict[str, Any], render: Callable[[Dict[str, Any]], str],

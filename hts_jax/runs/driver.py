@@ -3,11 +3,12 @@ blocks still to do, one at a time (`--shared_machine` marks), or its throughput 
 its report (`hts_jax.results.driver.report`)."""
 
 import os
-from typing import Dict, Iterable, List, Optional, Sequence
+import sys
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from absl import flags
 
-from hts_jax.results import driver, grid, headline, publish
+from hts_jax.results import driver, grid, headline, provenance
 from hts_jax.results.render import render_markdown
 from hts_jax.results.spec import Grid
 from hts_jax.runs import blocks, launch
@@ -105,6 +106,41 @@ def _counts(values: Sequence[str]) -> List[int]:
   return [int(v) for v in values]
 
 
+def off_protocol(same: Sequence[str] = (),
+                 within: Optional[Mapping[str, Iterable[Any]]] = None) -> List[str]:
+  """What makes the grid the command line asks for not its protocol's, each named (empty: it is
+  the protocol's): `--results` another folder than its default (from the repository's root), a
+  flag of `same` (budgets, layouts, extra flags) off its default, a value of a list flag
+  of `within` (name -> the protocol's values: seeds, methods) outside them. Runs of a subset of
+  the protocol's seeds and methods in its folder are how it is filled, and count as its own."""
+  values = flags.FLAGS
+  why = []
+  if os.path.realpath(values.results) != os.path.realpath(
+      os.path.join(provenance.ROOT, values["results"].default)):
+    why.append(f"--results={values.results}")
+  why += [f"--{name}={values[name].serialize().split('=', 1)[-1]}" for name in same
+          if values[name].value != values[name].default]
+  for name, allowed in (within or {}).items():
+    outside = [str(v) for v in values[name].value if str(v) not in {str(a) for a in allowed}]
+    if outside:
+      why.append(f"--{name} {','.join(outside)}")
+  return why
+
+
+def doc_root(why: Sequence[str]) -> Optional[str]:
+  """The repository's root, whose README.md and docs/ hold a grid's blocks, or None (no block
+  written). They are written for the protocol's grid under `--readme` (on by default). A grid off
+  its protocol (`why`, from `off_protocol`) writes them only when `--readme` is on the command
+  line, and says so in one line otherwise: README never shows a toy grid unasked."""
+  asked = flags.FLAGS["readme"]
+  if not asked.value or (why and not asked.present):
+    if asked.value:
+      print(f"note: not the protocol's grid ({'; '.join(why)}): README.md and docs/ are left as "
+            "they are (--readme writes them, naming this grid's results.json)", file=sys.stderr)
+    return None
+  return provenance.ROOT
+
+
 def main(g: Grid, argv: Sequence[str]) -> List[str]:
   """Runs what is missing of the grid the flags ask for, then the report; returns the failed
   runs' logdirs."""
@@ -153,9 +189,9 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   if FLAGS.dry_run:
     return []
   protocol_seeds = {s for t in g.tasks for s in t.seeds}
-  why = publish.off_protocol(same=tuple(options), within={
+  why = off_protocol(same=tuple(options), within={
       "seeds": protocol_seeds, "methods": [m.name for m in g.methods]})
-  root = publish.doc_root(why + [f"--steps={','.join(FLAGS.steps)}"] * bool(budgets))
+  root = doc_root(why + [f"--steps={','.join(FLAGS.steps)}"] * bool(budgets))
   if g.paper:
     deviations = {"budget" if k is None else k: v for k, v in budgets.items()}
     out = driver.report(g, FLAGS.results, root, FLAGS.resamples,
