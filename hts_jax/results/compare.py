@@ -25,6 +25,7 @@ class Spec:
   # The tables' scenario order (the protocol's); scenarios not named follow, by name.
   scenarios: Tuple[str, ...] = ()
   baseline: str = ""  # the synchronous method the aggregates across scenarios compare against
+  grid: str = ""  # the grid's name (`paper_report.load_runs` reads its runs)
 
 
 def mark_shared(runs: List[Dict[str, Any]]) -> None:

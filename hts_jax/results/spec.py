@@ -328,12 +328,12 @@ def _nulls(x: Any) -> Any:
   return x
 
 
-def _paper(p: Dict[str, Any], methods: Tuple[Method, ...]) -> Paper:
+def _paper(p: Dict[str, Any], methods: Tuple[Method, ...], grid_name: str) -> Paper:
   settings, curves = p.get("settings", {}), p["curves"]
   return Paper(spec=compare.Spec(
       methods=p.get("methods", [m.name for m in methods]), reference=p["reference"],
       limit_method=p["limit_method"], targets=named.targets(settings),
-      scenarios=tuple(p.get("scenarios", ())), baseline=p.get("baseline", "")),
+      scenarios=tuple(p.get("scenarios", ())), baseline=p.get("baseline", ""), grid=grid_name),
       figures=_nulls(p.get("figures", {})),
       benchmark=tuple(p["benchmark"]), benchmarked=tuple(p["benchmarked"]),
       curves=(curves["prefix"], curves["ylabel"],
@@ -358,7 +358,7 @@ def load(name: str, root: str = RESULTS) -> Grid:
   for key in ("run_metrics", "cell_metrics", "report_metrics"):
     d[key] = tuple(d.get(key, ()))
   d.update(curves=Plot(**d.pop("plot")) if "plot" in d else None,
-           paper=_paper(d["paper"], methods) if "paper" in d else None,
+           paper=_paper(d["paper"], methods, name) if "paper" in d else None,
            borrowed={(b["task"], b["method"]): b["path"] for b in d.pop("borrowed", ())},
            options=tuple(Option(**o) for o in d.pop("options", ())),
            identity=Identity(**_tuples(d.pop("identity"), "counts")) if "identity" in d else None)
