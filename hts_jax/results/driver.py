@@ -159,15 +159,15 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
 
 # results.json's columns of a run, in the order each kind of grid first wrote them (`results_row`:
 # the run table holds them all); a grid's `run_metrics` follow the others' `evals`.
-HOST = ("calibration_ms", "calibration_end_ms", "steal_share", "load", "code")
+HOST_COLUMNS = ("calibration_ms", "calibration_end_ms", "steal_share", "load", "code")
 PAPER_COLUMNS = ("task", "method", "seed", "path", "network", "total_steps", "env_steps",
                  "wall_time_s", "sps", "episodes", "updates", "param_sha256", "num_envs",
                  "num_actors", "num_executors", "alpha", "policy_lag", "idle", "idle_share", "host",
-                 "host_recorded", "final_metric", *HOST, "usable_cores", "marked", "evals",
-                 "shared", "targets", "required")
+                 "host_recorded", "final_metric", *HOST_COLUMNS, "usable_cores", "marked",
+                 "evals", "shared", "targets", "required")
 GRID_COLUMNS = ("task", "method", "seed", "env_steps", "budget", "logdir", "final_eval",
                 "best_eval", "final_metric", "steps_to_target", "time_to_target_s", "floor", "sps",
-                "wall_time_s", "param_sha256", "host", *HOST, "marked", "evals")
+                "wall_time_s", "param_sha256", "host", *HOST_COLUMNS, "marked", "evals")
 
 
 def run_record(g: Grid, f: grid.Finished, results: str) -> Dict[str, Any]:
@@ -275,7 +275,7 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
   out["sps"] = dict(stats.spread(alone), of=len(mine)) if alone else None
   out.update(g.extra("cell", mine))
   if t.target is not None:
-    steps = [stats.Censored.of(r["steps_to_target"], r.get("budget", t.budget)) for r in mine]
+    steps = [stats.Censored.of(r["steps_to_target"], r["budget"]) for r in mine]
     out["steps_to_target"] = {
         "per_seed": [r["steps_to_target"] for r in mine], "floors": [r["floor"] for r in mine],
         "median": dataclasses.asdict(stats.censored_median(steps)) if steps else None,

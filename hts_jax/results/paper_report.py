@@ -1,11 +1,11 @@
-"""The paper's metrics over a grid of (scenario, method, seed) runs, from their summary.json files
-only, for any grid that names its methods, its reference method, the method whose wall time is
-the final time metric's clock, and its targets (`Spec`): required time and env steps to each
-target (Table 2 / A8 / A10), paired time ratios per block, minutes from env steps over a
-throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares, the cells of
-the paired ratios and benchmark minutes, the curves and the actor-count identity (Tables 4/5).
-The report of every grid with a `[paper]` part (GFootball, MinAtar, Atari:
-`hts_jax.results.driver.report`)."""
+"""The paper's metrics over a grid of (scenario, method, seed) runs, from its run table
+(`driver.run_table`: the runs' summary.json files only), for any grid that names its methods,
+its reference method, the method whose wall time is the final time metric's clock, and its
+targets (`Spec`): required time and env steps to each target (Table 2 / A8 / A10), paired time
+ratios per block, minutes from env steps over a throughput benchmark's SPS, the final time metric
+(Table A7 / A9), idle shares, the cells of the paired ratios and benchmark minutes, the curves
+and the actor-count identity (Tables 4/5). The report of every grid with a `[paper]` part
+(GFootball, MinAtar, Atari: `hts_jax.results.driver.report`)."""
 
 from __future__ import annotations
 
@@ -166,7 +166,8 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
                 ylim: Optional[tuple] = None, resamples: int = 2_000) -> List[str]:
   """Evaluation score vs env steps and vs wall time (the paper's curve figures), one panel per
   scenario: per method the mean over seeds (each seed's last score carried forward) and its band
-  (`plots.mean_band`: [min, max] below 6 seeds); `<prefix>_vs_env_steps.png` and `<prefix>_vs_wall_time.png`."""
+  (`plots.mean_band`: [min, max] below 6 seeds); `<prefix>_vs_env_steps.png` and
+  `<prefix>_vs_wall_time.png`."""
   scenarios = list(report["tasks"])
   if not scenarios:
     return []
