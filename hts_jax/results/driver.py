@@ -226,8 +226,8 @@ def run_table(g: Grid, results: str) -> List[Dict[str, Any]]:
       summary = launch.read_summary(logdir)
       if summary is not None:
         found.append(grid.Finished(task, method, logdir, summary))
-  runs = []
-  for f in (f for f in found if g.make_task or f.task in [t.name for t in g.tasks]):
+  runs, known = [], [t.name for t in g.tasks]
+  for f in (f for f in found if g.make_task or f.task in known):
     try:
       runs.append(run_record(g, f, results))
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
@@ -304,8 +304,8 @@ def build(g: Grid, results: str, resamples: int = 10_000,
     cells = compare.cells(table)
     tasks = {t.name or t.env: {"methods": {m: cell(g, table, t.name, m) for m in methods
                                            if m in cells.get(t.name, {})}} for t in g.tasks}
-    reference, metric, label = g.aggregate and g.reference, g.aggregate, \
-        f"each run's `{g.aggregate}`"
+    reference, metric = g.aggregate and g.reference, g.aggregate
+    label = f"each run's `{g.aggregate}`"
   out = {"grid": g.name, "protocol": {"path": os.path.join(g.results, "PROTOCOL.md")},
          "runs": [results_row(g, r) for r in table], "tasks": tasks,
          "hosts": list(dict.fromkeys(r["host"] for r in table)),
@@ -317,6 +317,8 @@ def build(g: Grid, results: str, resamples: int = 10_000,
   else:
     out.update(g.extra("report", out))
   return out
+
+
 def report(g: Grid, results: str, root: Optional[str] = None, resamples: int = 10_000,
            deviations: Optional[Dict[str, Any]] = None,
            options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
