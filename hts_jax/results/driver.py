@@ -157,19 +157,6 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
   return failed
 
 
-# results.json's columns of a run, in the order each kind of grid first wrote them (`results_row`:
-# the run table holds them all); a grid's `run_metrics` follow the others' `evals`.
-HOST_COLUMNS = ("calibration_ms", "calibration_end_ms", "steal_share", "load", "code")
-PAPER_COLUMNS = ("task", "method", "seed", "path", "network", "total_steps", "env_steps",
-                 "wall_time_s", "sps", "episodes", "updates", "param_sha256", "num_envs",
-                 "num_actors", "num_executors", "alpha", "policy_lag", "idle", "idle_share", "host",
-                 "host_recorded", "final_metric", *HOST_COLUMNS, "usable_cores", "marked",
-                 "evals", "shared", "targets", "required")
-GRID_COLUMNS = ("task", "method", "seed", "env_steps", "budget", "logdir", "final_eval",
-                "best_eval", "final_metric", "steps_to_target", "time_to_target_s", "floor", "sps",
-                "wall_time_s", "param_sha256", "host", *HOST_COLUMNS, "marked", "evals")
-
-
 def run_record(g: Grid, f: grid.Finished, results: str) -> Dict[str, Any]:
   """One finished run as the run table holds it, from its summary.json (and its metrics.csv where
   the grid's `run_metrics` read it): every column of either kind of grid's results.json, with the
@@ -242,6 +229,19 @@ def run_table(g: Grid, results: str) -> List[Dict[str, Any]]:
 def reported_methods(g: Grid) -> List[str]:
   """The methods the report covers, in its order (a paper-style grid's `[paper] methods`)."""
   return list(g.paper.spec.methods) if g.paper else [m.name for m in g.methods]
+
+
+# results.json's columns of a run, in the order each kind of grid first wrote them (`results_row`:
+# the run table holds them all); a grid's `run_metrics` follow the others' `evals`.
+HOST_COLUMNS = ("calibration_ms", "calibration_end_ms", "steal_share", "load", "code")
+PAPER_COLUMNS = ("task", "method", "seed", "path", "network", "total_steps", "env_steps",
+                 "wall_time_s", "sps", "episodes", "updates", "param_sha256", "num_envs",
+                 "num_actors", "num_executors", "alpha", "policy_lag", "idle", "idle_share", "host",
+                 "host_recorded", "final_metric", *HOST_COLUMNS, "usable_cores", "marked",
+                 "evals", "shared", "targets", "required")
+GRID_COLUMNS = ("task", "method", "seed", "env_steps", "budget", "logdir", "final_eval",
+                "best_eval", "final_metric", "steps_to_target", "time_to_target_s", "floor", "sps",
+                "wall_time_s", "param_sha256", "host", *HOST_COLUMNS, "marked", "evals")
 
 
 def results_row(g: Grid, r: Dict[str, Any]) -> Dict[str, Any]:
