@@ -273,7 +273,7 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
     out[key] = stats.spread(values) if values else None
   alone = [r["sps"] for r in mine if not r.get("shared")]  # SPS of runs that had the machine
   out["sps"] = dict(stats.spread(alone), of=len(mine)) if alone else None
-  out.update(g.extra("cell", mine))
+  out.update(g.extra("cell", [results_row(g, r) for r in mine]))  # as results.json has them
   if t.target is not None:
     steps = [stats.Censored.of(r["steps_to_target"], r["budget"]) for r in mine]
     out["steps_to_target"] = {
