@@ -17,30 +17,106 @@ from hts_jax.results.render import (protocol_markdown, render_markdown, render_t
                                     table_file)
 
 
-def run_record(g: Grid, f: grid.Finished) -> Dict[str, Any]:
-  """One finished run as results.json keeps it."""
+def run_record(g: Grid, f: grid.Finished, results: str) -> Dict[str, Any]:
+  """One finished run as the run table holds it, from its summary.json (and its metrics.csv where
+  the grid's `run_metrics` read it): every column of either kind of grid's results.json, with the
+  time and env steps to its task's target (a running average over `window` evaluations; a
+  paper-style grid's targets come from `run_table`) and its evaluations in time order."""
   t, s = g.task(f.task), f.summary
-  evals = s.get("eval") or []
-  returns = [e["mean_return"] for e in evals]
-  hit = (metrics.first_reached(returns, t.target, t.window)
-         if t.target is not None and returns else None)
-  budget = (s.get("config") or {}).get("total_steps")
-  return {"task": f.task, "method": f.method, "seed": s["seed"], "env_steps": s["env_steps"],
+  evals = sorted(s.get("eval") or [], key=lambda e: (e["env_steps"], e["wall_time_s"]))
+  scores = [e["mean_return"] for e in evals]
+  hit = (metrics.first_reached(scores, t.target, t.window)
+         if t.target is not None and scores else None)
+  reached = evals[hit] if hit is not None else {}
+  config = s.get("config") or {}
+  budget = config.get("total_steps")
+  return {"task": f.task, "method": f.method, "seed": s["seed"],
+          "path": os.path.relpath(f.logdir, results),
+          "logdir": os.path.relpath(os.path.abspath(f.logdir), provenance.ROOT),
+          "network": s.get("network"), "total_steps": config.get("total_steps", s["env_steps"]),
           # the run's own budget (--steps), where a miss of the target is censored
           "budget": budget if isinstance(budget, int) and budget > 0 else t.budget,
-          "logdir": os.path.relpath(os.path.abspath(f.logdir), provenance.ROOT),
-          "final_eval": returns[-1] if returns else None,
-          "best_eval": max(returns) if returns else None,
-          "final_metric": sum(returns[-10:]) / len(returns[-10:]) if returns else None,
-          "steps_to_target": evals[hit]["env_steps"] if hit is not None else None,
-          "time_to_target_s": evals[hit]["wall_time_s"] if hit is not None else None,
-          "floor": stats.is_floor(evals[hit]["env_steps"] if hit is not None else None,
-                                  t.first_window),
-          "sps": s["sps"], "wall_time_s": s["wall_time_s"],
-          "param_sha256": s["param_sha256"][:16], **provenance.run_host(s),
-          "marked": grid.shared_note(f.logdir),
-          "evals": [[e["env_steps"], e["mean_return"]] for e in evals],
-          **g.extra("run", f)}
+          "env_steps": s["env_steps"], "wall_time_s": s["wall_time_s"], "sps": s["sps"],
+          "episodes": sum(map(len, s.get("episode_returns") or [])),  # training's finished ones
+          "updates": s.get("updates"), "param_sha256": s["param_sha256"],
+          **{k: s.get(k) for k in ("num_envs", "num_actors", "num_executors", "alpha",
+                                   "policy_lag", "idle")},
+          "idle_share": paper_report.idle_share(s), **provenance.run_host(s),
+          "host_recorded": bool(s.get("host")),
+          "usable_cores": (s.get("host") or {}).get("usable_cores"),
+          # A paper-style grid's final metric is over each evaluation's episodes (`metrics.
+          # eval_return`), the others' over the means evaluations recorded (the last bits differ).
+          "final_metric": (metrics.final_metric(metrics.Run(f.logdir, s, tuple(evals))) if g.paper
+                           else sum(scores[-10:]) / len(scores[-10:]) if scores else None),
+          "final_eval": scores[-1] if scores else None,
+          "best_eval": max(scores) if scores else None,
+          "steps_to_target": reached.get("env_steps"),
+          "time_to_target_s": reached.get("wall_time_s"),
+          "floor": stats.is_floor(reached.get("env_steps"), t.first_window),
+          "marked": grid.shared_note(f.logdir), "evals": evals, **g.extra("run", f)}
+
+
+def run_table(g: Grid, results: str) -> List[Dict[str, Any]]:
+  """The grid's run table: a record per finished run under `<results>/runs` and per borrowed one
+  (`run_record`), a paper-style grid's in its `scenarios`' order first, each flagged `shared`
+  under the statistics rules (`compare.mark_shared`); a paper-style grid's with its task's
+  `targets` (which may depend on the task's runs) and its minutes and env steps to each
+  (`required`). A run whose summary.json lacks a field, or holds one of another type: skipped,
+  named."""
+  order = list(g.paper.spec.scenarios) if g.paper else []
+  found = sorted(grid.finished_runs(results, tasks=any(t.name for t in g.tasks),
+                                    methods=reported_methods(g)),
+                 key=lambda f: order.index(f.task) if f.task in order else len(order))
+  for (task, method), where in g.borrowed.items():
+    for seed in g.task(task).seeds:
+      logdir = os.path.join(results, where.format(seed=seed))
+      summary = grid.read_summary(logdir)
+      if summary is not None:
+        found.append(grid.Finished(task, method, logdir, summary))
+  runs, known = [], [t.name for t in g.tasks]
+  for f in (f for f in found if g.make_task or f.task in known):
+    try:
+      runs.append(run_record(g, f, results))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+      print(f"  {os.path.join(f.logdir, 'summary.json')}: {type(e).__name__}: {e}: the run is "
+            "skipped", flush=True)
+  compare.mark_shared(runs)
+  if g.paper:
+    paper_report.add_required(runs, g.paper.spec)
+  return runs
+
+
+def reported_methods(g: Grid) -> List[str]:
+  """The methods the report covers, in its order (a paper-style grid's `[paper] methods`)."""
+  return list(g.paper.spec.methods) if g.paper else [m.name for m in g.methods]
+
+
+# results.json's columns of a run, in the order each kind of grid first wrote them (`results_row`:
+# the run table holds them all); a grid's `run_metrics` follow the others' `evals`.
+HOST_COLUMNS = ("calibration_ms", "calibration_end_ms", "steal_share", "load", "code")
+PAPER_COLUMNS = ("task", "method", "seed", "path", "network", "total_steps", "env_steps",
+                 "wall_time_s", "sps", "episodes", "updates", "param_sha256", "num_envs",
+                 "num_actors", "num_executors", "alpha", "policy_lag", "idle", "idle_share", "host",
+                 "host_recorded", "final_metric", *HOST_COLUMNS, "usable_cores", "marked",
+                 "evals", "shared", "targets", "required")
+GRID_COLUMNS = ("task", "method", "seed", "env_steps", "budget", "logdir", "final_eval",
+                "best_eval", "final_metric", "steps_to_target", "time_to_target_s", "floor", "sps",
+                "wall_time_s", "param_sha256", "host", *HOST_COLUMNS, "marked", "evals")
+
+
+def results_row(g: Grid, r: Dict[str, Any]) -> Dict[str, Any]:
+  """A run record as results.json keeps it: its kind of grid's columns (`PAPER_COLUMNS`, else
+  `GRID_COLUMNS`, the grid's `run_metrics` and `shared`), in their order and first forms: an
+  evaluation's env steps, wall time and score (its recorded mean), else [env steps, score] and
+  the hash's first 16 digits; a paper-style grid's mark as a bool."""
+  if g.paper:
+    return dict({k: r[k] for k in PAPER_COLUMNS}, marked=bool(r["marked"]), evals=[
+        {"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"], "score": e["mean_return"]}
+        for e in r["evals"]])
+  named = [k for k in r if k not in (*PAPER_COLUMNS, *GRID_COLUMNS)]
+  return dict({k: r[k] for k in (*GRID_COLUMNS, *named, "shared")},
+              param_sha256=r["param_sha256"][:16],
+              evals=[[e["env_steps"], e["mean_return"]] for e in r["evals"]])
 
 
 def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
@@ -57,9 +133,9 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
     out[key] = stats.spread(values) if values else None
   alone = [r["sps"] for r in mine if not r.get("shared")]  # SPS of runs that had the machine
   out["sps"] = dict(stats.spread(alone), of=len(mine)) if alone else None
-  out.update(g.extra("cell", mine))
+  out.update(g.extra("cell", [results_row(g, r) for r in mine]))  # as results.json has them
   if t.target is not None:
-    steps = [stats.Censored.of(r["steps_to_target"], r.get("budget", t.budget)) for r in mine]
+    steps = [stats.Censored.of(r["steps_to_target"], r["budget"]) for r in mine]
     out["steps_to_target"] = {
         "per_seed": [r["steps_to_target"] for r in mine], "floors": [r["floor"] for r in mine],
         "median": dataclasses.asdict(stats.censored_median(steps)) if steps else None,
@@ -74,58 +150,33 @@ def cell(g: Grid, runs: List[Dict[str, Any]], task: Optional[str], method: str
 def build(g: Grid, results: str, resamples: int = 10_000,
           deviations: Optional[Dict[str, Any]] = None,
           options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-  """What results.json holds (less its provenance) from the finished runs, one schema for every
-  grid: a record per run, a cell per (task, method) (a paper-style grid's: the paper's metrics,
-  `paper_report`), the runs' host kinds and the commit holding them, the aggregates across tasks;
-  then a paper-style grid's parts (`_paper_parts`) or the grid's named ones."""
-  p = g.paper
-  if p:  # (methods, reference, metric, what it is) of the aggregates
-    runs = paper_report.load_runs(results, p.spec)
-    tasks = paper_report.summarize(runs, p.spec, resamples)
-    logdirs = [os.path.join(results, r["path"]) for r in runs]
-    methods, reference, metric, label = (p.spec.methods, p.spec.baseline, "final_metric",
-                                         "the final metric")
+  """What results.json holds (less its provenance) from the run table (`run_table`), one schema
+  for every grid: a row per run (`results_row`), a cell per (task, method) (a paper-style grid's:
+  the paper's metrics, `paper_report.summarize`; the others': `cell`), the runs' host kinds and the
+  commit holding them, the aggregates across tasks; then a paper-style grid's parts
+  (`_paper_parts`) or the grid's named ones."""
+  p, table = g.paper, run_table(g, results)
+  methods = reported_methods(g)
+  if p:  # (reference, metric, what it is) of the aggregates
+    tasks = paper_report.summarize(table, p.spec, resamples)
+    reference, metric, label = p.spec.baseline, "final_metric", "the final metric"
   else:
-    runs = _records(g, results)
-    cells = compare.cells(runs)
-    tasks = {t.name or t.env: {"methods": {m.name: cell(g, runs, t.name, m.name)
-                                           for m in g.methods if m.name in cells.get(t.name, {})}}
-             for t in g.tasks}
-    logdirs = [os.path.join(provenance.ROOT, r["logdir"]) for r in runs]
-    methods, reference, metric, label = ([m.name for m in g.methods], g.aggregate and g.reference,
-                                         g.aggregate, f"each run's `{g.aggregate}`")
+    cells = compare.cells(table)
+    tasks = {t.name or t.env: {"methods": {m: cell(g, table, t.name, m) for m in methods
+                                           if m in cells.get(t.name, {})}} for t in g.tasks}
+    reference, metric = g.aggregate and g.reference, g.aggregate
+    label = f"each run's `{g.aggregate}`"
   out = {"grid": g.name, "protocol": {"path": os.path.join(g.results, "PROTOCOL.md")},
-         "runs": runs, "tasks": tasks, "hosts": list(dict.fromkeys(r["host"] for r in runs)),
-         "runs_commit": stats.provenance_commit(provenance.ROOT, [
-             os.path.relpath(os.path.abspath(d), provenance.ROOT) for d in logdirs]),
-         "aggregates": compare.aggregates(compare.by_seed(runs, metric), methods, reference,
+         "runs": [results_row(g, r) for r in table], "tasks": tasks,
+         "hosts": list(dict.fromkeys(r["host"] for r in table)),
+         "runs_commit": stats.provenance_commit(provenance.ROOT, [r["logdir"] for r in table]),
+         "aggregates": compare.aggregates(compare.by_seed(table, metric), methods, reference,
                                           label) if reference else None}
   if p:
     out.update(_paper_parts(g, results, out, resamples, deviations or {}, options))
   else:
     out.update(g.extra("report", out))
   return out
-
-
-def _records(g: Grid, results: str) -> List[Dict[str, Any]]:
-  """A record per finished run, borrowed ones too (`run_record`; one it cannot read: named)."""
-  tasked = any(t.name for t in g.tasks)
-  found = list(grid.finished_runs(results, tasks=tasked, methods=[m.name for m in g.methods]))
-  for (task, method), where in g.borrowed.items():
-    for seed in g.task(task).seeds:
-      logdir = os.path.join(results, where.format(seed=seed))
-      summary = grid.read_summary(logdir)
-      if summary is not None:
-        found.append(grid.Finished(task, method, logdir, summary))
-  runs = []
-  for f in (f for f in found if f.task in [t.name for t in g.tasks]):
-    try:  # summary.json without a field it needs, or one of another type: skipped, named
-      runs.append(run_record(g, f))
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-      print(f"  {os.path.join(f.logdir, 'summary.json')}: {type(e).__name__}: {e}: the run is "
-            "skipped", flush=True)
-  compare.mark_shared(runs)
-  return runs
 
 
 def report(g: Grid, results: str, root: Optional[str] = None, resamples: int = 10_000,

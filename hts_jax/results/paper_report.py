@@ -1,11 +1,11 @@
-"""The paper's metrics over a grid of (scenario, method, seed) runs, from their summary.json files
-only, for any grid that names its methods, its reference method, the method whose wall time is
-the final time metric's clock, and its targets (`Spec`): required time and env steps to each
-target (Table 2 / A8 / A10), paired time ratios per block, minutes from env steps over a
-throughput benchmark's SPS, the final time metric (Table A7 / A9), idle shares, the cells of
-the paired ratios and benchmark minutes, the curves and the actor-count identity (Tables 4/5).
-The report of every grid with a `[paper]` part (GFootball, MinAtar, Atari:
-`hts_jax.results.driver.report`)."""
+"""The paper's metrics over a grid of (scenario, method, seed) runs, from its run table
+(`driver.run_table`: the runs' summary.json files only), for any grid that names its methods,
+its reference method, the method whose wall time is the final time metric's clock, and its
+targets (`Spec`): required time and env steps to each target (Table 2 / A8 / A10), paired time
+ratios per block, minutes from env steps over a throughput benchmark's SPS, the final time metric
+(Table A7 / A9), idle shares, the cells of the paired ratios and benchmark minutes, the curves
+and the actor-count identity (Tables 4/5). The report of every grid with a `[paper]` part
+(GFootball, MinAtar, Atari: `hts_jax.results.driver.report`)."""
 
 from __future__ import annotations
 
@@ -14,54 +14,22 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from hts_jax.analysis import metrics, plots, stats
-from hts_jax.results import compare, grid, provenance
+from hts_jax.results import compare, grid
 from hts_jax.results.compare import Spec  # noqa: F401 (the grids' name for it)
 from hts_jax.runtime.outputs import integrity
 
 
-def _run_record(run: metrics.Run, results: str, scenario: str, method: str) -> Dict[str, Any]:
-  """A run's figures for results.json, but its required times (`load_runs` adds them)."""
-  s = run.summary
-  return {
-      "task": scenario, "method": method, "seed": run.seed,
-      "path": os.path.relpath(run.path, results), "network": s.get("network"),
-      "total_steps": (s.get("config") or {}).get("total_steps", s["env_steps"]),
-      "env_steps": s["env_steps"], "wall_time_s": s["wall_time_s"], "sps": s["sps"],
-      "episodes": sum(map(len, s.get("episode_returns") or [])),  # training's finished ones
-      "updates": s["updates"], "param_sha256": s["param_sha256"],
-      "num_envs": s.get("num_envs"), "num_actors": s.get("num_actors"),
-      "num_executors": s.get("num_executors"), "alpha": s.get("alpha"),
-      "policy_lag": s.get("policy_lag"), "idle": s.get("idle"), "idle_share": _idle_share(s),
-      "host": run.host, "host_recorded": bool(s.get("host")),
-      "final_metric": metrics.final_metric(run),
-      **{k: v for k, v in provenance.run_host(s).items() if k != "host"},
-      "usable_cores": (s.get("host") or {}).get("usable_cores"),
-      "marked": bool(grid.shared_note(run.path)),
-      "evals": [{"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
-                 "score": e["mean_return"]} for e in run.evals],
-  }
-
-
-def load_runs(results: str, spec: Spec) -> List[Dict[str, Any]]:
-  """Every finished run under `<results>/runs/<scenario>/<method>/seed<k>`, in a fixed order
-  (`spec.scenarios` first, then by name; methods and seeds as `grid.finished_runs` gives them),
-  with its required time and env steps to each of its scenario's targets (`spec.targets`, which
-  may depend on the scenario's runs)."""
-  finished = sorted(grid.finished_runs(results, methods=spec.methods),
-                    key=lambda f: list(spec.scenarios).index(f.task) if f.task in spec.scenarios
-                    else len(spec.scenarios))  # stable: within a scenario, finished_runs' order
-  loaded = [(metrics.load_run(f.logdir), f) for f in finished]
-  records = [_run_record(run, results, f.task, f.method) for run, f in loaded]
-  targets = {sc: spec.targets(sc, [r for r in records if r["task"] == sc])
-             for sc in dict.fromkeys(r["task"] for r in records)}
-  compare.mark_shared(records)
-  for (run, _), r in zip(loaded, records):
-    r["targets"] = targets[r["task"]]
-    r["required"] = {}
+def add_required(runs: List[Dict[str, Any]], spec: Spec) -> None:
+  """Each run's task's targets (`spec.targets`, which may depend on the task's runs) and its
+  minutes and env steps to each (`metrics.required_time_metric`), in place."""
+  targets = {sc: spec.targets(sc, [r for r in runs if r["task"] == sc])
+             for sc in dict.fromkeys(r["task"] for r in runs)}
+  for r in runs:
+    r["targets"], r["required"] = targets[r["task"]], {}
+    run = metrics.Run(r["path"], {}, tuple(r["evals"]))
     for name, score in targets[r["task"]].items():
       q = metrics.required_time_metric(run, score)
       r["required"][name] = {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
-  return records
 
 
 def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
@@ -127,10 +95,8 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
           "idle_share": _idle(mine)}
       if limit is not None:
         scores = []
-        for r in mine:
-          run = metrics.Run(path=r["path"], summary={}, evals=tuple(
-              {"env_steps": e["env_steps"], "wall_time_s": e["wall_time_s"],
-               "mean_return": e["score"]} for e in r["evals"]))
+        for r in mine:  # over the means the evaluations recorded (not their episodes')
+          run = metrics.Run(r["path"], {}, tuple(dict(e, returns=None) for e in r["evals"]))
           twin = impala.get(r["seed"])
           if method == spec.limit_method:
             v = r["final_metric"]
@@ -154,7 +120,7 @@ IDLE_PARTS = (("executors_waiting_for_actions", "num_executors"),
               ("learner", None))
 
 
-def _idle_share(s: Dict[str, Any]) -> Dict[str, float]:
+def idle_share(s: Dict[str, Any]) -> Dict[str, float]:
   """The share of the run's wall time each executor, actor and the learner spent waiting (mean
   over executors and actors). `--mode=async` measures no executor waits: left out."""
   idle, wall = s.get("idle") or {}, float(s.get("wall_time_s") or 0)
@@ -166,7 +132,7 @@ def _idle_share(s: Dict[str, Any]) -> Dict[str, float]:
 
 
 def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
-  """Mean over seeds of each part's idle share (`_idle_share`)."""
+  """Mean over seeds of each part's idle share (`idle_share`)."""
   keys = [k for k, _ in IDLE_PARTS if all(k in r["idle_share"] for r in runs)]
   return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
 
@@ -194,7 +160,8 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
                 ylim: Optional[tuple] = None, resamples: int = 2_000) -> List[str]:
   """Evaluation score vs env steps and vs wall time (the paper's curve figures), one panel per
   scenario: per method the mean over seeds (each seed's last score carried forward) and its band
-  (`plots.mean_band`: [min, max] below 6 seeds); `<prefix>_vs_env_steps.png` and `<prefix>_vs_wall_time.png`."""
+  (`plots.mean_band`: [min, max] below 6 seeds); `<prefix>_vs_env_steps.png` and
+  `<prefix>_vs_wall_time.png`."""
   scenarios = list(report["tasks"])
   if not scenarios:
     return []

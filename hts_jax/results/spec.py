@@ -161,7 +161,8 @@ class Table:
     return named.LINES[name](self.ctx, out) if name else ""
 
   def notes(self, out: Dict[str, Any]) -> str:
-    note = self.note.format(**named.FIELDS[self.note_fields](out)) if self.note_fields else self.note
+    note = (self.note.format(**named.FIELDS[self.note_fields](out)) if self.note_fields
+            else self.note)
     return note + self._line(self.note_line, out)
 
   def tail(self, out: Dict[str, Any]) -> str:

@@ -35,6 +35,17 @@ def test_the_committed_outputs_are_the_grid_rendered_from_its_runs(g):
 
 
 @pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
+def test_the_run_table_has_one_record_shape_for_both_kinds_of_grid(g):
+  """Every grid's run table holds each run with every column of both kinds of results.json (a
+  paper-style grid's runs also their targets and times to them); results.json keeps its kind's."""
+  table = driver.run_table(g, os.path.join(ROOT, g.results))
+  both = {*driver.PAPER_COLUMNS, *driver.GRID_COLUMNS}
+  if not g.paper:
+    both -= {"targets", "required"}
+  assert table and all(both <= set(r) for r in table)
+
+
+@pytest.mark.parametrize("g", GRIDS, ids=lambda g: g.name)
 def test_the_committed_runs_ran_with_the_grids_flags(g):
   """Each committed run's config holds every flag the grid gives it (a grid that drifted from its
   runs would re-run them differently)."""

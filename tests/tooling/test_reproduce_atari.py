@@ -64,7 +64,7 @@ def test_targets_are_the_protocols_scores_and_the_tables_render(tmp_path):
   for seed in (0, 1):
     _fake(tmp_path, "a2c", seed, [-21.0] * 2 + [18.0] * 10, 60)
     _fake(tmp_path, "hts_a2c", seed, [-5.0] * 2 + [18.0] * 10, 30)
-  runs = paper_report.load_runs(str(tmp_path), SPEC)
+  runs = driver.run_table(GRID, str(tmp_path))
   assert runs[0]["targets"] == {"0": 0.0, "15": 15.0}
   summary = paper_report.summarize(runs, SPEC, resamples=500)["Pong"]
   # HTS-A2C's first full window (10 evaluations): (2 x -5 + 8 x 18) / 10 = 13.4 < 15; the next

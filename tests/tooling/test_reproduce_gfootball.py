@@ -117,7 +117,7 @@ def test_bad_options_are_one_line_errors():
 
 def _body(results):
   """The runs, their cells and paired ratios, as the driver builds them (`driver.build`)."""
-  runs = paper_report.load_runs(results, SPEC)
+  runs = driver.run_table(GRID, results)
   return {"runs": runs, "tasks": paper_report.summarize(runs, SPEC, 500),
           "paired": compare.paired_ratios(runs, SPEC)}
 
@@ -152,7 +152,7 @@ def test_metrics_golden_values(tmp_path):
   _fake_run(tmp_path, sc, "impala", 0, [0.1] * 10, 30)
   _fake_run(tmp_path, sc, "impala", 1, [0.2] * 10, 36)
   os.makedirs(grid.run_dir(str(tmp_path), sc, "sync_ppo", 0))  # unfinished: ignored
-  runs = paper_report.load_runs(str(tmp_path), SPEC)
+  runs = driver.run_table(GRID, str(tmp_path))
   s = paper_report.summarize(runs, SPEC, resamples=2_000)[sc]
   assert s["time_limit_s"] == 330 and s["budget"] == 12_000
   assert list(s["methods"]) == ["hts_ppo", "impala"]
@@ -184,7 +184,7 @@ def test_scenarios_come_in_the_protocols_order(tmp_path):
   for sc in ("academy_run_to_score", "academy_corner", "academy_empty_goal",
              "academy_empty_goal_close"):
     _fake_run(tmp_path, sc, "hts_ppo", 0, [0.5] * 10, 60)
-  runs = paper_report.load_runs(str(tmp_path), SPEC)
+  runs = driver.run_table(GRID, str(tmp_path))
   assert [r["task"] for r in runs] == ["academy_empty_goal_close", "academy_empty_goal",
                                            "academy_run_to_score", "academy_corner"]
   assert list(paper_report.summarize(runs, SPEC, resamples=100)) == \
@@ -337,7 +337,7 @@ def test_the_committed_json_holds_every_committed_run():
   are its render: tests/tooling/test_grids.py)."""
   with open(os.path.join(ROOT, "results", "gfootball", "results.json")) as f:
     report = json.load(f)
-  runs = paper_report.load_runs(os.path.join(ROOT, "results", "gfootball"), SPEC)
+  runs = driver.run_table(GRID, os.path.join(ROOT, "results", "gfootball"))
   assert [(r["task"], r["method"], r["seed"]) for r in runs] == \
          [(r["task"], r["method"], r["seed"]) for r in report["runs"]]
 
@@ -393,7 +393,7 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
     summary["config"] = {"learner": {"clip_eps": 0.08}}
     with open(os.path.join(path, "summary.json"), "w") as f:
       json.dump(summary, f)
-  runs = paper_report.load_runs(str(tmp_path), SPEC)
+  runs = driver.run_table(GRID, str(tmp_path))
   d = paper_parts.update_diagnostics(str(tmp_path), runs, 2_000)[sc]
   assert (d["window_steps"], d["clip_eps"]) == ([3_000], [0.08])
   assert list(d["methods"]) == ["hts_ppo", "sync_ppo"]
@@ -463,7 +463,7 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
     summary["episode_returns"] = [[1.0] * (episodes // 2), [0.0] * (episodes - episodes // 2)]
     with open(os.path.join(path, "summary.json"), "w") as f:
       json.dump(summary, f)
-  runs = paper_report.load_runs(str(tmp_path), SPEC)
+  runs = driver.run_table(GRID, str(tmp_path))
   assert [r["episodes"] for r in runs] == [100, 50, 40, 200]
   # Seed 2 ran on another host kind (B) than the benchmark (A): its SPS is left out of the share,
   # its episodes (host-independent) are not.

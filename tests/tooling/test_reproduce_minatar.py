@@ -78,7 +78,7 @@ def test_targets_come_from_a2cs_final_metric_and_the_tables_render(tmp_path):
     _fake(tmp_path, "Breakout", "a2c", seed, [0.0] * 2 + [10.0] * 10, 60)
     _fake(tmp_path, "Breakout", "hts_a2c", seed, [5.0] * 2 + [10.0] * 10, 30)
   _fake(tmp_path, "Breakout", "impala", 0, [1.0] * 12, 45)
-  runs = paper_report.load_runs(str(tmp_path), SPEC)
+  runs = driver.run_table(GRID, str(tmp_path))
   assert runs[0]["targets"] == {"40%": 4.0, "80%": 8.0}
   summary = paper_report.summarize(runs, SPEC, resamples=500)["Breakout"]
   # HTS-A2C: the first full window (10 evaluations) averages 9 >= 8: minute 5 (10 x 30 s).
