@@ -97,8 +97,8 @@ class Section:
   with runs there, each cell of the task's summary row of the method: `kind`, a function of
   `named.SECTIONS` or else a macro of the grid's text.md.in (given `sec`, `task`, `m`, `r` and
   `out`, the report), after "(k of n seeds) " where the method has fewer (`partial`), then the
-  paper's figure `figure` of (task, method) where it has one, worded by the macro `figure_fmt`
-  (given `v`). A title holding `{host}` names the throughput benchmark's host and leaves the
+  paper's figure `figure` of (task, method) where it has one, worded by the grid's macro
+  `paper_<figure>` (given `v`). A title holding `{host}` names the throughput benchmark's host and leaves the
   section out before the benchmark ran; `title_when` names a function of `named.TITLES` that
   gives the title for the report, or None (the section left out). `data`: the report's part it
   tabulates ({task: {"methods": {method: row}}}), `row_fn` its rows' first cells (`named.ROWS`,
@@ -110,7 +110,6 @@ class Section:
   tasks: Optional[Tuple[str, ...]] = None  # its rows (None: every task)
   among: Tuple[str, ...] = ()  # the methods a cell's second part is for (a macro's)
   figure: str = ""
-  figure_fmt: str = ""
   partial: bool = False
   title_when: str = ""
   data: str = "tasks"
@@ -140,7 +139,8 @@ class Section:
       text = paper_parts.partial(out[self.data][task], method) + text
     paper = ((out.get("paper") or {}).get(task) or {}).get(self.figure) or {}
     if method in paper:
-      text += f" (paper: {named.words(self.ctx.grid, self.figure_fmt, v=paper[method])})"
+      figure = named.words(self.ctx.grid, f"paper_{self.figure}", v=paper[method])
+      text += f" (paper: {figure})"
     return text
 
 
