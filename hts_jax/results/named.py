@@ -417,8 +417,8 @@ TEMPLATES.globals.update(
     validation_diagnostics=validation_diagnostics, scale=scale,
     shorts=lambda ctx: {m.name: m.short for m in ctx.methods if m.short})
 
-# The registries a grid.toml names its functions from; a name that is none of a registry's is
-# a macro of the grid's text.md.in, given the same arguments by name (`spec`).
+# The registries a grid.toml names its functions from. A section's kind or row that SECTIONS or
+# ROWS does not hold is a macro of the grid's text.md.in, given the same arguments by name.
 CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
     "count": lambda col, c: str(len(c["seeds"])),
     "mean": lambda col, c: col.fmt.format(c[col.key]["mean"]),

@@ -98,11 +98,12 @@ class Section:
   `named.SECTIONS` or else a macro of the grid's text.md.in (given `sec`, `task`, `m`, `r` and
   `out`, the report), after "(k of n seeds) " where the method has fewer (`partial`), then the
   paper's figure `figure` of (task, method) where it has one, worded by the grid's macro
-  `paper_<figure>` (given `v`). A title holding `{host}` names the throughput benchmark's host and leaves the
-  section out before the benchmark ran; `title_when` names a function of `named.TITLES` that
-  gives the title for the report, or None (the section left out). `data`: the report's part it
-  tabulates ({task: {"methods": {method: row}}}), `row_fn` its rows' first cells (`named.ROWS`,
-  else a macro given `task` and `s`), `head` its first column's header (else the table's)."""
+  `paper_<figure>` (given `v`). A title holding `{host}` names the throughput benchmark's host
+  and leaves the section out before the benchmark ran; `title_when` names a function of
+  `named.TITLES` that gives the title for the report, or None (the section left out). `data`:
+  the report's part it tabulates ({task: {"methods": {method: row}}}), `row_fn` its rows' first
+  cells (`named.ROWS`, else a macro given `task` and `s`), `head` its first column's header
+  (else the table's)."""
   title: str
   kind: str
   fmt: str = "{:.1f}"
