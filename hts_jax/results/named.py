@@ -49,15 +49,15 @@ def _spread(col, c: Dict[str, Any]) -> str:
   return stats.interval_cell(c[col.key], col.fmt) if c.get(col.key) else "-"
 
 
-def steps_cell(col, c: Dict[str, Any]) -> str:
-  """Env steps to the target: the censored median and how many seeds reached it (and how many
-  at the first window)."""
+def steps_cell(col, c: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
+  """Env steps to the target: the censored median and how many seeds reached it."""
   s = c.get("steps_to_target")
   if not s or s["median"] is None:
     return "-"
-  return words(col.ctx.grid, "steps_to_target", median=stats.Censored(**s["median"]).cell(),
-               reached=s["reached"], seeds=len(s["per_seed"]),
-               floors=sum(bool(f) for f in s["floors"]))
+  median = stats.Censored(**s["median"])
+  floors = sum(bool(f) for f in s["floors"])
+  return (f"{median.cell()} ({s['reached']}/{len(s['per_seed'])} reached"
+          + (f"; {floors} at the first window, a floor" if floors else "") + ")")
 
 
 UPDATE_KEYS = ("clip_frac", "approx_kl", "entropy")  # the PPO update's diagnostics tabulated
