@@ -1,14 +1,15 @@
 """The functions a grid's TOML names (`hts_jax.results.spec`): a table's cells (`CELLS`, given the
 column and a results.json cell; `SECTIONS`, a paper-style table's, given the section, the task,
-the method, its summary row and the report), the paper's figures beside them (`FIGURES`), lines
-beside a table (`LINES`, given the grid's Context and the report), a section's title (`TITLES`),
-a row's first cell (`ROWS`), a note's fields (`FIELDS`), more per-run fields from a finished run
-(`RUN`), more per-cell fields from a cell's runs (`CELL`), more parts of results.json (`REPORT`;
-a paper-style report's: `EXTRAS`), a curve panel's title (`PANELS`), the grid's options over a
-run's flags (`ADJUST`) and a paper-style grid's targets (`targets`). A grid that needs a new
-metric adds one function here (or in `paper_parts`) and names it in its grid.toml. The metrics
-are Python; their wording is the grid's: results/<grid>/text.md.in, a Jinja macro per line,
-title or cell, rendered by `words` with the fields the function here computes."""
+the method, its summary row and the report), a section's title (`TITLES`), a row's first cell
+(`ROWS`), more per-run fields from a finished run (`RUN`), more per-cell fields from a cell's runs
+(`CELL`), more parts of results.json (`REPORT`; a paper-style report's: `EXTRAS`), a curve
+panel's title (`PANELS`), the grid's options over a run's flags (`ADJUST`) and a paper-style
+grid's targets (`targets`). A grid that needs a new metric adds one function here (or in
+`paper_parts`) and names it in its grid.toml. The metrics are Python; their wording is the
+grid's: results/<grid>/text.md.in, a Jinja macro per table layout, line, title or cell, rendered
+by `words` with the fields the function here computes, or calling the computations here that
+`TEMPLATES` holds as globals; a section's cell or a row the TOML names that no registry holds is
+such a macro itself."""
 
 from __future__ import annotations
 
@@ -26,20 +27,21 @@ from hts_jax.results.publish import fmt_ci, fmt_steps
 TEMPLATES = publish.templates(os.path.join(provenance.ROOT, "results"))
 TEMPLATES.filters.update(
     short=paper_parts.short, partial=paper_parts.partial,
-    table=lambda rows, columns: stats.markdown([c[0] for c in columns], [
+    markdown=lambda rows, columns: stats.markdown([c[0] for c in columns], [
         [publish.cell(c[1], r) for c in columns] for r in rows]))
-TEMPLATES.globals.update(
-    ratio=paper_parts.ratio_cell, benchratio=paper_parts.benchratio,
-    per_host=paper_parts.per_host, ahead=paper_parts.ahead,
-    aggregates_line=lambda agg: compare.aggregates_line(agg, lambda m: f"`{m}`"))
 
 
-def words(report: Dict[str, Any], part: str, **fields: Any) -> str:
-  """The grid's wording of `part`: the macro of that name in results/<grid>/text.md.in (the
-  grid of `report`, its results.json) rendered with `fields`, its last newline dropped."""
-  macro = getattr(TEMPLATES.get_template(f"{report['grid']}/text.md.in").module, part)
+def words(grid_name: str, part: str, **fields: Any) -> str:
+  """The grid's wording of `part`: the macro of that name in results/<grid_name>/text.md.in
+  rendered with `fields`, its last newline dropped."""
+  macro = getattr(TEMPLATES.get_template(f"{grid_name}/text.md.in").module, part)
   text = str(macro(**fields))
   return text[:-1] if text.endswith("\n") else text
+
+
+def layout(parts: Dict[str, str]) -> str:
+  """A table laid out by results/table.md.in from its `parts` (`spec.Table.layout`)."""
+  return str(TEMPLATES.get_template("table.md.in").module.table(parts))
 
 
 def _spread(col, c: Dict[str, Any]) -> str:
@@ -58,15 +60,12 @@ def steps_cell(col, c: Dict[str, Any]) -> str:  # pylint: disable=unused-argumen
           + (f"; {floors} at the first window, a floor" if floors else "") + ")")
 
 
-UPDATE_KEYS = (("clip_frac", "clipped", "{:.3f}"), ("approx_kl", "KL", "{:.4f}"),
-               ("entropy", "entropy", "{:.2f}"))
+UPDATE_KEYS = ("clip_frac", "approx_kl", "entropy")  # the PPO update's diagnostics tabulated
 
 
-def update_cell(col, c: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
+def update_cell(col, c: Dict[str, Any]) -> str:
   """The PPO update over the first quarter of the budget: clipped share, KL, entropy."""
-  e = c.get("early_update") or {}
-  return "; ".join(f"{name} {stats.interval_cell(e[k], fmt)}" for k, name, fmt in UPDATE_KEYS
-                   if k in e) or "-"
+  return words(col.ctx.grid, "early_update", e=c.get("early_update") or {}) or "-"
 
 
 def _table(out: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -74,19 +73,20 @@ def _table(out: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
   return {task: t["methods"] for task, t in out["tasks"].items()}
 
 
-def clipped_line(ctx, out: Dict[str, Any]) -> str:
-  """The clipped share over the first quarter of the budget, the methods side by side."""
+def clip_shares(ctx, out: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+  """The clipped share over the first quarter of the budget per task, the `methods` with runs
+  side by side (`clips`); None where no run logged it."""
   table = _table(out)
   methods = [m.name for m in ctx.methods if any(m.name in t for t in table.values())]
   clips = {task: [((t.get(m) or {}).get("early_update") or {}).get("clip_frac") for m in methods]
            for task, t in table.items()}
-  return (words(out, "clipped_share", methods=methods, clips=clips)
-          if any(any(c) for c in clips.values()) else "")
+  return ({"methods": methods, "clips": clips} if any(any(c) for c in clips.values())
+          else None)
 
 
-def partial_seeds(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
-  """A label for tasks where a method has fewer finished seeds than the protocol's, or ''; each
-  method's count where they differ."""
+def fewer_seeds(out: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+  """The tasks where a method has fewer finished seeds than the protocol's: the fewest, the
+  protocol's, and each method's count where they differ."""
   partial = {}
   for task, s in out["tasks"].items():
     counts = {m: len(r["seeds"]) for m, r in s["methods"].items()}
@@ -94,7 +94,7 @@ def partial_seeds(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-ar
     if min(counts.values()) < protocol:
       partial[task] = {"seeds": min(counts.values()), "protocol": protocol,
                        "counts": counts if len(set(counts.values())) > 1 else None}
-  return words(out, "partial_seeds", partial=partial)
+  return partial
 
 
 def targets(settings: Dict[str, Any]) -> Callable[[str, List[Dict[str, Any]]], Dict[str, float]]:
@@ -128,7 +128,7 @@ def early(runs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return None
   windows = sorted({e["window_steps"] for e in found})
   return {"window_steps": windows[0] if len(windows) == 1 else windows,
-          **{k: stats.spread([e[k] for e in found]) for k, _, _ in UPDATE_KEYS
+          **{k: stats.spread([e[k] for e in found]) for k in UPDATE_KEYS
              if all(k in e for e in found)}}
 
 
@@ -291,35 +291,31 @@ def _verdict(ctx, out: Dict[str, Any]) -> Dict[str, Any]:
           "clip_frac_matches_sync": clip_overlap(ctx, table)}
 
 
-def _median_range(xs: List[stats.Censored]) -> str:
-  """'median [min, max]' of per-seed values, a miss censored at the budget (≥)."""
+def _median_range(xs: List[stats.Censored]) -> Dict[str, str]:
+  """The median of per-seed values and their [`lo`, `hi`], a miss censored at the budget (≥)."""
   lo, hi = min(xs, key=lambda s: s.value), max(xs, key=lambda s: s.value)
-  return f"{stats.censored_median(xs).cell()} [{lo.cell()}, {hi.cell()}]"
+  return {"median": stats.censored_median(xs).cell(), "lo": lo.cell(), "hi": hi.cell()}
 
 
 def seeds_steps_cell(col, c: Dict[str, Any]) -> str:
-  """Per seed (≥ budget: a miss, censored; `floor`: at the first full window), then the median
+  """Per seed (≥ budget: a miss, censored; a floor: at the first full window), then the median
   the decision rule uses and the [min, max]."""
   t = col.ctx.task(c["task"])
   if t.target is None:
     return "-"
   xs = c["per_seed"]["steps_to_target"]
   seeds = [stats.Censored.of(x, t.budget) for x in xs]
-  shown = ", ".join(s.cell() + (" (floor)" if stats.is_floor(x, t.first_window) else "")
-                    for s, x in zip(seeds, xs))
-  return f"{shown}; median {_median_range(seeds)} (min-max)"
+  return words(col.ctx.grid, "seeds_steps", range=_median_range(seeds), seeds=[
+      (s.cell(), stats.is_floor(x, t.first_window)) for s, x in zip(seeds, xs)])
 
 
 def seeds_values_cell(col, c: Dict[str, Any]) -> str:
   """Per seed `key`, then its median and spread."""
-  xs, fmt = c["per_seed"][col.key], col.fmt
+  xs = c["per_seed"][col.key]
   real = [x for x in xs if x is not None]
   if not real:
     return "-"
-  s = stats.spread(real)
-  shown = ", ".join("-" if x is None else fmt.format(x) for x in xs)
-  return (f"{shown}; median {fmt.format(s['median'])} [{fmt.format(s['interval']['lo'])}, "
-          f"{fmt.format(s['interval']['hi'])}] ({s['interval']['kind']})")
+  return words(col.ctx.grid, "seeds_values", xs=xs, fmt=col.fmt, spread=stats.spread(real))
 
 
 def rule_cell(col, c: Dict[str, Any]) -> str:
@@ -332,9 +328,8 @@ def rule_cell(col, c: Dict[str, Any]) -> str:
     xs = [stats.Censored(x) for x in c["per_seed"]["final_metric"] if x is not None]
   if not xs:
     return "-"
-  part = f" ({len(xs)} of {len(t.seeds)} seeds)" if len(xs) < len(t.seeds) else ""
-  verdict = {None: "", True: "; passes", False: "; misses"}[c.get("passes")]
-  return f"{_median_range(xs)}{part}{verdict}"
+  return words(col.ctx.grid, "rule", range=_median_range(xs), seeds=len(xs), of=len(t.seeds),
+               passes=c.get("passes"))
 
 
 def quarters_cell(col, c: Dict[str, Any]) -> str:
@@ -342,9 +337,8 @@ def quarters_cell(col, c: Dict[str, Any]) -> str:
   got = (c.get("quarters") or {}).get(col.key)
   if not got:
     return "-"
-  shown = " / ".join("-" if v is None else col.fmt.format(v) for v in got["median"])
-  n = got["seeds"]
-  return shown + (f" ({n} seed{'' if n == 1 else 's'})" if n < len(c["seeds"]) else "")
+  return words(col.ctx.grid, "quarters", medians=got["median"], fmt=col.fmt, seeds=got["seeds"],
+               of=len(c["seeds"]))
 
 
 def clip_medians(ctx, out: Dict[str, Any]) -> Dict[str, List[Optional[float]]]:
@@ -357,39 +351,32 @@ def clip_medians(ctx, out: Dict[str, Any]) -> Dict[str, List[Optional[float]]]:
 # A paper-style report's parts beyond the paper's metrics (`paper_parts`), by name.
 
 
-def _docs_tail(ctx, out: Dict[str, Any]) -> str:  # pylint: disable=unused-argument
-  """Under docs' tables: the IMPALA validation's table (a row per run, its diagnostics among its
-  fields) and the actor-count identity's (Tables 4/5), where they ran."""
-  val, ident = out.get("validation"), out.get("identity")
-  return words(out, "docs_tail", validation=val and dict(val, rows=[
-      dict(r, **r["diagnostics"], reached=r["reached_0.9_at_steps"]) for r in val["runs"]]),
-               identity=ident and dict(ident, rows=[
-                   dict(r, last_scores=", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:]))
-                   for r in ident["runs"]]))
+def validation_rows(val: Dict[str, Any]) -> List[Dict[str, Any]]:
+  """The IMPALA validation's table: a row per run, its diagnostics among its fields."""
+  return [dict(r, **r["diagnostics"], reached=r["reached_0.9_at_steps"]) for r in val["runs"]]
 
 
-def _readme_tail(ctx, out: Dict[str, Any]) -> str:
-  """Under README's table: where HTS-PPO is not ahead, then the IMPALA validation's verdict with
-  the diagnostics every run has."""
+def identity_rows(ident: Dict[str, Any]) -> List[Dict[str, Any]]:
+  """The actor-count identity's table (Tables 4/5): a row per run, its last 5 scores."""
+  return [dict(r, last_scores=", ".join(f"{x:.1f}" for x in r["eval_scores"][-5:]))
+          for r in ident["runs"]]
+
+
+def validation_diagnostics(out: Dict[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
+  """The IMPALA validation's diagnostics that every run has, per run."""
   runs = (out.get("validation") or {}).get("runs", [])
   per = {k: [r["diagnostics"].get(k) for r in runs]
          for k in ("entropy", "rho_clipped_frac", "value_loss")}
-  return words(out, "readme_tail", out=out, diagnostics={k: v for k, v in per.items() if all(v)},
-               labels={m.name: m.short for m in ctx.methods if m.short})
+  return {k: v for k, v in per.items() if all(v)}
 
 
-def _final_time_row(task: str, s: Dict[str, Any]) -> str:
-  limit = (f"; IMPALA {s['time_limit_s'] / 60:.1f} min"
-           if s["time_limit_s"] and len(s.get("hosts", ())) < 2 else "")
-  return f"{paper_parts.short(task)} ({s['budget']:,} steps{limit})"
-
-
-def _scale(out: Dict[str, Any]) -> Dict[str, Any]:
-  """The runs' scale: the options, the networks, and whether the runs predate host records."""
+def scale(out: Dict[str, Any]) -> Dict[str, Any]:
+  """The runs' scale: the options, the networks, and whether the runs predate host records
+  (`redo`)."""
   o = out["protocol"]["settings"]["options"]
   networks = sorted({str(r.get("network")) for r in out["runs"]}) or ["-"]
-  redo = words(out, "redo") if any(not r.get("host_recorded") for r in out["runs"]) else ""
-  return {"redo": redo, "num_envs": o["num_envs"], "representation": o["representation"],
+  return {"redo": any(not r.get("host_recorded") for r in out["runs"]),
+          "num_envs": o["num_envs"], "representation": o["representation"],
           "networks": "/".join(networks)}
 
 
@@ -420,7 +407,18 @@ def gfootball_scale(out: Dict[str, Any], method: str, o: Mapping[str, Any]) -> D
   return out
 
 
-# The registries a grid.toml names its functions from.
+# What the grids' macros compute with: the computations stay Python, the wording theirs.
+TEMPLATES.globals.update(
+    ratio=paper_parts.ratio_cell, benchratio=paper_parts.benchratio,
+    per_host=paper_parts.per_host, ahead=paper_parts.ahead, interval=stats.interval_cell,
+    aggregates_line=lambda agg: compare.aggregates_line(agg, lambda m: f"`{m}`"),
+    clip_shares=clip_shares, fewer_seeds=fewer_seeds, clip_medians=clip_medians,
+    validation_rows=validation_rows, identity_rows=identity_rows,
+    validation_diagnostics=validation_diagnostics, scale=scale,
+    shorts=lambda ctx: {m.name: m.short for m in ctx.methods if m.short})
+
+# The registries a grid.toml names its functions from. A section's kind or row that SECTIONS or
+# ROWS does not hold is a macro of the grid's text.md.in, given the same arguments by name.
 CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
     "count": lambda col, c: str(len(c["seeds"])),
     "mean": lambda col, c: col.fmt.format(c[col.key]["mean"]),
@@ -434,14 +432,6 @@ CELLS: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
     "rule": rule_cell,
     "quarters": quarters_cell,
 }
-
-
-def _worded(part: str) -> Callable[..., str]:
-  """A section's cell worded by the grid's macro `part`, given the section, task, method, its
-  summary row and the report."""
-  return lambda sec, task, m, r, out: words(out, part, sec=sec, task=task, m=m, r=r, out=out)
-
-
 SECTIONS: Dict[str, Callable[..., str]] = {
     "final": lambda sec, task, m, r, out: fmt_ci(r["final_metric"], sec.fmt),
     "final_time": lambda sec, task, m, r, out: fmt_ci(r.get("final_time"), sec.fmt),
@@ -451,25 +441,6 @@ SECTIONS: Dict[str, Callable[..., str]] = {
     "bench_minutes": paper_parts.bench_minutes,
     "bench_minutes_sps": paper_parts.bench_minutes_sps,
     "sps": lambda sec, task, m, r, out: fmt_ci(r["sps"], "{:,.0f}"),
-    **{part: _worded(part) for part in (
-        "final_and_sps", "final_and_last_target_steps", "final_and_final_time", "paired_each",
-        "required_min", "final_per_host_sps", "wall_idle", "update", "run_throughput", "readme")},
-}
-FIGURES: Dict[str, Callable[[Any], str]] = {
-    "mean_pm": lambda v: f"{v[0]:,} ± {v[1]:,}",
-    "each_g": lambda v: " / ".join("-" if x is None else f"{x:g}" for x in v),
-    "plain": lambda v: f"{v:,}",
-    "pm_2f": lambda v: "{:.2f} ± {:.2f}".format(*v),
-    "each_1f": lambda v: " / ".join("-" if x is None else f"{x:.1f}" for x in v),
-}
-LINES: Dict[str, Callable[[Any, Dict[str, Any]], str]] = {
-    "clipped_share": clipped_line, "partial_seeds": partial_seeds,
-    "targets": lambda ctx, out: words(out, "targets", out=out),
-    "decision": lambda ctx, out: words(out, "decision", out=out),
-    "clip_and_decision": lambda ctx, out: words(
-        out, "clip_and_decision", out=out, methods=[m.name for m in ctx.methods],
-        medians=clip_medians(ctx, out)),
-    "docs_tail": _docs_tail, "readme_tail": _readme_tail,
 }
 TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
     # the host, where the runs ran on one host kind only
@@ -479,14 +450,12 @@ TITLES: Dict[str, Callable[[str, Dict[str, Any]], Optional[str]]] = {
     "time_limit": lambda title, out: (title if any(s["time_limit_s"]
                                                    for s in out["tasks"].values()) else None),
     # what resets cost, where env_costs.json says
-    "run_throughput": lambda title, out: words(out, "run_throughput_title", costs={
+    "run_throughput": lambda title, out: words(out["grid"], "run_throughput_title", costs={
         sc: d for sc, d in (out.get("run_throughput") or {}).items()
         if d.get("random_reset_share")}),
 }
 ROWS: Dict[str, Callable[[str, Dict[str, Any]], str]] = {
-    "final_time": _final_time_row, "update": paper_parts.update_row,
-    "short": lambda task, d: paper_parts.short(task)}
-FIELDS: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {"scale": _scale}
+    "update": paper_parts.update_row, "short": lambda task, d: paper_parts.short(task)}
 PANELS: Dict[str, Callable[[str], str]] = {"task": str, "short": paper_parts.short}
 RUN: Dict[str, Callable[[Any, Any], Dict[str, Any]]] = {
     "final_return": lambda ctx, f: {"final_return": final_return(f.summary)},

@@ -20,7 +20,7 @@ SHARED_RULE = ("results.json's `shared`; the statistics rules, `hts_jax/analysis
 
 
 def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
-  """One table with its note and source line."""
+  """One table with its note, source line and aggregates line (`Table.layout`)."""
   tasks = len(g.tasks) > 1
   if t.sections:
     body = _sections(g, t, out)
@@ -43,10 +43,8 @@ def render_table(g: Grid, t: Table, out: Dict[str, Any]) -> str:
   source = (f"Source: {publish.source(out, os.path.join(g.results, 'results.json'))}; "
             f"{len(shared)} of {len(out['runs'])} runs flagged shared ({SHARED_RULE}).")
   aggregates = compare.aggregates_line(out.get("aggregates"), lambda m: g.method(m).header)
-  tail = " ".join(x for x in (aggregates if t.aggregates else "", t.tail(out)) if x)
-  after = t.after(out)
-  return (f"{t.notes(out)} {source}\n\n{body}" + (f"\n{after.rstrip()}\n" if after else "")
-          + (f"\n{tail}\n" if tail else ""))
+  return t.layout({"note": t.note, "source": source, "body": body,
+                   "aggregates": aggregates if t.aggregates else ""}, out)
 
 
 def _sections(g: Grid, t: Table, out: Dict[str, Any]) -> str:

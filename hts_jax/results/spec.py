@@ -2,9 +2,11 @@
 reference of its time ratios, its tables' columns and the blocks they go to, its named metrics and
 its curves) and `results/<grid>/PROTOCOL.md.in` (the protocol's prose, with `{{methods}}`,
 `{{tasks}}` and `{{reference}}` where the tables and values rendered from the TOML go), read into
-frozen dataclasses by `load`. A column, a line or a metric the TOML names is a function of
-`hts_jax.results.named`; the driver (`hts_jax.results.driver`) runs and reports the grid and
-`hts_jax.results.render` writes its tables and PROTOCOL.md.
+frozen dataclasses by `load`. A cell or a metric the TOML names is a function of
+`hts_jax.results.named`, or a macro of the grid's `results/<grid>/text.md.in` (its wording: a
+table's layout, a cell, a row's label, the paper's figure beside a cell); the driver
+(`hts_jax.results.driver`) runs and reports the grid and `hts_jax.results.render` writes its
+tables and PROTOCOL.md.
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ class Task:
 
 @dataclasses.dataclass(frozen=True)
 class Context:
-  """What a named function may read of its grid: its methods, its tasks, the TOML's [settings]."""
+  """What a named function may read of its grid: its name (`named.words` renders its wording),
+  its methods, its tasks, the TOML's [settings]."""
+  grid: str = ""
   methods: Tuple[Method, ...] = ()
   tasks: Tuple[Task, ...] = ()
   settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -90,31 +94,36 @@ class Column:
 @dataclasses.dataclass(frozen=True)
 class Section:
   """A paper-style table: a row per task, a column per method of `methods` (None: every method)
-  with runs there, each cell `named.SECTIONS[kind]` of the task's summary row of the method, then
-  the paper's figure `figure` of (task, method) where it has one, formatted by
-  `named.FIGURES[figure_fmt]`, after "(k of n seeds) " where the method has fewer (`partial`). A
-  title holding `{host}` names the throughput benchmark's host and leaves the section out before
-  the benchmark ran; `title_when` names a function of `named.TITLES` that gives the title for the
-  report, or None (the section left out). `data`: the report's part it tabulates ({task:
-  {"methods": {method: row}}}), `row_fn` its rows' first cells (`named.ROWS`), `head` its first
-  column's header (else the table's)."""
+  with runs there, each cell of the task's summary row of the method: `kind`, a function of
+  `named.SECTIONS` or else a macro of the grid's text.md.in (given `sec`, `task`, `m`, `r` and
+  `out`, the report), after "(k of n seeds) " where the method has fewer (`partial`), then the
+  paper's figure `figure` of (task, method) where it has one, worded by the grid's macro
+  `paper_<figure>` (given `v`). A title holding `{host}` names the throughput benchmark's host
+  and leaves the section out before the benchmark ran; `title_when` names a function of
+  `named.TITLES` that gives the title for the report, or None (the section left out). `data`:
+  the report's part it tabulates ({task: {"methods": {method: row}}}), `row_fn` its rows' first
+  cells (`named.ROWS`, else a macro given `task` and `s`), `head` its first column's header
+  (else the table's)."""
   title: str
   kind: str
   fmt: str = "{:.1f}"
   methods: Optional[Tuple[str, ...]] = None
   tasks: Optional[Tuple[str, ...]] = None  # its rows (None: every task)
-  among: Tuple[str, ...] = ()  # the methods a cell's second part is for (`named.SECTIONS`)
+  among: Tuple[str, ...] = ()  # the methods a cell's second part is for (a macro's)
   figure: str = ""
-  figure_fmt: str = ""
   partial: bool = False
   title_when: str = ""
   data: str = "tasks"
   row_fn: str = ""
   head: Optional[str] = None
+  ctx: Context = CONTEXT
 
   @property
   def row(self):
-    return named.ROWS[self.row_fn] if self.row_fn else None
+    if not self.row_fn:
+      return None
+    return named.ROWS.get(self.row_fn) or (
+        lambda task, s: named.words(self.ctx.grid, self.row_fn, task=task, s=s))
 
   def title_in(self, out: Dict[str, Any]) -> Optional[str]:
     if self.title_when:
@@ -124,12 +133,15 @@ class Section:
     return self.title
 
   def cell(self, task: str, method: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
-    text = named.SECTIONS[self.kind](self, task, method, r, out)
+    kind = named.SECTIONS.get(self.kind)
+    text = (kind(self, task, method, r, out) if kind else
+            named.words(self.ctx.grid, self.kind, sec=self, task=task, m=method, r=r, out=out))
     if self.partial:
       text = paper_parts.partial(out[self.data][task], method) + text
     paper = ((out.get("paper") or {}).get(task) or {}).get(self.figure) or {}
     if method in paper:
-      text += f" (paper: {named.FIGURES[self.figure_fmt](paper[method])})"
+      figure = named.words(self.ctx.grid, f"paper_{self.figure}", v=paper[method])
+      text += f" (paper: {figure})"
     return text
 
 
@@ -137,40 +149,30 @@ class Section:
 class Table:
   """A rendered table: a row per task and method, or (`pivot`) a row per task and a column per
   method holding the first column's cell, or a paper-style grid's `sections` (`by_task`: a table
-  per task, a row per section); `note` the paragraph above it (then the line `named.LINES[
-  note_line]`), `tail` a line of `named.LINES` under it after `tail_prefix`. The grid's first
-  table is table.md (tables.md for a paper-style grid)."""
+  per task, a row per section; `row_label` a task's row: `{task}` (`{short}`), `{budget}` and
+  `{seeds}` of its summary). Laid out as its `note`, the source line, the table and the
+  aggregates line, or by `text`, a macro of the grid's text.md.in given these parts (`t`), the
+  report (`out`) and the grid's Context (`ctx`). The grid's first table is table.md (tables.md
+  for a paper-style grid)."""
   columns: Tuple[Column, ...]
-  note: str
+  note: str = ""
   block: Optional[publish.Block] = None
   doc: str = "README.md"
   pivot: bool = False
-  tail_line: str = ""
-  tail_prefix: str = ""
-  note_line: str = ""
   aggregates: bool = True
   sections: Tuple[Section, ...] = ()
   head: str = "task"
-  row_label: str = ""  # a task's row: `{task}` (`{short}`), `{budget}` and `{seeds}` of its summary
-  note_fields: str = ""  # fields `note` is formatted with: a function of `named.FIELDS`
+  row_label: str = ""
   by_task: bool = False
-  after_line: str = ""  # paragraphs of `named.LINES` between it and `tail`
+  text: str = ""
   ctx: Context = CONTEXT
 
-  def _line(self, name: str, out: Dict[str, Any]) -> str:
-    return named.LINES[name](self.ctx, out) if name else ""
-
-  def notes(self, out: Dict[str, Any]) -> str:
-    note = (self.note.format(**named.FIELDS[self.note_fields](out)) if self.note_fields
-            else self.note)
-    return note + self._line(self.note_line, out)
-
-  def tail(self, out: Dict[str, Any]) -> str:
-    line = self._line(self.tail_line, out)
-    return self.tail_prefix + line if line else ""
-
-  def after(self, out: Dict[str, Any]) -> str:
-    return self._line(self.after_line, out)
+  def layout(self, parts: Dict[str, str], out: Dict[str, Any]) -> str:
+    """The table's text from its `parts`: `note`, `source`, `body` and `aggregates` ('' where
+    none)."""
+    text = (named.words(self.ctx.grid, self.text, t=parts, out=out, ctx=self.ctx) if self.text
+            else named.layout(parts))
+    return text.rstrip("\n") + "\n"
 
   @property
   def row(self):
@@ -314,7 +316,7 @@ def _table(t: Dict[str, Any], grid_name: str, ctx: Context) -> Table:
   columns = tuple(Column(**dict(c, ctx=ctx, **(
       {"values": ctx.settings[c["values"]]} if isinstance(c.get("values"), str) else {})))
                   for c in t.pop("columns", ()))
-  sections = tuple(Section(**_tuples(x, "methods", "tasks", "among"))
+  sections = tuple(Section(**_tuples(x, "methods", "tasks", "among"), ctx=ctx)
                    for x in t.pop("sections", ()))
   return Table(columns=columns, sections=sections, ctx=ctx,
                block=publish.Block(block, grid_name) if block else None, **t)
@@ -354,7 +356,7 @@ def load(name: str, root: str = RESULTS) -> Grid:
                   for m in d.pop("methods"))
   tasks = tuple(Task(**dict(t, name=t.get("name"), seeds=tuple(t["seeds"])))
                 for t in d.pop("tasks"))
-  ctx = Context(methods, tasks, d.pop("settings", {}), d["reference"])
+  ctx = Context(name, methods, tasks, d.pop("settings", {}), d["reference"])
   tables = tuple(_table(t, name, ctx) for t in d.pop("tables"))
   for key in ("run_metrics", "cell_metrics", "report_metrics"):
     d[key] = tuple(d.get(key, ()))

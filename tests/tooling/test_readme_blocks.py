@@ -17,12 +17,14 @@ def test_the_mujoco_update_statistics_render():
   assert early["window_steps"] == 250_000 and early["clip_frac"]["n"] == 2
   assert early["clip_frac"]["mean"] == pytest.approx(0.25)
   assert named.early([{"early_update": None}]) is None
-  assert named.update_cell(None, {"early_update": early}) == (
+  mujoco = spec.load("mujoco")
+  update = next(c for c in mujoco.tables[0].columns if c.kind == "early_update")
+  assert update.cell({"early_update": early}) == (
       "clipped 0.250 [0.200, 0.300] (min-max); KL 0.0100 [0.0100, 0.0100] (min-max); entropy "
       "3.00 [3.00, 3.00] (min-max)")
   out = {"grid": "mujoco", "tasks": {"Hopper-v5": {"methods": {"sync_ppo": {"early_update": early},
                                              "hts_ppo": {"early_update": None}}}}}
-  assert named.clipped_line(spec.load("mujoco").ctx, out) == (
+  assert named.words("mujoco", "clipped_share", s=named.clip_shares(mujoco.ctx, out)) == (
       "Share of samples with a clipped ratio over the first quarter of the budget (mean over "
       "seeds; sync_ppo / hts_ppo): Hopper-v5 0.25 / -.")
 

@@ -27,7 +27,7 @@ DOCS, README = GRID.tables
 
 def behind(report, scenario, t):
   """Where HTS-PPO is not ahead, in `report` (HTS-PPO the reference)."""
-  return named.words(dict(report, grid="gfootball"), "behind", t=t, labels=LABELS, sc=scenario,
+  return named.words("gfootball", "behind", t=t, labels=LABELS, sc=scenario,
                      out=dict(report, reference="hts_ppo"))
 
 
@@ -406,11 +406,11 @@ def test_the_ppo_update_diagnostics_golden_values(tmp_path):
   # Entropy over steps 2,400-3,000: the row at 3,000 only.
   assert sync["entropy"]["mean"] == pytest.approx(2.7) and sync["entropy"]["n"] == 1
   out = {"grid": "gfootball", "update_diagnostics": {sc: d}}
-  update_cell = named.SECTIONS["update"]
+  update_cell = next(s for s in DOCS.sections if s.kind == "update").cell
   assert paper_parts.update_row(sc, d) == "Empty goal close (3,000, 0.08)"
-  assert update_cell(None, sc, "hts_ppo", hts, out).startswith(
+  assert update_cell(sc, "hts_ppo", hts, out).startswith(
       "clipped 0.600 [0.400, 0.800]; \\|ρ - 1\\| 0.050 [0.050, 0.050]; KL 0.0010")
-  assert update_cell(None, sc, "sync_ppo", sync, out) == (
+  assert update_cell(sc, "sync_ppo", sync, out) == (
       "(1 of 2 seeds) clipped 0.200; \\|ρ - 1\\| 0.050; KL 0.0010; entropy 2.70")
 
 
@@ -438,9 +438,10 @@ def test_the_impala_validation_reads_its_runs_and_diagnostics(tmp_path):
   assert d["entropy"]["first"] == pytest.approx(753.6 / 256) and d["entropy"]["last"] == 1.0
   assert d["value_loss"]["first"] == pytest.approx(0.1)
   assert d["rho_clipped_frac"]["mean"] == pytest.approx(0.4)
-  assert "**not passed**" in named.LINES["docs_tail"](GRID.ctx, _report(validation=val))
+  assert "**not passed**" in named.words("gfootball", "docs_tail", out=_report(validation=val))
   # README's line: the verdict, where each seed reached 0.9 and its diagnostics.
-  assert named.LINES["readme_tail"](GRID.ctx, _report(validation=val)).split("\n")[-1] == (
+  assert named.words("gfootball", "readme_tail", out=_report(validation=val),
+                     labels=LABELS).split("\n")[-1] == (
       "IMPALA validation on academy_empty_goal_close (a running average of 0.9 within 1M steps, "
       "2 seeds): not passed (seed 0 at 1,300 steps, seed 1 at -); its diagnostics, seed by seed "
       "(first → last update): entropy per step (uniform 2.94) 2.94 → 1.00 / 2.94 → 1.00, ρ "
@@ -480,20 +481,20 @@ def test_whole_runs_against_the_benchmark_golden_values(tmp_path):
   assert sync["reset_share"] == pytest.approx(0.1)
   out = _report(run_throughput={sc: d})
   throughput_title = lambda out: named.TITLES["run_throughput"]("", out)  # noqa: E731
-  throughput_cell = named.SECTIONS["run_throughput"]
+  throughput_cell = next(s for s in DOCS.sections if s.kind == "run_throughput").cell
   assert "a reset costs Empty goal close 6.0 steps (a random policy's episodes: 120 steps, so " \
          "resets add 5% to a step's env time), results/gfootball/env_costs.json" in \
          throughput_title(out)
-  assert throughput_cell(None, sc, "hts_ppo", hts, out) == (
+  assert throughput_cell(sc, "hts_ppo", hts, out) == (
       "70 [60, 80] SPS = 0.70 of 100 (the 2 of 3 seeds on the benchmark's host); episodes 220.0 "
       "[120.0, 300.0] steps; resets +3%")
-  assert throughput_cell(None, sc, "sync_ppo", sync, out) == (
+  assert throughput_cell(sc, "sync_ppo", sync, out) == (
       "(1 of 3 seeds) 45 SPS; episodes 60.0 steps; resets +10%")
   # No run on the benchmark's host kind: no share at all.
   d = paper_parts.run_throughput(runs, {**bench, "host": "C x2"}, costs, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["sps"] is None and "- SPS (no run on the benchmark's host, C " \
-      "x2); episodes 220.0" in throughput_cell(None, sc, "hts_ppo", d["methods"]["hts_ppo"],
-                                               _report(run_throughput={sc: d}))
+      "x2); episodes 220.0" in throughput_cell(sc, "hts_ppo", d["methods"]["hts_ppo"],
+                                         _report(run_throughput={sc: d}))
   # Without env_costs.json the table says nothing of resets.
   d = paper_parts.run_throughput(runs, bench, None, 2_000)[sc]
   assert d["methods"]["hts_ppo"]["reset_share"] is None
