@@ -14,7 +14,7 @@ import os
 from typing import Any, Dict, Iterable, List, Optional
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import compare, grid, publish
+from hts_jax.results import compare, grid, paper_report, publish
 from hts_jax.results.publish import fmt_ci
 
 ENV_COSTS = "env_costs.json"  # `python -m experiments.bench_env_costs --save=...` writes it
@@ -134,10 +134,10 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
     for m, cell in cells.items():
       lengths = [r["env_steps"] / r["episodes"] for r in cell if r.get("episodes")]
       b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
-      length = metrics.seed_interval(lengths, resamples=resamples) if lengths else None
+      length = metrics.interval_or_none(lengths, resamples=resamples)
       # SPS against the benchmark only from the runs on the benchmark's host kind.
       same = [r for r in cell if r["host"] == bench_host]
-      sps = metrics.seed_interval([r["sps"] for r in same], resamples=resamples) if same else None
+      sps = metrics.interval_or_none([r["sps"] for r in same], resamples=resamples)
       out[sc]["methods"][m] = {
           "seeds": [r["seed"] for r in cell], "sps_seeds": [r["seed"] for r in same],
           "sps": sps, "benchmark_sps": b, "benchmark_host": bench_host,
@@ -162,11 +162,8 @@ def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> No
       for kind in s["hosts"]:
         mine = [r for r in here if r["method"] == m and r["host"] == kind]
         if mine:
-          row["by_host"][kind] = {
-              "seeds": [r["seed"] for r in mine],
-              "sps": metrics.seed_interval([r["sps"] for r in mine], resamples=resamples),
-              "wall_time_min": metrics.seed_interval([r["wall_time_s"] / 60 for r in mine],
-                                                    resamples=resamples)}
+          row["by_host"][kind] = {"seeds": [r["seed"] for r in mine],
+                                  **paper_report.speed(mine, resamples)}
 
 
 def short(scenario: str) -> str:
