@@ -121,7 +121,6 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   `reset_in_steps`, and a random policy's episode length), `reset_share` is what resets add to a
   step's env time at the runs' episode length (reset_in_steps / length), beside the random policy's:
   a policy that scores sooner plays shorter episodes, so more of its env time goes to resets."""
-  bench = (throughput or {}).get("scenarios") or {}
   bench_host = (throughput or {}).get("host")
   costs = (env_costs or {}).get("envs") or {}
   out = {}
@@ -133,7 +132,7 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
                "methods": {}}
     for m, cell in cells.items():
       lengths = [r["env_steps"] / r["episodes"] for r in cell if r.get("episodes")]
-      b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
+      b = paper_report.benchmark_sps(throughput, sc, m)
       length = metrics.interval_or_none(lengths, resamples=resamples)
       # SPS against the benchmark only from the runs on the benchmark's host kind.
       same = [r for r in cell if r["host"] == bench_host]
@@ -189,8 +188,14 @@ def partial(scenario_summary: Dict[str, Any], method: str) -> str:
   return f"({k} of {n} seeds) " if k < n else ""
 
 
+def _part(report: Dict[str, Any], part: str, scenario: str, method: str) -> Dict[str, Any]:
+  """The report's `part` ("paired": the paired ratios, "throughput_minutes": the benchmark's
+  minutes) of `method` on `scenario`, per target ({} where it has none)."""
+  return ((report.get(part) or {}).get(scenario) or {}).get(method) or {}
+
+
 def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
-  return (((report.get("paired") or {}).get(scenario) or {}).get(method) or {}).get(t)
+  return _part(report, "paired", scenario, method).get(t)
 
 
 def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
@@ -222,29 +227,27 @@ def paired_cell(sec, task: str, method: str, r: Dict[str, Any], out: Dict[str, A
   del sec, r
   if method == out.get("reference"):
     return "1 (reference)"
-  return " / ".join(map(stats.ratio_cell, (((out.get("paired") or {}).get(task) or {})
-                                           .get(method) or {}).values()))
+  return " / ".join(map(stats.ratio_cell, _part(out, "paired", task, method).values()))
 
 
 def bench_minutes(sec, task: str, method: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
   """Minutes to each target from env steps over the throughput benchmark's median SPS."""
   del sec, r
-  got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}
+  got = _part(out, "throughput_minutes", task, method)
   return " / ".join("-" if v is None else f"{v:.1f}" for v in got.values())
 
 
 def bench_minutes_sps(sec, scenario: str, method: str, r: Dict[str, Any],
                       out: Dict[str, Any]) -> str:
   """`bench_minutes`, then the benchmark's median SPS of the method in parentheses."""
-  bench = ((out.get("throughput") or {}).get("scenarios") or {}).get(scenario) or {}
-  sps = (bench.get(method) or {}).get("median_sps")
+  sps = paper_report.benchmark_sps(out.get("throughput"), scenario, method)
   return bench_minutes(sec, scenario, method, r, out) + (f" ({sps:,.0f} SPS)" if sps else "")
 
 
 def benchratio(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
   """The method's minutes to the target (env steps over its benchmark SPS) over HTS-PPO's."""
-  mins = (report.get("throughput_minutes") or {}).get(scenario) or {}
-  mine, ref = (mins.get(method) or {}).get(t), (mins.get(report["reference"]) or {}).get(t)
+  mine, ref = (_part(report, "throughput_minutes", scenario, m).get(t)
+               for m in (method, report["reference"]))
   return mine / ref if mine is not None and ref else None
 
 

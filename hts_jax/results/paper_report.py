@@ -141,17 +141,24 @@ def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
   return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
 
 
+def benchmark_sps(throughput: Optional[Dict[str, Any]], scenario: str,
+                  method: str) -> Optional[float]:
+  """The method's median SPS on the scenario in the interleaved throughput benchmark
+  (`throughput.json`); None where the benchmark lacks it."""
+  bench = ((throughput or {}).get("scenarios") or {}).get(scenario) or {}
+  return (bench.get(method) or {}).get("median_sps")
+
+
 def throughput_minutes(summary: Dict[str, Any],
                        throughput: Optional[Dict[str, Any]]) -> Dict[str, Any]:
   """Per scenario, method and target: the mean env steps to the target (every seed reached it)
-  over the method's median SPS in the interleaved benchmark (`throughput.json`), in minutes on
-  the benchmark's host; None where a seed missed the target or the benchmark lacks the method."""
+  over the method's median SPS in the benchmark (`benchmark_sps`), in minutes on the benchmark's
+  host; None where a seed missed the target or the benchmark lacks the method."""
   out: Dict[str, Any] = {}
   for scenario, s in summary.items():
-    bench = ((throughput or {}).get("scenarios") or {}).get(scenario) or {}
     out[scenario] = {}
     for method, row in s["methods"].items():
-      sps = (bench.get(method) or {}).get("median_sps")
+      sps = benchmark_sps(throughput, scenario, method)
       out[scenario][method] = {
           t: (row["required_steps"][t]["mean"] / sps / 60
               if sps and row["required_steps"][t].get("mean") is not None else None)
