@@ -141,7 +141,7 @@ def mean_band(curves: Sequence[Curve], points: int = 150, resamples: int = 2_000
 
 def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]], *, xlabel: str,
                 ylabel: str, ylim: Optional[Tuple[float, float]] = None,
-                hline: Optional[float] = None, resamples: int = 2_000) -> str:
+                hline: Optional[float] = None) -> str:
   """One panel per (title, {label: per-seed curves}): each label's mean over seeds and its band
   (`mean_band`: [min, max] below 6 seeds, else 95% bootstrap), labelled with its seed count.
   Returns the PNG path."""
@@ -152,7 +152,7 @@ def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]],
       curves = [c for c in curves if len(c[0])]
       if not curves:
         continue
-      grid, mean, lo, hi = mean_band(curves, resamples=resamples)
+      grid, mean, lo, hi = mean_band(curves)
       seeds = f"{len(curves)} seed" + ("" if len(curves) == 1 else "s")
       ax.plot(grid, mean, color=f"C{i}", label=f"{label} ({seeds})")
       ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
@@ -170,7 +170,7 @@ def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]],
 def score_curves(out_dir: str, prefix: str,
                  panels: Sequence[Tuple[str, Dict[str, List[Sequence[Dict[str, Any]]]]]], *,
                  score: str, ylabel: str, minutes: bool = False,
-                 ylim: Optional[Tuple[float, float]] = None, resamples: int = 2_000) -> List[str]:
+                 ylim: Optional[Tuple[float, float]] = None) -> List[str]:
   """The paper's curve figures (Fig. 5 style): evaluation score vs env steps and vs wall time,
   one panel per (title, {label: each seed's evaluations}), each label's mean over seeds with its
   band (`band_figure`); an evaluation's `score` key gives its score, wall time in seconds or
@@ -184,7 +184,7 @@ def score_curves(out_dir: str, prefix: str,
                                for evals in seeds] for label, seeds in lines.items()})
               for title, lines in panels]
     paths.append(band_figure(os.path.join(out_dir, f"{prefix}_vs_{name}.png"), curves,
-                             xlabel=xlabel, ylabel=ylabel, ylim=ylim, resamples=resamples))
+                             xlabel=xlabel, ylabel=ylabel, ylim=ylim))
   return paths
 
 

@@ -168,7 +168,7 @@ def throughput_minutes(summary: Dict[str, Any],
 
 def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
                 labels: Dict[str, str], title: Callable[[str], str], prefix: str, ylabel: str,
-                ylim: Optional[tuple] = None, resamples: int = 2_000) -> List[str]:
+                ylim: Optional[tuple] = None) -> List[str]:
   """The paper's curve figures (`plots.score_curves`, wall time in minutes), one panel per
   scenario, a band per method over its seeds' evaluations (each seed's last score carried
   forward; [min, max] below 6 seeds)."""
@@ -178,7 +178,7 @@ def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
   if not panels:
     return []
   return plots.score_curves(out_dir, prefix, panels, score="score", ylabel=ylabel, minutes=True,
-                            ylim=ylim, resamples=resamples)
+                            ylim=ylim)
 
 
 def identity_report(results: str) -> Optional[Dict[str, Any]]:
