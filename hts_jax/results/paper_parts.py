@@ -24,18 +24,19 @@ WINDOW = 0.25  # the PPO update's diagnostics: over the first quarter of each bu
 
 
 def extras(results: str, out: Dict[str, Any], resamples: int) -> Dict[str, Any]:
-  """The report's GFootball parts (`Paper.extras`); adds each scenario's protocol seed count and
-  host kinds (and per-host figures) to the summary in place."""
-  planned = {sc: len(t["seeds"]) for sc, t in out["protocol"]["settings"]["tasks"].items()}
-  by_host(out, planned, resamples)
+  """The report's GFootball parts (`Paper.extras`); adds each scenario's protocol seed count
+  (`planned_seeds`, their '(k of n seeds)': a scenario whose methods all have fewer runs is
+  partial) to the summary and the parts, and the summary's host kinds (`by_host`), in place."""
   parts = {"validation": validation_report(results),
            "update_diagnostics": update_diagnostics(results, out["runs"], resamples),
            "run_throughput": run_throughput(
                out["runs"], out["throughput"],
                publish.read_json(results, ENV_COSTS), resamples)}
-  for part in ("update_diagnostics", "run_throughput"):  # their '(k of n seeds)': the protocol's n
-    for sc, d in parts[part].items():
+  planned = {sc: len(t["seeds"]) for sc, t in out["protocol"]["settings"]["tasks"].items()}
+  for part in (out["tasks"], parts["update_diagnostics"], parts["run_throughput"]):
+    for sc, d in part.items():
       d["planned_seeds"] = planned.get(sc, 0)
+  by_host(out, resamples)
   return parts
 
 
@@ -145,13 +146,11 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   return out
 
 
-def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> None:
-  """Per scenario, in place: the protocol's seed count (`planned_seeds`: a scenario whose methods
-  all have fewer runs is partial), its runs' host kinds (`hosts`), and where they are more than
-  one, each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
+def by_host(body: Dict[str, Any], resamples: int) -> None:
+  """Per scenario, in place: its runs' host kinds (`hosts`), and where they are more than one,
+  each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
   different host kinds are never averaged together (PROTOCOL.md)."""
   for sc, s in body["tasks"].items():
-    s["planned_seeds"] = planned.get(sc, 0)
     here = [r for r in body["runs"] if r["task"] == sc]
     s["hosts"] = list(dict.fromkeys(r["host"] for r in here))
     if len(s["hosts"]) < 2:
