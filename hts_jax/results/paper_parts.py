@@ -193,10 +193,6 @@ def _part(report: Dict[str, Any], part: str, scenario: str, method: str) -> Dict
   return ((report.get(part) or {}).get(scenario) or {}).get(method) or {}
 
 
-def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
-  return _part(report, "paired", scenario, method).get(t)
-
-
 def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
   """The paired ratio's cell: `ref` for HTS-PPO where one of its seeds reached the target ('-'
   where none did), else the geometric mean over the blocks (a miss counts at its run's end and
@@ -205,7 +201,7 @@ def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: 
   if method == report["reference"]:
     steps = report["tasks"][scenario]["methods"][method]["required_steps"][t]
     return ref if steps.get("reached") else "-"
-  ci = paired_ci(report, scenario, method, t)
+  ci = _part(report, "paired", scenario, method).get(t)
   cell = stats.ratio_cell(ci)
   if ci and ci.get("mean") is not None and len(ci["could"]) > ci["n"]:
     cell = cell[:-1] + f" of {len(ci['could'])})"
@@ -270,7 +266,8 @@ def ahead(report: Dict[str, Any], scenario: str, t: str,
   found = {}
   for m in (m for m in baselines if m != report["reference"] and m in ms):
     r, mine, theirs = ms[m], ms[m]["required_steps"][t], ref["required_steps"][t]
-    paired, bench = paired_ci(report, scenario, m, t), benchratio(report, scenario, m, t)
+    paired = _part(report, "paired", scenario, m).get(t)
+    bench = benchratio(report, scenario, m, t)
     found[m] = {"mine": mine, "theirs": theirs, "higher": {},
                 "fewer": (None not in (_ci_mean(mine), _ci_mean(theirs))
                           and mine["mean"] < theirs["mean"]),
