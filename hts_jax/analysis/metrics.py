@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -224,6 +225,12 @@ def seed_interval(values: Sequence[float], *, resamples: int = 10_000,
           "kind": s["interval"]["kind"]}
 
 
+def interval_or_none(values: Sequence[float], *, resamples: int = 10_000,
+                     seed: int = 0) -> Optional[Dict[str, Any]]:
+  """`seed_interval`, or None where no seed has a value."""
+  return seed_interval(values, resamples=resamples, seed=seed) if len(values) else None
+
+
 def group_runs(runs: Sequence[Run]) -> Dict[Tuple, List[Run]]:
   """Runs that differ only in their seed, keyed by GROUP_FIELDS values, seeds in order."""
   groups: Dict[Tuple, List[Run]] = {}
@@ -255,7 +262,7 @@ def summarize(groups: Dict[Tuple, List[Run]], *, last: int = 10,
   `targets` maps env name to the required-time target ('*' for any env)."""
   rows = []
   keys = list(groups)
-  ci = lambda xs: seed_interval(xs, resamples=resamples, seed=seed) if xs else None
+  ci = functools.partial(interval_or_none, resamples=resamples, seed=seed)
   for key, runs in groups.items():
     f = dict(zip(GROUP_FIELDS, key))
     row: Dict[str, Any] = {"env": f["env"], "method": method_label(key, keys),

@@ -141,7 +141,7 @@ def mean_band(curves: Sequence[Curve], points: int = 150, resamples: int = 2_000
 
 def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]], *, xlabel: str,
                 ylabel: str, ylim: Optional[Tuple[float, float]] = None,
-                hline: Optional[float] = None, resamples: int = 2_000) -> str:
+                hline: Optional[float] = None) -> str:
   """One panel per (title, {label: per-seed curves}): each label's mean over seeds and its band
   (`mean_band`: [min, max] below 6 seeds, else 95% bootstrap), labelled with its seed count.
   Returns the PNG path."""
@@ -152,7 +152,7 @@ def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]],
       curves = [c for c in curves if len(c[0])]
       if not curves:
         continue
-      grid, mean, lo, hi = mean_band(curves, resamples=resamples)
+      grid, mean, lo, hi = mean_band(curves)
       seeds = f"{len(curves)} seed" + ("" if len(curves) == 1 else "s")
       ax.plot(grid, mean, color=f"C{i}", label=f"{label} ({seeds})")
       ax.fill_between(grid, lo, hi, color=f"C{i}", alpha=0.2)
@@ -167,21 +167,36 @@ def band_figure(path: str, panels: Sequence[Tuple[str, Dict[str, List[Curve]]]],
   return _save(fig, path)
 
 
-def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> List[str]:
-  """Fig. 5 style: evaluation return vs env steps and vs wall time, one panel per env, mean over
-  seeds with its band (`mean_band`: [min, max] below 6 seeds). Returns the PNG paths."""
-  envs = sorted({k[0] for k in groups})
-  keys = list(groups)
+def score_curves(out_dir: str, prefix: str,
+                 panels: Sequence[Tuple[str, Dict[str, List[Sequence[Dict[str, Any]]]]]], *,
+                 score: str, ylabel: str, minutes: bool = False,
+                 ylim: Optional[Tuple[float, float]] = None) -> List[str]:
+  """The paper's curve figures (Fig. 5 style): evaluation score vs env steps and vs wall time,
+  one panel per (title, {label: each seed's evaluations}), each label's mean over seeds with its
+  band (`band_figure`); an evaluation's `score` key gives its score, wall time in seconds or
+  `minutes`. Writes `<prefix>_vs_env_steps.png` and `<prefix>_vs_wall_time.png`; returns them."""
   paths = []
-  for axis, xlabel, name in (("env_steps", "env steps", "return_vs_env_steps"),
-                             ("wall_time_s", "wall time (s)", "return_vs_wall_time")):
-    panels = [(str(env), {metrics.method_label(key, keys):
-                          [([e[axis] for e in r.evals], [e["mean_return"] for e in r.evals])
-                           for r in runs if r.evals]
-                          for key, runs in groups.items() if key[0] == env}) for env in envs]
-    paths.append(band_figure(os.path.join(out_dir, f"{name}.png"), panels, xlabel=xlabel,
-                             ylabel="evaluation return"))
+  for axis, xlabel, name, scale in (
+      ("env_steps", "env steps", "env_steps", 1.0),
+      ("wall_time_s", "wall time (minutes)" if minutes else "wall time (s)", "wall_time",
+       1 / 60 if minutes else 1.0)):
+    curves = [(title, {label: [([e[axis] * scale for e in evals], [e[score] for e in evals])
+                               for evals in seeds] for label, seeds in lines.items()})
+              for title, lines in panels]
+    paths.append(band_figure(os.path.join(out_dir, f"{prefix}_vs_{name}.png"), curves,
+                             xlabel=xlabel, ylabel=ylabel, ylim=ylim))
   return paths
+
+
+def learning_curves(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> List[str]:
+  """Evaluation return vs env steps and vs wall time (`score_curves`), one panel per env, a band
+  per group of seeds (`metrics.method_label`). Returns the PNG paths."""
+  keys = list(groups)
+  panels = [(str(env), {metrics.method_label(key, keys): [r.evals for r in runs]
+                        for key, runs in groups.items() if key[0] == env})
+            for env in sorted({k[0] for k in groups})]
+  return score_curves(out_dir, "return", panels, score="mean_return",
+                      ylabel="evaluation return")
 
 
 def throughput(out_dir: str, groups: Dict[Tuple, List[metrics.Run]]) -> str:

@@ -14,7 +14,7 @@ import os
 from typing import Any, Dict, Iterable, List, Optional
 
 from hts_jax.analysis import metrics, stats
-from hts_jax.results import compare, grid, publish
+from hts_jax.results import compare, grid, paper_report, publish
 from hts_jax.results.publish import fmt_ci
 
 ENV_COSTS = "env_costs.json"  # `python -m experiments.bench_env_costs --save=...` writes it
@@ -24,18 +24,19 @@ WINDOW = 0.25  # the PPO update's diagnostics: over the first quarter of each bu
 
 
 def extras(results: str, out: Dict[str, Any], resamples: int) -> Dict[str, Any]:
-  """The report's GFootball parts (`Paper.extras`); adds each scenario's protocol seed count and
-  host kinds (and per-host figures) to the summary in place."""
-  planned = {sc: len(t["seeds"]) for sc, t in out["protocol"]["settings"]["tasks"].items()}
-  by_host(out, planned, resamples)
+  """The report's GFootball parts (`Paper.extras`); adds each scenario's protocol seed count
+  (`planned_seeds`, their '(k of n seeds)': a scenario whose methods all have fewer runs is
+  partial) to the summary and the parts, and the summary's host kinds (`by_host`), in place."""
   parts = {"validation": validation_report(results),
            "update_diagnostics": update_diagnostics(results, out["runs"], resamples),
            "run_throughput": run_throughput(
                out["runs"], out["throughput"],
                publish.read_json(results, ENV_COSTS), resamples)}
-  for part in ("update_diagnostics", "run_throughput"):  # their '(k of n seeds)': the protocol's n
-    for sc, d in parts[part].items():
+  planned = {sc: len(t["seeds"]) for sc, t in out["protocol"]["settings"]["tasks"].items()}
+  for part in (out["tasks"], parts["update_diagnostics"], parts["run_throughput"]):
+    for sc, d in part.items():
       d["planned_seeds"] = planned.get(sc, 0)
+  by_host(out, resamples)
   return parts
 
 
@@ -121,7 +122,6 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   `reset_in_steps`, and a random policy's episode length), `reset_share` is what resets add to a
   step's env time at the runs' episode length (reset_in_steps / length), beside the random policy's:
   a policy that scores sooner plays shorter episodes, so more of its env time goes to resets."""
-  bench = (throughput or {}).get("scenarios") or {}
   bench_host = (throughput or {}).get("host")
   costs = (env_costs or {}).get("envs") or {}
   out = {}
@@ -133,11 +133,11 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
                "methods": {}}
     for m, cell in cells.items():
       lengths = [r["env_steps"] / r["episodes"] for r in cell if r.get("episodes")]
-      b = ((bench.get(sc) or {}).get(m) or {}).get("median_sps")
-      length = metrics.seed_interval(lengths, resamples=resamples) if lengths else None
+      b = paper_report.benchmark_sps(throughput, sc, m)
+      length = metrics.interval_or_none(lengths, resamples=resamples)
       # SPS against the benchmark only from the runs on the benchmark's host kind.
       same = [r for r in cell if r["host"] == bench_host]
-      sps = metrics.seed_interval([r["sps"] for r in same], resamples=resamples) if same else None
+      sps = metrics.interval_or_none([r["sps"] for r in same], resamples=resamples)
       out[sc]["methods"][m] = {
           "seeds": [r["seed"] for r in cell], "sps_seeds": [r["seed"] for r in same],
           "sps": sps, "benchmark_sps": b, "benchmark_host": bench_host,
@@ -146,13 +146,11 @@ def run_throughput(runs: List[Dict[str, Any]], throughput: Optional[Dict[str, An
   return out
 
 
-def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> None:
-  """Per scenario, in place: the protocol's seed count (`planned_seeds`: a scenario whose methods
-  all have fewer runs is partial), its runs' host kinds (`hosts`), and where they are more than
-  one, each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
+def by_host(body: Dict[str, Any], resamples: int) -> None:
+  """Per scenario, in place: its runs' host kinds (`hosts`), and where they are more than one,
+  each method's SPS and whole-run minutes per host kind (`by_host`): absolute figures from
   different host kinds are never averaged together (PROTOCOL.md)."""
   for sc, s in body["tasks"].items():
-    s["planned_seeds"] = planned.get(sc, 0)
     here = [r for r in body["runs"] if r["task"] == sc]
     s["hosts"] = list(dict.fromkeys(r["host"] for r in here))
     if len(s["hosts"]) < 2:
@@ -162,11 +160,8 @@ def by_host(body: Dict[str, Any], planned: Dict[str, int], resamples: int) -> No
       for kind in s["hosts"]:
         mine = [r for r in here if r["method"] == m and r["host"] == kind]
         if mine:
-          row["by_host"][kind] = {
-              "seeds": [r["seed"] for r in mine],
-              "sps": metrics.seed_interval([r["sps"] for r in mine], resamples=resamples),
-              "wall_time_min": metrics.seed_interval([r["wall_time_s"] / 60 for r in mine],
-                                                    resamples=resamples)}
+          row["by_host"][kind] = {"seeds": [r["seed"] for r in mine],
+                                  **paper_report.speed(mine, resamples)}
 
 
 def short(scenario: str) -> str:
@@ -192,8 +187,10 @@ def partial(scenario_summary: Dict[str, Any], method: str) -> str:
   return f"({k} of {n} seeds) " if k < n else ""
 
 
-def paired_ci(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[Dict]:
-  return (((report.get("paired") or {}).get(scenario) or {}).get(method) or {}).get(t)
+def _part(report: Dict[str, Any], part: str, scenario: str, method: str) -> Dict[str, Any]:
+  """The report's `part` ("paired": the paired ratios, "throughput_minutes": the benchmark's
+  minutes) of `method` on `scenario`, per target ({} where it has none)."""
+  return ((report.get(part) or {}).get(scenario) or {}).get(method) or {}
 
 
 def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: str) -> str:
@@ -204,7 +201,7 @@ def ratio_cell(report: Dict[str, Any], scenario: str, method: str, t: str, ref: 
   if method == report["reference"]:
     steps = report["tasks"][scenario]["methods"][method]["required_steps"][t]
     return ref if steps.get("reached") else "-"
-  ci = paired_ci(report, scenario, method, t)
+  ci = _part(report, "paired", scenario, method).get(t)
   cell = stats.ratio_cell(ci)
   if ci and ci.get("mean") is not None and len(ci["could"]) > ci["n"]:
     cell = cell[:-1] + f" of {len(ci['could'])})"
@@ -225,29 +222,27 @@ def paired_cell(sec, task: str, method: str, r: Dict[str, Any], out: Dict[str, A
   del sec, r
   if method == out.get("reference"):
     return "1 (reference)"
-  return " / ".join(map(stats.ratio_cell, (((out.get("paired") or {}).get(task) or {})
-                                           .get(method) or {}).values()))
+  return " / ".join(map(stats.ratio_cell, _part(out, "paired", task, method).values()))
 
 
 def bench_minutes(sec, task: str, method: str, r: Dict[str, Any], out: Dict[str, Any]) -> str:
   """Minutes to each target from env steps over the throughput benchmark's median SPS."""
   del sec, r
-  got = ((out.get("throughput_minutes") or {}).get(task) or {}).get(method) or {}
+  got = _part(out, "throughput_minutes", task, method)
   return " / ".join("-" if v is None else f"{v:.1f}" for v in got.values())
 
 
 def bench_minutes_sps(sec, scenario: str, method: str, r: Dict[str, Any],
                       out: Dict[str, Any]) -> str:
   """`bench_minutes`, then the benchmark's median SPS of the method in parentheses."""
-  bench = ((out.get("throughput") or {}).get("scenarios") or {}).get(scenario) or {}
-  sps = (bench.get(method) or {}).get("median_sps")
+  sps = paper_report.benchmark_sps(out.get("throughput"), scenario, method)
   return bench_minutes(sec, scenario, method, r, out) + (f" ({sps:,.0f} SPS)" if sps else "")
 
 
 def benchratio(report: Dict[str, Any], scenario: str, method: str, t: str) -> Optional[float]:
   """The method's minutes to the target (env steps over its benchmark SPS) over HTS-PPO's."""
-  mins = (report.get("throughput_minutes") or {}).get(scenario) or {}
-  mine, ref = (mins.get(method) or {}).get(t), (mins.get(report["reference"]) or {}).get(t)
+  mine, ref = (_part(report, "throughput_minutes", scenario, m).get(t)
+               for m in (method, report["reference"]))
   return mine / ref if mine is not None and ref else None
 
 
@@ -271,7 +266,8 @@ def ahead(report: Dict[str, Any], scenario: str, t: str,
   found = {}
   for m in (m for m in baselines if m != report["reference"] and m in ms):
     r, mine, theirs = ms[m], ms[m]["required_steps"][t], ref["required_steps"][t]
-    paired, bench = paired_ci(report, scenario, m, t), benchratio(report, scenario, m, t)
+    paired = _part(report, "paired", scenario, m).get(t)
+    bench = benchratio(report, scenario, m, t)
     found[m] = {"mine": mine, "theirs": theirs, "higher": {},
                 "fewer": (None not in (_ci_mean(mine), _ci_mean(theirs))
                           and mine["mean"] < theirs["mean"]),

@@ -9,6 +9,7 @@ and the actor-count identity (Tables 4/5). The report of every grid with a `[pap
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -32,10 +33,6 @@ def add_required(runs: List[Dict[str, Any]], spec: Spec) -> None:
       r["required"][name] = {"minutes": q["wall_time_s"] / 60, "env_steps": q["env_steps"]}
 
 
-def _ci(values: Sequence[float], resamples: int) -> Optional[Dict[str, float]]:
-  return metrics.seed_interval(values, resamples=resamples) if values else None
-
-
 def _floor(r: Dict[str, Any], t: str) -> bool:
   """Whether a run's env steps to target `t` sit at its first full window of evaluations (the
   earliest the running average can reach it): a floor of the cadence, not a measure of learning."""
@@ -53,7 +50,7 @@ def _reached(values: Sequence[float], ends: Sequence[float], resamples: int) -> 
   hit = [v for v in values if math.isfinite(v)]
   out: Dict[str, Any] = {"mean": None}
   if hit and len(hit) == len(values):
-    out = dict(_ci(hit, resamples))
+    out = dict(metrics.seed_interval(hit, resamples=resamples))
   elif values:
     out["censored_mean"] = sum(v if math.isfinite(v) else e
                                for v, e in zip(values, ends)) / len(values)
@@ -70,21 +67,19 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
   with no such run of its host kind, or no evaluation before the limit, has no score: `reached`
   says how many had one. `time_limit_s` is that method's mean wall time (shown beside the
   table)."""
+  ci = functools.partial(metrics.interval_or_none, resamples=resamples)
   out: Dict[str, Any] = {}
   for scenario, cells in compare.cells(runs).items():
     here = [r for r in runs if r["task"] == scenario]
     targets = list(here[0]["targets"])
-    impala = {r["seed"]: r for r in cells.get(spec.limit_method, ())}
-    limit = (sum(r["wall_time_s"] for r in impala.values()) / len(impala)) if impala else None
+    limits = {r["seed"]: r for r in cells.get(spec.limit_method, ())}
+    limit = (sum(r["wall_time_s"] for r in limits.values()) / len(limits)) if limits else None
     rows = {}
     for method, mine in ((m, cells[m]) for m in spec.methods if m in cells):
-      row: Dict[str, Any] = {
+      rows[method] = {
           "seeds": [r["seed"] for r in mine],
-          "env_steps": [r["env_steps"] for r in mine],
-          "sps": _ci([r["sps"] for r in mine], resamples),
-          "wall_time_min": _ci([r["wall_time_s"] / 60 for r in mine], resamples),
-          "final_metric": _ci([r["final_metric"] for r in mine if r["final_metric"] is not None],
-                              resamples),
+          "env_steps": [r["env_steps"] for r in mine], **speed(mine, resamples),
+          "final_metric": ci([r["final_metric"] for r in mine if r["final_metric"] is not None]),
           "required_min": {t: _reached([r["required"][t]["minutes"] for r in mine],
                                        [r["wall_time_s"] / 60 for r in mine], resamples)
                            for t in targets},
@@ -94,24 +89,33 @@ def summarize(runs: List[Dict[str, Any]], spec: Spec, resamples: int = 10_000) -
                              for t in targets},
           "idle_share": _idle(mine)}
       if limit is not None:
-        scores = []
-        for r in mine:  # over the means the evaluations recorded (not their episodes')
-          run = metrics.Run(r["path"], {}, tuple(dict(e, returns=None) for e in r["evals"]))
-          twin = impala.get(r["seed"])
-          if method == spec.limit_method:
-            v = r["final_metric"]
-          elif twin is None or twin["host"] != r["host"]:
-            v = None
-          else:
-            v = metrics.final_time_metric(run, twin["wall_time_s"])
-          if v is not None:
-            scores.append(v)
-        row["final_time"] = {**(_ci(scores, resamples) or {"mean": None}),
-                             "reached": len(scores), "runs": len(mine)}
-      rows[method] = row
+        scores = [v for v in (_final_time(r, method == spec.limit_method, limits.get(r["seed"]))
+                              for r in mine) if v is not None]
+        rows[method]["final_time"] = {**(ci(scores) or {"mean": None}), "reached": len(scores),
+                                      "runs": len(mine)}
     out[scenario] = {"budget": max(r["total_steps"] for r in here), "time_limit_s": limit,
                      "targets": here[0]["targets"], "methods": rows}
   return out
+
+
+def speed(runs: Sequence[Dict[str, Any]], resamples: int) -> Dict[str, Optional[Dict[str, Any]]]:
+  """The runs' SPS and whole-run minutes, each a mean over their seeds with its interval."""
+  ci = functools.partial(metrics.interval_or_none, resamples=resamples)
+  return {"sps": ci([r["sps"] for r in runs]),
+          "wall_time_min": ci([r["wall_time_s"] / 60 for r in runs])}
+
+
+def _final_time(r: Dict[str, Any], is_limit: bool,
+                limit_run: Optional[Dict[str, Any]]) -> Optional[float]:
+  """A run's final time metric (`summarize`): its final metric where its method sets the limit,
+  else over the means its evaluations recorded (not their episodes') by the wall time of its
+  block's limit run on the same host kind (None without one)."""
+  if is_limit:
+    return r["final_metric"]
+  if limit_run is None or limit_run["host"] != r["host"]:
+    return None
+  run = metrics.Run(r["path"], {}, tuple(dict(e, returns=None) for e in r["evals"]))
+  return metrics.final_time_metric(run, limit_run["wall_time_s"])
 
 
 # summary.json's idle seconds are summed over the executors and over the actor threads.
@@ -137,17 +141,24 @@ def _idle(runs: List[Dict[str, Any]]) -> Dict[str, float]:
   return {k: sum(r["idle_share"][k] for r in runs) / len(runs) for k in keys}
 
 
+def benchmark_sps(throughput: Optional[Dict[str, Any]], scenario: str,
+                  method: str) -> Optional[float]:
+  """The method's median SPS on the scenario in the interleaved throughput benchmark
+  (`throughput.json`); None where the benchmark lacks it."""
+  bench = ((throughput or {}).get("scenarios") or {}).get(scenario) or {}
+  return (bench.get(method) or {}).get("median_sps")
+
+
 def throughput_minutes(summary: Dict[str, Any],
                        throughput: Optional[Dict[str, Any]]) -> Dict[str, Any]:
   """Per scenario, method and target: the mean env steps to the target (every seed reached it)
-  over the method's median SPS in the interleaved benchmark (`throughput.json`), in minutes on
-  the benchmark's host; None where a seed missed the target or the benchmark lacks the method."""
+  over the method's median SPS in the benchmark (`benchmark_sps`), in minutes on the benchmark's
+  host; None where a seed missed the target or the benchmark lacks the method."""
   out: Dict[str, Any] = {}
   for scenario, s in summary.items():
-    bench = ((throughput or {}).get("scenarios") or {}).get(scenario) or {}
     out[scenario] = {}
     for method, row in s["methods"].items():
-      sps = (bench.get(method) or {}).get("median_sps")
+      sps = benchmark_sps(throughput, scenario, method)
       out[scenario][method] = {
           t: (row["required_steps"][t]["mean"] / sps / 60
               if sps and row["required_steps"][t].get("mean") is not None else None)
@@ -157,25 +168,17 @@ def throughput_minutes(summary: Dict[str, Any],
 
 def plot_curves(report: Dict[str, Any], out_dir: str, methods: Sequence[str],
                 labels: Dict[str, str], title: Callable[[str], str], prefix: str, ylabel: str,
-                ylim: Optional[tuple] = None, resamples: int = 2_000) -> List[str]:
-  """Evaluation score vs env steps and vs wall time (the paper's curve figures), one panel per
-  scenario: per method the mean over seeds (each seed's last score carried forward) and its band
-  (`plots.mean_band`: [min, max] below 6 seeds); `<prefix>_vs_env_steps.png` and
-  `<prefix>_vs_wall_time.png`."""
-  scenarios = list(report["tasks"])
-  if not scenarios:
+                ylim: Optional[tuple] = None) -> List[str]:
+  """The paper's curve figures (`plots.score_curves`, wall time in minutes), one panel per
+  scenario, a band per method over its seeds' evaluations (each seed's last score carried
+  forward; [min, max] below 6 seeds)."""
+  panels = [(title(scenario), {labels[m]: [r["evals"] for r in report["runs"]
+                                           if r["task"] == scenario and r["method"] == m]
+                               for m in methods}) for scenario in report["tasks"]]
+  if not panels:
     return []
-  paths = []
-  for axis, xlabel, name, scale in (("env_steps", "env steps", "env_steps", 1.0),
-                                    ("wall_time_s", "wall time (minutes)", "wall_time", 1 / 60)):
-    panels = [(title(scenario), {
-        labels[m]: [([e[axis] * scale for e in r["evals"]], [e["score"] for e in r["evals"]])
-                    for r in report["runs"]
-                    if r["task"] == scenario and r["method"] == m and r["evals"]]
-        for m in methods}) for scenario in scenarios]
-    paths.append(plots.band_figure(os.path.join(out_dir, f"{prefix}_vs_{name}.png"), panels,
-                                   xlabel=xlabel, ylabel=ylabel, ylim=ylim, resamples=resamples))
-  return paths
+  return plots.score_curves(out_dir, prefix, panels, score="score", ylabel=ylabel, minutes=True,
+                            ylim=ylim)
 
 
 def identity_report(results: str) -> Optional[Dict[str, Any]]:
