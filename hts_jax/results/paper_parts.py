@@ -1,5 +1,5 @@
 """The named parts of a paper-style report beyond the paper's metrics (a grid's TOML names them:
-`named.EXTRAS`, `named.SECTIONS`, `named.LINES`, `named.ROWS`), from the runs' own files: the
+`named.EXTRAS`, `named.SECTIONS`, `named.TITLES`, `named.ROWS`), from the runs' own files: the
 IMPALA validation (its runs under <results>/impala_validation), the PPO update's diagnostics over
 the first quarter of each budget (the runs' metrics.csv: how the policy-lag corrections change
 the update), whole runs' throughput against the benchmark's (and what resets cost), each
