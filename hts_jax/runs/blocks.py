@@ -132,31 +132,24 @@ def before_runs(runs: Sequence[Run], results: str, partners: Sequence[str],
           + host_check(runs, results, seconds, here=here))
 
 
-def run_all(runs: Sequence[Run], results: str, *, dry_run: bool = False) -> List[str]:
-  """Launches each run not finished yet, one at a time, in order; returns the failed ones'
-  logdirs (their stderr.txt says why). `dry_run` prints the commands and, last, `estimate`."""
+def run_all(runs: Sequence[Run], results: str, shared_machine: str = "", *,
+            dry_run: bool = False) -> List[str]:
+  """Launches each run not finished yet, one at a time, in order, and writes `shared_machine`
+  (what else ran on the machine) as the `grid.SHARED` mark beside each run that finishes now;
+  returns the failed ones' logdirs (their stderr.txt says why). `dry_run` prints the commands
+  and, last, `estimate` of them all."""
   failed = []
   for run in runs:
     logdir = run.logdir(results)
+    done = os.path.join(logdir, "summary.json")
+    fresh = not os.path.exists(done)
     if not launch.launch(run.flags, logdir, dry_run=dry_run) and not dry_run:
       failed.append(logdir)
+    if fresh and shared_machine and os.path.exists(done):
+      with open(os.path.join(logdir, grid.SHARED), "w") as f:
+        json.dump({"note": shared_machine}, f)
   if dry_run:
     print(estimate(runs, results, metrics.host_kind(host.start_record(calibration=False))))
-  return failed
-
-
-def run_all_marked(runs: Sequence[Run], results: str, shared_machine: str = "", *,
-                   dry_run: bool = False) -> List[str]:
-  """`run_all`, one run at a time, writing `shared_machine` (what else ran on the machine) as the
-  `grid.SHARED` mark beside each run that finishes now; returns the failed runs' logdirs."""
-  failed = []
-  for run in runs:
-    done = os.path.join(run.logdir(results), "summary.json")
-    fresh = not os.path.exists(done)
-    failed += run_all([run], results, dry_run=dry_run)
-    if fresh and shared_machine and os.path.exists(done):
-      with open(os.path.join(run.logdir(results), grid.SHARED), "w") as f:
-        json.dump({"note": shared_machine}, f)
   return failed
 
 

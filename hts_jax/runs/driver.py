@@ -181,8 +181,7 @@ def main(g: Grid, argv: Sequence[str]) -> List[str]:
     for line in blocks.before_runs(runs, FLAGS.results,
                                    [m.name for m in g.methods if m.default], FLAGS.host_probe_s):
       print(line, flush=True)
-    failed = blocks.run_all_marked(runs, FLAGS.results, FLAGS.shared_machine,
-                                   dry_run=FLAGS.dry_run)
+    failed = blocks.run_all(runs, FLAGS.results, FLAGS.shared_machine, dry_run=FLAGS.dry_run)
     for logdir, values in identity:
       if not launch.launch(values, logdir, dry_run=FLAGS.dry_run) and not FLAGS.dry_run:
         failed.append(logdir)

@@ -57,6 +57,10 @@ def test_blocks_add_table_a1s_corrections_on_its_games_only():
   assert sum("minatar:Breakout" in r for r in runs) == 5
   assert sum("minatar:SpaceInvaders" in r for r in runs) == 3
   assert not any("SpaceInvaders" in r and "--correction=truncated_is" in r for r in runs)
+  # One estimate, of all of them, after the commands (it was printed after each run).
+  assert [line for line in proc.stdout.splitlines() if "runs to do" in line] == [
+      proc.stdout.splitlines()[-1]]
+  assert proc.stdout.splitlines()[-1].startswith("8 of 8 runs to do")
 
 
 def _fake(results, game, method, seed, scores, dt_s):
