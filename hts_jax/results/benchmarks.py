@@ -89,8 +89,8 @@ ROWS: Dict[str, Callable[[Dict[str, Any]], Tuple[Dict[str, Any], List[Dict[str, 
 
 def render_part(name: str, data: Optional[Dict[str, Any]]) -> str:
   """A part of render.toml (`name`: its JSON file, `data` its content; or `policy_lag`: the
-  confirmation runs under results/policy_lag/): its note with its fields, then its table; '' where its JSON is
-  not here or it has no rows."""
+  confirmation runs under results/policy_lag/): its note with its fields, then its table; ''
+  where its JSON is not here or it has no rows."""
   if data is None:
     return ""
   part = SPEC["parts"][name]

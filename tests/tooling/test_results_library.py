@@ -75,6 +75,27 @@ def test_the_dry_run_estimates_the_hours_left_from_finished_runs_on_this_host_ki
   assert blocks.estimate(done, str(tmp_path), "AMD x2") == "nothing to run: every run has finished"
 
 
+def test_the_shared_machine_mark_goes_beside_the_runs_that_finish_now_only(tmp_path, monkeypatch):
+  """`--shared_machine`: `run_all` writes the mark beside each run that finishes in this call;
+  a run finished before, and a run that failed, get none; the failed one's logdir is returned."""
+  def fake_launch(flag_values, logdir, *, dry_run=False):  # a run "finishes" unless seed 2
+    if os.path.exists(os.path.join(logdir, "summary.json")) or flag_values["seed"] == 2:
+      return flag_values["seed"] != 2
+    os.makedirs(logdir, exist_ok=True)
+    with open(os.path.join(logdir, "summary.json"), "w") as f:
+      json.dump({"seed": flag_values["seed"]}, f)
+    return True
+  monkeypatch.setattr(launch, "launch", fake_launch)
+  runs = blocks.paired_blocks(["t"], ["a"], [0, 1, 2], lambda t, m, s: {"seed": s})
+  fake_launch({"seed": 0}, runs[0].logdir(str(tmp_path)))  # seed 0 finished before
+  failed = blocks.run_all(runs, str(tmp_path), "a benchmark on the other core")
+  marks = [os.path.exists(os.path.join(r.logdir(str(tmp_path)), grid.SHARED)) for r in runs]
+  assert marks == [False, True, False]
+  assert failed == [runs[2].logdir(str(tmp_path))]
+  with open(os.path.join(runs[1].logdir(str(tmp_path)), grid.SHARED)) as f:
+    assert json.load(f) == {"note": "a benchmark on the other core"}
+
+
 def test_a_run_whose_block_finished_on_another_host_kind_is_named_before_it_runs(tmp_path):
   """Run to score's block 2: its HTS run ran on an Intel host, its sync run an hour later on an
   AMD one, and the block's times did not pair. The driver now says so before the run starts."""
