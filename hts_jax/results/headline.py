@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hts_jax.analysis import stats
@@ -228,14 +227,10 @@ def changes(out: Dict[str, Any], sync: bool = False) -> List[Tuple[Any, ...]]:
   return sorted(got, key=lambda x: x[3]) if sync else got
 
 
-def _lines(text: str) -> str:
-  """The template's paragraphs (up to a blank line), one a line, their whitespace single."""
-  return "\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip())
-
-
 def _table(text: str) -> str:
   """The template's paragraphs as a markdown table's rows (cells split at `|`), header first."""
-  header, *rows = [[c.strip() for c in line.split("|")] for line in _lines(text).splitlines()]
+  rows = publish.lines(text).splitlines()
+  header, *rows = [[c.strip() for c in line.split("|")] for line in rows]
   return stats.markdown(header, rows).rstrip("\n")
 
 
@@ -243,7 +238,7 @@ def _table(text: str) -> str:
 def _macros() -> Any:
   """templates/headline.md.j2's macros, loaded once, with the computations above to call."""
   env = publish.templates(TEMPLATES)
-  env.filters.update(lines=_lines, table=_table)
+  env.filters["table"] = _table
   env.tests["measured"] = measured
   env.globals.update({f.__name__: f for f in (task_name, neither, against_sync, soonest, behind,
                                               untimed, reason, inverse, by_share, changes)})

@@ -5,6 +5,7 @@ typed by hand."""
 import dataclasses
 import json
 import os
+import re
 import sys
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -57,15 +58,21 @@ def cell(template: str, row: Mapping[str, Any]) -> str:
     return "-"
 
 
+def lines(text: str) -> str:
+  """`text`'s paragraphs (text up to a blank line), one a line, their whitespace single: what lets
+  a template write over several lines a sentence that renders as one."""
+  return "\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip())
+
+
 def templates(folder: str) -> Any:
   """The Jinja templates under `folder` as every renderer here loads them (a tag's own line and
   indent dropped, a file's last newline kept), with the shared filters: `fmt` (a value formatted,
-  '-' for None), `ci` (`fmt_ci`) and `steps` (`fmt_steps`)."""
+  '-' for None), `ci` (`fmt_ci`), `steps` (`fmt_steps`) and `lines` (`lines`)."""
   import jinja2  # pylint: disable=import-outside-toplevel
   env = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), trim_blocks=True,
                            lstrip_blocks=True, keep_trailing_newline=True)
   env.filters.update(fmt=lambda x, fmt: "-" if x is None else fmt.format(x), ci=fmt_ci,
-                     steps=fmt_steps)
+                     steps=fmt_steps, lines=lines)
   return env
 
 
