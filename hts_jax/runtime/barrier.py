@@ -43,14 +43,10 @@ class AlphaBarrier:
   def _executors(self, executors: Optional[Sequence[int]]) -> Sequence[int]:
     return range(len(self.inboxes)) if executors is None else executors
 
-  def wait_started(self, executors: Optional[Sequence[int]] = None, main: bool = True) -> None:
+  def wait_started(self, executors: Optional[Sequence[int]] = None) -> None:
     """Waits until the executors have created their envs; a signal meanwhile stops the run with
-    `Interrupted` (nothing was trained, nothing is saved) where `main` (the main thread waits);
-    another thread's wait leaves the signal to the main thread."""
+    `Interrupted` (nothing was trained, nothing is saved)."""
     sup = self.supervisor
-    if not main:
-      sup.wait_all(Started, executors)
-      return
     for k in self._executors(executors):
       while not sup.ctrl[k].reader.poll(0.0):
         if sup.signal is not None:
@@ -64,10 +60,6 @@ class AlphaBarrier:
     for k in self._executors(executors):
       self.supervisor.watch(k)
       self.inboxes[k].writer.post(buffers.GO, segment)
-
-  def post_blocks(self, executor: int, blocks: Sequence[int]) -> None:
-    """Tells `executor` that the actions of its `blocks` are in the storage."""
-    self.inboxes[executor].writer.post_blocks(blocks)
 
   def wait_done(self, segment: int, executors: Optional[Sequence[int]] = None) -> List[Done]:
     """The barrier: every executor (of `executors`) has finished `segment`; their reports in

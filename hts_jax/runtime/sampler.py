@@ -219,7 +219,7 @@ class ExecutorEnvs:
 
   def __init__(self, reader: buffers.RecordReader, inboxes: Sequence[buffers.ActionWriter],
                layout: buffers.BlockLayout, stop: Optional[buffers.StateWriter] = None):
-    self.reader, self.inboxes, self.stop = reader, list(inboxes), stop
+    self.inboxes, self.stop = list(inboxes), stop
     self.owner = layout.owner().tolist()
     self.ready, self.read = reader.ready, reader.read
 
@@ -373,7 +373,7 @@ class LockstepSampler:
 
   def wait_started(self) -> None:
     """Waits until its executors have created their envs (a signal is the main thread's)."""
-    self.barrier.wait_started(self.executors, main=False)
+    self.barrier.supervisor.wait_all(buffers.Started, self.executors)
 
   def wait_done(self, segment: int) -> List[Done]:
     """The executors' reports of `segment` (the one just collected)."""

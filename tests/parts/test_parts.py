@@ -55,7 +55,7 @@ class _Parts:
           assert seg == segment
           pending.setdefault(step, []).append(b)
       st.actions[t] = actions[t]
-      self.barrier.post_blocks(0, pending.pop(t))
+      self.barrier.writers[0].post_blocks(pending.pop(t))
 
   def close(self) -> None:
     self.sup.shutdown()
