@@ -159,8 +159,13 @@ def load_run(path: str) -> Run:
       isinstance(e, dict) and {"env_steps", "wall_time_s", "mean_return"} <= set(e) for e in evals):
     raise RunDirError(f"{fn}: no evaluation history ('eval' list of env_steps, wall_time_s, "
                       "mean_return)")
-  evals = sorted(evals, key=lambda e: (e["env_steps"], e["wall_time_s"]))
-  return Run(path=path, summary=summary, evals=tuple(evals))
+  return Run(path=path, summary=summary, evals=tuple(time_ordered(evals)))
+
+
+def time_ordered(evals: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+  """A run's evaluations in the order they were made (by env steps, then wall time), whatever
+  order summary.json lists them in: the order every metric over them reads."""
+  return sorted(evals, key=lambda e: (e["env_steps"], e["wall_time_s"]))
 
 
 def eval_return(e: Dict[str, Any]) -> float:

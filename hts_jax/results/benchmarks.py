@@ -26,7 +26,6 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import flags
 
-from hts_jax.analysis import stats
 from hts_jax.results import headline, provenance, publish
 
 RESULTS = os.path.join(provenance.ROOT, "results", "benchmarks")
@@ -103,9 +102,8 @@ def render_part(name: str, data: Optional[Dict[str, Any]]) -> str:
   note = part["note"].format(**fields, **{f"if_{k}": v.format(**fields) if k in have else ""
                                           for k, v in part.get("if", {}).items()})
   columns = [c for c in part["columns"] if len(c) < 3 or c[2] in have]
-  return f"{note}\n\n" + stats.markdown([c[0] for c in columns], [
-      [publish.cell(c[1], {"label": CASES.get(r.get("case"), r.get("case")), **r}) for c in columns]
-      for r in rows])
+  return f"{note}\n\n" + publish.table(columns, [
+      {"label": CASES.get(r.get("case"), r.get("case")), **r} for r in rows])
 
 
 def render_block(block: Dict[str, Any]) -> str:

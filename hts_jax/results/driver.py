@@ -23,7 +23,7 @@ def run_record(g: Grid, f: grid.Finished, results: str) -> Dict[str, Any]:
   time and env steps to its task's target (a running average over `window` evaluations; a
   paper-style grid's targets come from `run_table`) and its evaluations in time order."""
   t, s = g.task(f.task), f.summary
-  evals = sorted(s.get("eval") or [], key=lambda e: (e["env_steps"], e["wall_time_s"]))
+  evals = metrics.time_ordered(s.get("eval") or [])
   scores = [e["mean_return"] for e in evals]
   hit = (metrics.first_reached(scores, t.target, t.window)
          if t.target is not None and scores else None)

@@ -27,8 +27,7 @@ from hts_jax.results.publish import fmt_ci, fmt_steps
 TEMPLATES = publish.templates(os.path.join(provenance.ROOT, "results"))
 TEMPLATES.filters.update(
     short=paper_parts.short, partial=paper_parts.partial,
-    markdown=lambda rows, columns: stats.markdown([c[0] for c in columns], [
-        [publish.cell(c[1], r) for c in columns] for r in rows]))
+    markdown=lambda rows, columns: publish.table(columns, rows))
 
 
 def words(grid_name: str, part: str, **fields: Any) -> str:

@@ -9,6 +9,7 @@ import re
 import sys
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from hts_jax.analysis import stats
 from hts_jax.results import guard, provenance
 
 
@@ -58,6 +59,12 @@ def cell(template: str, row: Mapping[str, Any]) -> str:
     return "-"
 
 
+def table(columns: Sequence[Sequence[str]], rows: Sequence[Mapping[str, Any]]) -> str:
+  """A markdown table of `rows`: a column per (header, cell template, ...) of `columns`, each cell
+  `cell` of its template over the row."""
+  return stats.markdown([c[0] for c in columns], [[cell(c[1], r) for c in columns] for r in rows])
+
+
 def lines(text: str) -> str:
   """`text`'s paragraphs (text up to a blank line), one a line, their whitespace single: what lets
   a template write over several lines a sentence that renders as one."""
@@ -70,7 +77,7 @@ def templates(folder: str) -> Any:
   '-' for None), `ci` (`fmt_ci`), `steps` (`fmt_steps`) and `lines` (`lines`)."""
   import jinja2  # pylint: disable=import-outside-toplevel
   env = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), trim_blocks=True,
-                           lstrip_blocks=True, keep_trailing_newline=True)
+                           lstrip_blocks=True, keep_trailing_newline=True, auto_reload=False)
   env.filters.update(fmt=lambda x, fmt: "-" if x is None else fmt.format(x), ci=fmt_ci,
                      steps=fmt_steps, lines=lines)
   return env
