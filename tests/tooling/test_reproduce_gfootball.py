@@ -529,9 +529,10 @@ def test_host_kinds_are_never_mixed_in_a_figure(tmp_path):
   report = {"tasks": body["tasks"], "paired": body["paired"], "runs": body["runs"]}
   assert ratio_cell(report, sc, "impala", "0.8", "1") == "≥2.19x [2.00, 2.40] (n=2)"
   assert ratio_cell(report, sc, "hts_ppo", "0.8", "1") == "1"
-  paper_parts.by_host(body, 500)
+  protocol = {"settings": {"tasks": {t.name: {"seeds": list(t.seeds)} for t in GRID.tasks}}}
+  paper_parts.extras(str(tmp_path), dict(body, throughput=None, protocol=protocol), 500)
   s = body["tasks"][sc]
-  assert s["hosts"] == ["A x2", "B x2"]
+  assert s["planned_seeds"] == 5 and s["hosts"] == ["A x2", "B x2"]
   assert paper_parts.per_host(s["methods"]["hts_ppo"], "sps", "{:,.0f}", " SPS") == (
       "100 [100, 100] SPS on A x2 (seeds 0, 1); 100 SPS on B x2 (seed 2)")
   # One seed each: a higher final metric is said without claiming the intervals apart.
